@@ -1,0 +1,74 @@
+/*
+ * buffer.c - the growable byte buffer.
+ *
+ * Owns the growth policy: capacity doubles, so appending n bytes one at a
+ * time costs O(n) copies in total. Only buffer_reserve allocates; a failed
+ * reservation leaves the buffer exactly as it was.
+ */
+#include "buffer.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Small enough not to waste memory on idle clients, big enough that a
+ * typical reply fits without a second allocation. */
+#define BUFFER_MIN_CAP 64
+
+void buffer_init(struct buffer *b)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void buffer_free(struct buffer *b)
+{
+    free(b->data);
+    buffer_init(b);
+}
+
+int buffer_reserve(struct buffer *b, size_t extra)
+{
+    if (extra <= b->cap - b->len)
+        return 0;
+    if (extra > SIZE_MAX - b->len)
+        return -ENOMEM;
+    size_t need = b->len + extra;
+    size_t cap = b->cap < BUFFER_MIN_CAP ? BUFFER_MIN_CAP : b->cap;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *data = realloc(b->data, cap);
+    if (data == NULL)
+        return -ENOMEM;
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+int buffer_append(struct buffer *b, const void *data, size_t len)
+{
+    int err = buffer_reserve(b, len);
+    if (err != 0)
+        return err;
+    /* memcpy from NULL is undefined even for 0 bytes */
+    if (len > 0)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    return 0;
+}
+
+void buffer_consume(struct buffer *b, size_t n)
+{
+    assert(n <= b->len);
+    b->len -= n;
+    if (b->len > 0)
+        memmove(b->data, b->data + n, b->len);
+}
+
+void buffer_reset(struct buffer *b)
+{
+    b->len = 0;
+}

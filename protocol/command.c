@@ -1,0 +1,215 @@
+/*
+ * command.c - the command table built from COMMAND_LIST, and the decoding
+ * of command arguments into a struct command_args.
+ *
+ * Every rule a well-formed argument follows (name length, thread-id
+ * range, which options a command takes, WAIT and LEASE ranges) is checked
+ * here and nowhere else, so handlers never see a bad value. Nothing here
+ * knows about clients or Redis.
+ */
+#include "command.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct command command_table[COMMAND_COUNT] = {
+#define COMMAND_ENTRY(id, name, min, max, syntax, flags) \
+    [CMD_##id] = {CMD_##id, name, min, max, syntax, flags},
+    COMMAND_LIST(COMMAND_ENTRY)
+#undef COMMAND_ENTRY
+};
+
+/* Case-insensitive match of a client's word against a table name. */
+static bool word_is(const char *table_name, const char *word, size_t len)
+{
+    /* a NUL inside word differs from the table name's byte there */
+    return strlen(table_name) == len &&
+           strncasecmp(table_name, word, len) == 0;
+}
+
+const struct command *command_lookup(const char *name, size_t len)
+{
+    for (size_t i = 0; i < COMMAND_COUNT; i++) {
+        if (word_is(command_table[i].name, name, len))
+            return &command_table[i];
+    }
+    return NULL;
+}
+
+const struct command *command_by_id(enum command_id id)
+{
+    return &command_table[id];
+}
+
+/* Options after <name> <thread-id>, as bits of the set a syntax allows. */
+enum command_option {
+    OPTION_WAIT = 0x1,
+    OPTION_LEASE = 0x2,
+};
+
+static const struct option_spec {
+    const char *name;
+    enum command_option option;
+    int64_t min_ms; /* the smallest value besides -1 */
+    const char *error;
+} option_specs[] = {
+    {"wait", OPTION_WAIT, 0,
+     "WAIT must be -1 or a non-negative number of milliseconds"},
+    {"lease", OPTION_LEASE, 1,
+     "LEASE must be -1 or a positive number of milliseconds"},
+};
+
+static int parse_error(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int parse_error(char *err, size_t err_size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* Plain decimal digits only: no sign, no space, no overflow. */
+static int parse_u64(const char *s, size_t len, uint64_t *value)
+{
+    if (len == 0)
+        return -EINVAL;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EINVAL;
+        unsigned digit = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - digit) / 10)
+            return -ERANGE;
+        v = v * 10 + digit;
+    }
+    *value = v;
+    return 0;
+}
+
+/* A WAIT or LEASE value: -1, or 0..COMMAND_MAX_MS. */
+static int parse_ms(const char *s, size_t len, int64_t *value)
+{
+    if (len == 2 && s[0] == '-' && s[1] == '1') {
+        *value = -1;
+        return 0;
+    }
+    uint64_t v;
+    int err = parse_u64(s, len, &v);
+    if (err != 0)
+        return err;
+    if (v > (uint64_t)COMMAND_MAX_MS)
+        return -ERANGE;
+    *value = (int64_t)v;
+    return 0;
+}
+
+static int parse_name(const char *name, size_t len, size_t max_name_len,
+                      struct command_args *out, char *err, size_t err_size)
+{
+    if (len == 0)
+        return parse_error(err, err_size, "lock name must not be empty");
+    if (len > max_name_len)
+        return parse_error(err, err_size, "lock name longer than %zu bytes",
+                           max_name_len);
+    out->name = name;
+    out->name_len = len;
+    return 0;
+}
+
+static int parse_thread_id(const char *s, size_t len, struct command_args *out,
+                           char *err, size_t err_size)
+{
+    if (parse_u64(s, len, &out->thread_id) != 0)
+        return parse_error(
+            err, err_size,
+            "thread-id must be an unsigned 64-bit decimal integer");
+    return 0;
+}
+
+static const struct option_spec *find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof option_specs / sizeof *option_specs; i++) {
+        if (word_is(option_specs[i].name, name, len))
+            return &option_specs[i];
+    }
+    return NULL;
+}
+
+/* Decodes the "OPTION value" pairs from argv[first]; each at most once. */
+static int parse_options(size_t first, size_t argc, char *const *argv,
+                         const size_t *argv_len, unsigned allowed,
+                         struct command_args *out, char *err, size_t err_size)
+{
+    unsigned seen = 0;
+    for (size_t i = first; i < argc; i += 2) {
+        const struct option_spec *spec = find_option(argv[i], argv_len[i]);
+        if (spec == NULL || !(allowed & spec->option) ||
+            (seen & spec->option) || i + 1 == argc)
+            return parse_error(err, err_size, "syntax error");
+        seen |= spec->option;
+        int64_t ms;
+        if (parse_ms(argv[i + 1], argv_len[i + 1], &ms) != 0 ||
+            (ms != -1 && ms < spec->min_ms))
+            return parse_error(err, err_size, "%s", spec->error);
+        if (spec->option == OPTION_WAIT)
+            out->wait_ms = ms;
+        else
+            out->lease_ms = ms;
+    }
+    return 0;
+}
+
+int command_parse_args(const struct command *cmd, size_t argc,
+                       char *const *argv, const size_t *argv_len,
+                       size_t max_name_len, struct command_args *out,
+                       char *err, size_t err_size)
+{
+    if (argc < (size_t)cmd->min_argc || argc > (size_t)cmd->max_argc)
+        return parse_error(err, err_size,
+                           "wrong number of arguments for '%s' command",
+                           cmd->name);
+    *out = (struct command_args){
+        .wait_ms = cmd->syntax == SYNTAX_LOCK ? COMMAND_WAIT_FOREVER : 0,
+        .lease_ms = COMMAND_LEASE_WATCHDOG,
+    };
+    if (cmd->syntax == SYNTAX_NONE)
+        return 0;
+    if (cmd->syntax == SYNTAX_OPTIONAL_TEXT) {
+        if (argc == 2) {
+            out->name = argv[1];
+            out->name_len = argv_len[1];
+        }
+        return 0;
+    }
+
+    int rc = parse_name(argv[1], argv_len[1], max_name_len, out, err, err_size);
+    if (rc != 0 || cmd->syntax == SYNTAX_NAME)
+        return rc;
+    rc = parse_thread_id(argv[2], argv_len[2], out, err, err_size);
+    if (rc != 0 || cmd->syntax == SYNTAX_NAME_THREAD)
+        return rc;
+    unsigned allowed = cmd->syntax == SYNTAX_TRYLOCK
+                           ? OPTION_WAIT | OPTION_LEASE
+                           : OPTION_LEASE;
+    return parse_options(3, argc, argv, argv_len, allowed, out, err, err_size);
+}
+
+bool command_client_id_valid(const char *id, size_t len)
+{
+    if (len == 0 || len > CLIENT_ID_MAX_LEN)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return false;
+    }
+    return true;
+}

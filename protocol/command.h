@@ -1,0 +1,96 @@
+/*
+ * command.h - the command table: every command rlockd understands, its
+ * arity and argument syntax, listed once.
+ *
+ * COMMAND_LIST is the single list. protocol/command.c turns it into the
+ * lookup table; server/commands.c turns it into the handler table. This
+ * file also validates and decodes arguments (names, thread-ids, WAIT and
+ * LEASE options) into a struct command_args, so that handlers receive
+ * only well-formed values. Nothing here knows about clients or Redis.
+ */
+#ifndef RLOCKD_COMMAND_H
+#define RLOCKD_COMMAND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Arguments each command takes, after its name. */
+enum command_syntax {
+    SYNTAX_NONE,          /* QUIT */
+    SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section], CLIENTID [id] */
+    SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL: <name> */
+    SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
+    SYNTAX_LOCK,          /* <name> <thread-id> [LEASE ms] */
+    SYNTAX_TRYLOCK,       /* <name> <thread-id> [WAIT ms] [LEASE ms] */
+};
+
+/* command flags */
+#define CMD_NEEDS_REDIS 0x1 /* answered -UNAVAILABLE while Redis is down */
+
+/*      id           name           min max syntax                 flags */
+#define COMMAND_LIST(X)                                                     \
+    X(LOCK,        "lock",        3, 5, SYNTAX_LOCK,          CMD_NEEDS_REDIS) \
+    X(TRYLOCK,     "trylock",     3, 7, SYNTAX_TRYLOCK,       CMD_NEEDS_REDIS) \
+    X(UNLOCK,      "unlock",      3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
+    X(FORCEUNLOCK, "forceunlock", 2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
+    X(ISLOCKED,    "islocked",    2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
+    X(ISHELD,      "isheld",      3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
+    X(HOLDCOUNT,   "holdcount",   3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
+    X(PTTL,        "pttl",        2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
+    X(CLIENTID,    "clientid",    1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
+    X(PING,        "ping",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
+    X(INFO,        "info",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
+    X(QUIT,        "quit",        1, 1, SYNTAX_NONE,          0)
+
+enum command_id {
+#define COMMAND_ENUM(id, name, min, max, syntax, flags) CMD_##id,
+    COMMAND_LIST(COMMAND_ENUM)
+#undef COMMAND_ENUM
+    COMMAND_COUNT
+};
+
+struct command {
+    enum command_id id;
+    const char *name;   /* lower case */
+    int min_argc;       /* counting the command name itself */
+    int max_argc;
+    enum command_syntax syntax;
+    unsigned flags;
+};
+
+/* Values that mean "no limit" for WAIT and "watchdog mode" for LEASE. */
+#define COMMAND_WAIT_FOREVER (-1)
+#define COMMAND_LEASE_WATCHDOG (-1)
+/* Largest WAIT or LEASE accepted: about 31 years, far from overflow. */
+#define COMMAND_MAX_MS 1000000000000LL
+
+/* What a command's arguments decode to. Pointers point into the request. */
+struct command_args {
+    const char *name;       /* lock name, or the optional text (NULL */
+    size_t name_len;        /* and 0 when it is absent) */
+    uint64_t thread_id;
+    int64_t wait_ms;        /* TRYLOCK default 0, LOCK: forever */
+    int64_t lease_ms;       /* COMMAND_LEASE_WATCHDOG or > 0 */
+};
+
+/* Case-insensitive lookup; NULL when unknown. */
+const struct command *command_lookup(const char *name, size_t len);
+/* The table entry for an id. */
+const struct command *command_by_id(enum command_id id);
+
+/*
+ * Checks arity and decodes argv[1..] per the command's syntax. Names must
+ * be 1..max_name_len bytes. Returns 0, or -EINVAL with a one-line reason
+ * (no error code prefix) written into err.
+ */
+int command_parse_args(const struct command *cmd, size_t argc,
+                       char *const *argv, const size_t *argv_len,
+                       size_t max_name_len, struct command_args *out,
+                       char *err, size_t err_size);
+
+/* Client-ids are 1..64 of [A-Za-z0-9._-]. */
+#define CLIENT_ID_MAX_LEN 64
+bool command_client_id_valid(const char *id, size_t len);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * reply.c - RESP2 encoding of every reply, and the one table that maps
+ * error codes to their wire prefix.
+ *
+ * Each writer reserves all the bytes it needs before writing any, so a
+ * reply is either appended whole or not at all: a client never sees half
+ * a reply after an allocation failure.
+ */
+#include "reply.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const reply_error_names[] = {
+    [REPLY_ERR] = "ERR",
+    [REPLY_NOTOWNER] = "NOTOWNER",
+    [REPLY_LOCKLOST] = "LOCKLOST",
+    [REPLY_UNAVAILABLE] = "UNAVAILABLE",
+    [REPLY_LIMIT] = "LIMIT",
+    [REPLY_SHUTDOWN] = "SHUTDOWN",
+};
+
+const char *reply_error_code_name(enum reply_error code)
+{
+    assert((size_t)code < sizeof reply_error_names / sizeof *reply_error_names);
+    return reply_error_names[code];
+}
+
+/*
+ * Writes "<type><value>\r\n" and makes sure `payload` more bytes fit after
+ * it, so the caller's appends that follow cannot fail.
+ */
+static int reply_line(struct buffer *out, char type, int64_t value,
+                      size_t payload)
+{
+    char line[32];
+    int n = snprintf(line, sizeof line, "%c%" PRId64 "\r\n", type, value);
+    int err = buffer_reserve(out, (size_t)n + payload);
+    if (err != 0)
+        return err;
+    return buffer_append(out, line, (size_t)n);
+}
+
+/*
+ * A CR or LF inside a simple string or an error (a client's own bytes
+ * echoed back, say) would end the reply early and desynchronise the
+ * stream. Redis turns them into spaces too.
+ */
+static void replace_line_breaks(char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\r' || text[i] == '\n')
+            text[i] = ' ';
+    }
+}
+
+int reply_simple(struct buffer *out, const char *text)
+{
+    size_t len = strlen(text);
+    int err = buffer_reserve(out, 1 + len + 2);
+    if (err != 0)
+        return err;
+    buffer_append(out, "+", 1);
+    buffer_append(out, text, len);
+    replace_line_breaks(out->data + out->len - len, len);
+    return buffer_append(out, "\r\n", 2);
+}
+
+int reply_error(struct buffer *out, enum reply_error code, const char *fmt, ...)
+{
+    const char *name = reply_error_code_name(code);
+    size_t name_len = strlen(name);
+    va_list ap;
+
+    va_start(ap, fmt);
+    int text_len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (text_len < 0)
+        return -EINVAL;
+    /* "-" name " " text "\r\n", plus the NUL vsnprintf always writes */
+    int err = buffer_reserve(out, 1 + name_len + 1 + (size_t)text_len + 3);
+    if (err != 0)
+        return err;
+
+    char *start = out->data + out->len;
+    start[0] = '-';
+    memcpy(start + 1, name, name_len);
+    start[1 + name_len] = ' ';
+    char *text = start + 1 + name_len + 1;
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)text_len + 1, fmt, ap);
+    va_end(ap);
+    replace_line_breaks(text, (size_t)text_len);
+    memcpy(text + text_len, "\r\n", 2);
+    out->len += 1 + name_len + 1 + (size_t)text_len + 2;
+    return 0;
+}
+
+int reply_integer(struct buffer *out, int64_t value)
+{
+    return reply_line(out, ':', value, 0);
+}
+
+int reply_bulk(struct buffer *out, const char *data, size_t len)
+{
+    int err = reply_line(out, '$', (int64_t)len, len + 2);
+    if (err != 0)
+        return err;
+    buffer_append(out, data, len);
+    return buffer_append(out, "\r\n", 2);
+}
+
+int reply_null(struct buffer *out)
+{
+    return buffer_append(out, "$-1\r\n", 5);
+}
+
+int reply_array_header(struct buffer *out, size_t count)
+{
+    return reply_line(out, '*', (int64_t)count, 0);
+}

@@ -1,0 +1,41 @@
+/*
+ * reply.h - the reply writer: every byte rlockd sends to a client is
+ * encoded here, as RESP2.
+ *
+ * Error replies use a small fixed vocabulary of codes, mapped to their
+ * wire prefix in one table (reply_error_code_name). Handlers never
+ * spell "-ERR" themselves.
+ */
+#ifndef RLOCKD_REPLY_H
+#define RLOCKD_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buffer.h"
+
+enum reply_error {
+    REPLY_ERR,          /* bad request: syntax, arity, value */
+    REPLY_NOTOWNER,     /* UNLOCK by an owner that does not hold the lock */
+    REPLY_LOCKLOST,     /* the owner held it through rlockd, Redis lost it */
+    REPLY_UNAVAILABLE,  /* Redis cannot be reached right now */
+    REPLY_LIMIT,        /* a configured limit refuses the request */
+    REPLY_SHUTDOWN,     /* the daemon is stopping */
+};
+
+const char *reply_error_code_name(enum reply_error code);
+
+/*
+ * Each returns 0 or -ENOMEM (reply_error also -EINVAL when fmt cannot be
+ * formatted); on failure the buffer is left as it was. CR and LF in the
+ * text of a simple string or an error are sent as spaces.
+ */
+int reply_simple(struct buffer *out, const char *text);
+int reply_error(struct buffer *out, enum reply_error code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int reply_integer(struct buffer *out, int64_t value);
+int reply_bulk(struct buffer *out, const char *data, size_t len);
+int reply_null(struct buffer *out);
+int reply_array_header(struct buffer *out, size_t count);
+
+#endif

@@ -1,0 +1,254 @@
+/*
+ * config.c - the settings table and the inih handler that walks it.
+ *
+ * Each setting is one row: section, key, kind, where it lives in struct
+ * config, its default as the ini file would spell it, and bounds. The
+ * defaults are applied by feeding those strings through the same setter
+ * the ini file uses, so a default can never bypass validation.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+enum config_kind { KIND_INT, KIND_STRING, KIND_ENUM, KIND_ADDR };
+
+struct config_row {
+    const char *section;
+    const char *key;
+    enum config_kind kind;
+    size_t offset;
+    size_t size;              /* strings: capacity including the NUL */
+    const char *default_value;
+    int64_t min, max;         /* integers */
+    const char *const *names; /* enums: value i is names[i] */
+};
+
+static const char *const on_disconnect_names[] = {"release", "expire", NULL};
+static const char *const log_level_names[] = {"error", "warn", "info", "debug",
+                                              NULL};
+
+#define INT_ROW(sec, name, field, def, lo, hi)                                 \
+    {sec, name, KIND_INT, offsetof(struct config, field), 0, def, lo, hi, NULL}
+#define STR_ROW(sec, name, field, def, kind)                                   \
+    {sec,  name, kind, offsetof(struct config, field),                         \
+     sizeof(((struct config *)0)->field), def, 0, 0, NULL}
+#define ENUM_ROW(sec, name, field, def, list)                                  \
+    {sec, name, KIND_ENUM, offsetof(struct config, field), 0, def, 0, 0, list}
+
+static const struct config_row config_rows[] = {
+    STR_ROW("server", "listen", listen, "127.0.0.1:7379", KIND_ADDR),
+    STR_ROW("server", "unix_socket", unix_socket, "", KIND_STRING),
+    INT_ROW("server", "max_clients", max_clients, "10000", 1, 1000000),
+    INT_ROW("server", "max_request_bytes", max_request_bytes, "65536", 256,
+            64 << 20),
+    INT_ROW("server", "max_request_args", max_request_args, "64", 8, 4096),
+    INT_ROW("server", "max_input_buffer_bytes", max_input_buffer_bytes,
+            "1048576", 1024, 1 << 30),
+    INT_ROW("server", "max_output_buffer_bytes", max_output_buffer_bytes,
+            "8388608", 1024, 1 << 30),
+    INT_ROW("server", "max_name_length", max_name_length, "1024", 1, 65536),
+    STR_ROW("redis", "host", redis_host, "127.0.0.1", KIND_STRING),
+    INT_ROW("redis", "port", redis_port, "6379", 1, 65535),
+    STR_ROW("redis", "unix_socket", redis_unix_socket, "", KIND_STRING),
+    STR_ROW("redis", "password", redis_password, "", KIND_STRING),
+    INT_ROW("redis", "db", redis_db, "0", 0, 1000000),
+    INT_ROW("redis", "pool_size", pool_size, "4", 1, 64),
+    INT_ROW("redis", "connect_timeout_ms", connect_timeout_ms, "1000", 10,
+            600000),
+    INT_ROW("redis", "command_timeout_ms", command_timeout_ms, "5000", 10,
+            600000),
+    INT_ROW("redis", "reconnect_max_ms", reconnect_max_ms, "1000", 10, 60000),
+    INT_ROW("lock", "watchdog_timeout_ms", watchdog_timeout_ms, "30000", 30,
+            86400000),
+    ENUM_ROW("lock", "on_disconnect", on_disconnect, "release",
+             on_disconnect_names),
+    INT_ROW("lock", "max_waiters", max_waiters, "100000", 1, 10000000),
+    INT_ROW("lock", "max_held_locks", max_held_locks, "1000000", 1,
+            100000000),
+    INT_ROW("lock", "renew_batch_size", renew_batch_size, "100", 1, 1000),
+    ENUM_ROW("log", "level", log_level, "info", log_level_names),
+};
+
+#define CONFIG_ROW_COUNT (sizeof(config_rows) / sizeof(config_rows[0]))
+
+const char *config_key_section(size_t n)
+{
+    return n < CONFIG_ROW_COUNT ? config_rows[n].section : NULL;
+}
+
+const char *config_key_name(size_t n)
+{
+    return n < CONFIG_ROW_COUNT ? config_rows[n].key : NULL;
+}
+
+int config_split_host_port(const char *addr, char *host, size_t host_size,
+                           int *port)
+{
+    const char *colon = strrchr(addr, ':');
+    const char *start = addr;
+    size_t len;
+    char *end;
+    long p;
+
+    if (colon == NULL)
+        return -1;
+    len = (size_t)(colon - addr);
+    if (addr[0] == '[') { /* [::1]:7379 */
+        if (len < 2 || addr[len - 1] != ']')
+            return -1;
+        start = addr + 1;
+        len -= 2;
+    }
+    if (len == 0 || len >= host_size)
+        return -1;
+    errno = 0;
+    p = strtol(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 1 || p > 65535)
+        return -1;
+    memcpy(host, start, len);
+    host[len] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+static int set_int(const struct config_row *row, int64_t *dst,
+                   const char *value, char *err, size_t err_size)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0') {
+        snprintf(err, err_size, "%s: '%s' is not an integer", row->key, value);
+        return -1;
+    }
+    if (v < row->min || v > row->max) {
+        snprintf(err, err_size, "%s: %lld is out of range [%lld, %lld]",
+                 row->key, v, (long long)row->min, (long long)row->max);
+        return -1;
+    }
+    *dst = v;
+    return 0;
+}
+
+static int set_enum(const struct config_row *row, int64_t *dst,
+                    const char *value, char *err, size_t err_size)
+{
+    for (int64_t i = 0; row->names[i] != NULL; i++) {
+        if (strcasecmp(row->names[i], value) == 0) {
+            *dst = i;
+            return 0;
+        }
+    }
+    snprintf(err, err_size, "%s: '%s' is not one of", row->key, value);
+    for (size_t i = 0; row->names[i] != NULL; i++) {
+        size_t used = strlen(err);
+        snprintf(err + used, err_size - used, "%s %s", i ? "," : "",
+                 row->names[i]);
+    }
+    return -1;
+}
+
+static int set_string(const struct config_row *row, char *dst,
+                      const char *value, char *err, size_t err_size)
+{
+    char host[128];
+    int port;
+    size_t len = strlen(value);
+
+    if (len >= row->size) {
+        snprintf(err, err_size, "%s: longer than %zu bytes", row->key,
+                 row->size - 1);
+        return -1;
+    }
+    if (row->kind == KIND_ADDR && len > 0 &&
+        config_split_host_port(value, host, sizeof(host), &port) != 0) {
+        snprintf(err, err_size, "%s: '%s' is not host:port", row->key, value);
+        return -1;
+    }
+    memcpy(dst, value, len + 1);
+    return 0;
+}
+
+int config_set(struct config *cfg, const char *section, const char *key,
+               const char *value, char *err, size_t err_size)
+{
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        const struct config_row *row = &config_rows[i];
+        char *field = (char *)cfg + row->offset;
+
+        if (strcmp(row->section, section) != 0 || strcmp(row->key, key) != 0)
+            continue;
+        switch (row->kind) {
+        case KIND_INT:
+            return set_int(row, (int64_t *)field, value, err, err_size);
+        case KIND_ENUM:
+            return set_enum(row, (int64_t *)field, value, err, err_size);
+        case KIND_STRING:
+        case KIND_ADDR:
+            return set_string(row, field, value, err, err_size);
+        }
+    }
+    snprintf(err, err_size, "unknown key '%s' in section [%s]", key, section);
+    return -1;
+}
+
+void config_set_defaults(struct config *cfg)
+{
+    char err[256];
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        const struct config_row *row = &config_rows[i];
+        int rc = config_set(cfg, row->section, row->key, row->default_value,
+                            err, sizeof(err));
+        (void)rc; /* the table's own defaults are covered by unit tests */
+    }
+}
+
+struct load_state {
+    struct config *cfg;
+    char reason[256]; /* first error; inih reports its line */
+};
+
+static int config_ini_line(void *user, const char *section, const char *key,
+                       const char *value)
+{
+    struct load_state *st = user;
+    char err[256];
+
+    if (config_set(st->cfg, section, key, value, err, sizeof(err)) == 0)
+        return 1;
+    if (st->reason[0] == '\0')
+        snprintf(st->reason, sizeof(st->reason), "%s", err);
+    return 0;
+}
+
+int config_load(struct config *cfg, const char *path, char *err,
+                size_t err_size)
+{
+    struct load_state st = {.cfg = cfg};
+    int line;
+
+    config_set_defaults(cfg);
+    line = ini_parse(path, config_ini_line, &st);
+    if (line == 0)
+        return 0;
+    if (line == -1)
+        snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    else if (line == -2)
+        snprintf(err, err_size, "%s: out of memory", path);
+    else
+        snprintf(err, err_size, "%s:%d: %s", path, line,
+                 st.reason[0] ? st.reason : "syntax error");
+    return -1;
+}

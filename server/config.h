@@ -1,0 +1,66 @@
+/*
+ * config.h - rlockd's settings: one table names every key, its type,
+ * default, bounds and meaning; defaults, the ini loader and validation
+ * all walk that table.
+ *
+ * Owns struct config values only. It never opens sockets or applies a
+ * setting: callers read the struct.
+ */
+#ifndef RLOCKD_CONFIG_H
+#define RLOCKD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
+
+struct config {
+    /* [server] */
+    char listen[128];
+    char unix_socket[108];
+    int64_t max_clients;
+    int64_t max_request_bytes;
+    int64_t max_request_args;
+    int64_t max_input_buffer_bytes;
+    int64_t max_output_buffer_bytes;
+    int64_t max_name_length;
+    /* [redis] */
+    char redis_host[256];
+    int64_t redis_port;
+    char redis_unix_socket[108];
+    char redis_password[512];
+    int64_t redis_db;
+    int64_t pool_size;
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    int64_t reconnect_max_ms;
+    /* [lock] */
+    int64_t watchdog_timeout_ms;
+    int64_t on_disconnect; /* enum on_disconnect */
+    int64_t max_waiters;
+    int64_t max_held_locks;
+    int64_t renew_batch_size;
+    /* [log] */
+    int64_t log_level; /* enum log_level */
+};
+
+/* Fills every field with its default. */
+void config_set_defaults(struct config *cfg);
+/*
+ * Loads `path` over the defaults. Returns 0, or -1 with a message of the
+ * form "FILE:LINE: reason" in err.
+ */
+int config_load(struct config *cfg, const char *path, char *err,
+                size_t err_size);
+/* Sets one key as the ini file would; 0 or -1 with the reason in err. */
+int config_set(struct config *cfg, const char *section, const char *key,
+               const char *value, char *err, size_t err_size);
+
+/* Table walkers, for tests and INFO: the n-th key, NULL past the end. */
+const char *config_key_section(size_t n);
+const char *config_key_name(size_t n);
+/* "host:port" -> parts; 0 or -1. Used for [server] listen. */
+int config_split_host_port(const char *addr, char *host, size_t host_size,
+                           int *port);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * log.h - the daemon's log: one line per event on stderr, with a level.
+ *
+ * Owns the current level only. Never allocates, so it is safe to call on
+ * any error path, including out-of-memory ones.
+ */
+#ifndef RLOCKD_LOG_H
+#define RLOCKD_LOG_H
+
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+void log_set_level(enum log_level level);
+int log_enabled(enum log_level level);
+void log_write(enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_write(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_write(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_write(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)                                                         \
+    do {                                                                       \
+        if (log_enabled(LOG_DEBUG))                                            \
+            log_write(LOG_DEBUG, __VA_ARGS__);                                 \
+    } while (0)
+
+#endif

@@ -1,0 +1,313 @@
+/*
+ * redis_link.c - connect, handshake, watch and reconnect one Redis
+ * connection.
+ *
+ * The libuv glue is our own rather than hiredis 0.14's adapters/libuv.h:
+ * that adapter drops poll events that come with an error status, so a
+ * refused or reset connection never reaches hiredis and the context
+ * hangs in "connecting" forever. Here an error status is handed to
+ * hiredis as readable+writable, and hiredis finds the socket error itself.
+ */
+#include "redis_link.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define BACKOFF_START_MS 50
+#define LIVENESS_CHECK_MS 250
+
+uint64_t now_ms(uv_loop_t *loop) { return uv_now(loop); }
+
+/* ---- hiredis <-> libuv ------------------------------------------------ */
+
+struct link_poll {
+    uv_poll_t handle;
+    redisAsyncContext *ac; /* NULL once hiredis has let go */
+    int events;
+};
+
+static void poll_cb(uv_poll_t *handle, int status, int events)
+{
+    struct link_poll *p = handle->data;
+
+    if (status < 0)
+        events = p->events; /* let hiredis read the socket error */
+    if (p->ac != NULL && (events & UV_READABLE))
+        redisAsyncHandleRead(p->ac);
+    if (p->ac != NULL && (events & UV_WRITABLE))
+        redisAsyncHandleWrite(p->ac);
+}
+
+static void poll_update(struct link_poll *p, int add, int del)
+{
+    p->events = (p->events | add) & ~del;
+    if (p->events)
+        uv_poll_start(&p->handle, p->events, poll_cb);
+    else
+        uv_poll_stop(&p->handle);
+}
+
+static void poll_add_read(void *d) { poll_update(d, UV_READABLE, 0); }
+static void poll_del_read(void *d) { poll_update(d, 0, UV_READABLE); }
+static void poll_add_write(void *d) { poll_update(d, UV_WRITABLE, 0); }
+static void poll_del_write(void *d) { poll_update(d, 0, UV_WRITABLE); }
+
+static void poll_closed(uv_handle_t *handle) { free(handle->data); }
+
+static void poll_cleanup(void *d)
+{
+    struct link_poll *p = d;
+
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->handle, poll_closed);
+}
+
+static int poll_attach(redisAsyncContext *ac, uv_loop_t *loop)
+{
+    struct link_poll *p = calloc(1, sizeof(*p));
+    int err;
+
+    if (p == NULL)
+        return -ENOMEM;
+    err = uv_poll_init(loop, &p->handle, ac->c.fd);
+    if (err != 0) {
+        free(p);
+        return err;
+    }
+    p->handle.data = p;
+    p->ac = ac;
+    ac->ev.data = p;
+    ac->ev.addRead = poll_add_read;
+    ac->ev.delRead = poll_del_read;
+    ac->ev.addWrite = poll_add_write;
+    ac->ev.delWrite = poll_del_write;
+    ac->ev.cleanup = poll_cleanup;
+    return 0;
+}
+
+/* ---- connection life -------------------------------------------------- */
+
+static void link_connect(struct redis_link *link);
+
+static void timer_fired(uv_timer_t *timer)
+{
+    struct redis_link *link = timer->data;
+    uint64_t now = now_ms(link->loop);
+
+    switch (link->state) {
+    case LINK_DOWN:
+        link_connect(link);
+        break;
+    case LINK_CONNECTING:
+    case LINK_HANDSHAKE:
+        redis_link_reset(link, "connect timed out");
+        break;
+    case LINK_READY:
+        if (link->inflight > 0 &&
+            now - link->last_progress_ms >= (uint64_t)link->cfg->command_timeout_ms)
+            redis_link_reset(link, "no reply within command_timeout_ms");
+        break;
+    case LINK_CLOSED:
+        break;
+    }
+}
+
+static void schedule_reconnect(struct redis_link *link)
+{
+    link->state = LINK_DOWN;
+    uv_timer_start(&link->timer, timer_fired, (uint64_t)link->backoff_ms, 0);
+    link->backoff_ms *= 2;
+    if (link->backoff_ms > link->cfg->reconnect_max_ms)
+        link->backoff_ms = link->cfg->reconnect_max_ms;
+}
+
+/* The context is gone or going; forget it and maybe reconnect. */
+static void link_lost(struct redis_link *link, const char *why)
+{
+    bool was_ready = link->state == LINK_READY;
+
+    link->ac = NULL;
+    link->inflight = 0;
+    if (link->state == LINK_CLOSED)
+        return;
+    if (was_ready || link->state == LINK_HANDSHAKE)
+        log_warn("redis %s: connection lost: %s", link->label, why);
+    else
+        log_debug("redis %s: connect failed: %s", link->label, why);
+    schedule_reconnect(link);
+    if (was_ready && link->on_lost != NULL)
+        link->on_lost(link);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct redis_link *link = ac->data;
+
+    if (link->ac == ac)
+        link_lost(link, status == REDIS_OK ? "closed" : ac->errstr);
+}
+
+static void on_handshake_reply(struct redis_request *req, redisReply *reply)
+{
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
+        log_error("redis %s: %s", req->link->label, reply->str);
+        redisAsyncDisconnect(req->link->ac);
+    }
+}
+
+static void send_handshake(struct redis_link *link)
+{
+    const struct config *cfg = link->cfg;
+    char db[24];
+
+    link->handshake.on_reply = on_handshake_reply;
+    if (cfg->redis_password[0] != '\0') {
+        const char *argv[] = {"AUTH", cfg->redis_password};
+        size_t len[] = {4, strlen(cfg->redis_password)};
+        redis_link_send(link, &link->handshake, 2, argv, len);
+    }
+    if (cfg->redis_db != 0) {
+        const char *argv[] = {"SELECT", db};
+        size_t len[] = {6, (size_t)snprintf(db, sizeof(db), "%lld",
+                                            (long long)cfg->redis_db)};
+        redis_link_send(link, &link->handshake, 2, argv, len);
+    }
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct redis_link *link = ac->data;
+
+    if (link->ac != ac)
+        return;
+    if (status != REDIS_OK) { /* hiredis frees the context after this */
+        link_lost(link, ac->errstr);
+        return;
+    }
+    redisEnableKeepAlive((redisContext *)&ac->c);
+    link->state = LINK_HANDSHAKE;
+    link->last_progress_ms = now_ms(link->loop);
+    send_handshake(link);
+    link->on_connected(link);
+}
+
+static void link_connect(struct redis_link *link)
+{
+    const struct config *cfg = link->cfg;
+    redisAsyncContext *ac;
+
+    if (cfg->redis_unix_socket[0] != '\0')
+        ac = redisAsyncConnectUnix(cfg->redis_unix_socket);
+    else
+        ac = redisAsyncConnect(cfg->redis_host, (int)cfg->redis_port);
+    if (ac == NULL || ac->err != 0) {
+        log_debug("redis %s: connect: %s", link->label,
+                  ac ? ac->errstr : "out of memory");
+        if (ac != NULL)
+            redisAsyncFree(ac);
+        schedule_reconnect(link);
+        return;
+    }
+    if (poll_attach(ac, link->loop) != 0) {
+        log_error("redis %s: cannot watch the socket", link->label);
+        redisAsyncFree(ac);
+        schedule_reconnect(link);
+        return;
+    }
+    ac->data = link;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    link->ac = ac;
+    link->state = LINK_CONNECTING;
+    uv_timer_start(&link->timer, timer_fired,
+                   (uint64_t)link->cfg->connect_timeout_ms, 0);
+}
+
+int redis_link_init(struct redis_link *link, uv_loop_t *loop,
+                    const struct config *cfg, const char *label)
+{
+    memset(link, 0, sizeof(*link));
+    snprintf(link->label, sizeof(link->label), "%s", label);
+    link->loop = loop;
+    link->cfg = cfg;
+    link->state = LINK_DOWN;
+    link->backoff_ms = BACKOFF_START_MS;
+    link->timer.data = link;
+    return uv_timer_init(loop, &link->timer);
+}
+
+void redis_link_start(struct redis_link *link) { link_connect(link); }
+
+void redis_link_set_ready(struct redis_link *link)
+{
+    if (link->state != LINK_HANDSHAKE)
+        return;
+    link->state = LINK_READY;
+    link->backoff_ms = BACKOFF_START_MS;
+    uv_timer_start(&link->timer, timer_fired, LIVENESS_CHECK_MS,
+                   LIVENESS_CHECK_MS);
+    log_info("redis %s: ready", link->label);
+}
+
+bool redis_link_ready(const struct redis_link *link)
+{
+    return link->state == LINK_READY;
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct redis_request *req = privdata;
+    struct redis_link *link = req->link;
+
+    if (link->ac == ac && link->inflight > 0) {
+        link->inflight--;
+        link->last_progress_ms = now_ms(link->loop);
+    }
+    req->on_reply(req, reply);
+}
+
+int redis_link_send(struct redis_link *link, struct redis_request *req,
+                    int argc, const char **argv, const size_t *argv_len)
+{
+    if (link->ac == NULL ||
+        (link->state != LINK_READY && link->state != LINK_HANDSHAKE))
+        return -ENOTCONN;
+    req->link = link;
+    if (redisAsyncCommandArgv(link->ac, on_reply, req, argc, argv, argv_len) !=
+        REDIS_OK)
+        return -ENOTCONN;
+    if (link->inflight++ == 0)
+        link->last_progress_ms = now_ms(link->loop);
+    return 0;
+}
+
+void redis_link_reset(struct redis_link *link, const char *why)
+{
+    redisAsyncContext *ac = link->ac;
+
+    if (ac == NULL)
+        return;
+    if (link->state == LINK_READY || link->state == LINK_HANDSHAKE)
+        log_warn("redis %s: dropping connection: %s", link->label, why);
+    link->reconnects++;
+    /* Forget the context first, so the NULL replies redisAsyncFree is
+     * about to deliver already see the link as not ready. */
+    link_lost(link, why);
+    redisAsyncFree(ac);
+}
+
+void redis_link_close(struct redis_link *link)
+{
+    redisAsyncContext *ac = link->ac;
+
+    link->state = LINK_CLOSED;
+    link->ac = NULL;
+    if (ac != NULL)
+        redisAsyncFree(ac);
+    uv_timer_stop(&link->timer);
+    uv_close((uv_handle_t *)&link->timer, NULL);
+}

@@ -1,0 +1,81 @@
+/*
+ * redis_link.h - one hiredis async connection kept alive on the libuv loop.
+ *
+ * Owns the redisAsyncContext and everything about its life: connecting
+ * (TCP or Unix socket) with a timeout, AUTH and SELECT, reconnecting with
+ * capped exponential backoff, and declaring the connection dead when
+ * Redis stops answering for command_timeout_ms. The pool and the
+ * subscriber each build on links; neither touches connection state.
+ *
+ * Every request sent through a link gets exactly one call of its
+ * on_reply: with Redis's reply, or with NULL when the connection is lost
+ * before the reply arrives.
+ */
+#ifndef RLOCKD_REDIS_LINK_H
+#define RLOCKD_REDIS_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <async.h>
+#include <uv.h>
+
+#include "config.h"
+
+struct redis_request;
+typedef void redis_request_fn(struct redis_request *req, redisReply *reply);
+
+/* Embedded by the caller in its own per-request struct. */
+struct redis_request {
+    redis_request_fn *on_reply;
+    struct redis_link *link;
+};
+
+enum redis_link_state {
+    LINK_DOWN,       /* waiting to reconnect */
+    LINK_CONNECTING, /* TCP/Unix connect in progress */
+    LINK_HANDSHAKE,  /* connected; the owner is preparing it */
+    LINK_READY,
+    LINK_CLOSED,     /* redis_link_close called */
+};
+
+struct redis_link {
+    char label[32];
+    uv_loop_t *loop;
+    const struct config *cfg;
+    redisAsyncContext *ac;
+    enum redis_link_state state;
+    uv_timer_t timer;    /* connect timeout, backoff, or liveness check */
+    int64_t backoff_ms;
+    unsigned inflight;   /* requests sent, replies not yet received */
+    uint64_t last_progress_ms;
+    uint64_t reconnects;
+    /* Connected and authenticated: the owner sends what it needs, then
+     * calls redis_link_set_ready. */
+    void (*on_connected)(struct redis_link *link);
+    /* It was ready and is not any more. */
+    void (*on_lost)(struct redis_link *link);
+    void *owner;
+    struct redis_request handshake; /* AUTH, SELECT */
+};
+
+int redis_link_init(struct redis_link *link, uv_loop_t *loop,
+                    const struct config *cfg, const char *label);
+/* Starts connecting; failures are retried forever. */
+void redis_link_start(struct redis_link *link);
+void redis_link_set_ready(struct redis_link *link);
+bool redis_link_ready(const struct redis_link *link);
+/* Sends a command; 0, or -ENOTCONN when the link cannot take it now (in
+ * which case on_reply is not called). */
+int redis_link_send(struct redis_link *link, struct redis_request *req,
+                    int argc, const char **argv, const size_t *argv_len);
+/* Drops the connection (pending requests get NULL) and reconnects later. */
+void redis_link_reset(struct redis_link *link, const char *why);
+/* Final: disconnects, stops the timer; the link may be freed after the
+ * loop has run its close callbacks. */
+void redis_link_close(struct redis_link *link);
+
+uint64_t now_ms(uv_loop_t *loop);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * suites.h - every Check suite of the unit-test binary, listed once.
+ *
+ * Adding a suite is one line here: UNIT_SUITE_LIST declares each
+ * constructor and unit_main.c runs them all in this order.
+ */
+#ifndef RLOCKD_TEST_SUITES_H
+#define RLOCKD_TEST_SUITES_H
+
+#include <check.h>
+
+#define UNIT_SUITE_LIST(X) \
+    X(request_suite)       \
+    X(reply_suite)         \
+    X(command_suite)       \
+    X(config_suite)        \
+    X(waiter_queue_suite)  \
+    X(hashmap_suite)
+
+#define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);
+UNIT_SUITE_LIST(UNIT_SUITE_DECLARE)
+#undef UNIT_SUITE_DECLARE
+
+#endif

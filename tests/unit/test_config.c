@@ -1,0 +1,189 @@
+/*
+ * test_config.c - the settings table, the ini loader's errors, and that
+ * conf/rlockd.ini documents every key with its real default.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "suites.h"
+
+static const char *shipped_conf(void)
+{
+    const char *path = getenv("RLOCKD_CONF");
+    return path ? path : "conf/rlockd.ini";
+}
+
+/* Writes text to a temporary file; the caller unlinks it. */
+static char *write_temp(const char *text)
+{
+    static char path[64];
+    int fd;
+
+    snprintf(path, sizeof(path), "/tmp/rlockd-unit-XXXXXX");
+    fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+/* Loads text as a config file; returns config_load's result. */
+static int load_text(const char *text, struct config *cfg, char *err,
+                     size_t err_size)
+{
+    char *path = write_temp(text);
+    int rc = config_load(cfg, path, err, err_size);
+
+    unlink(path);
+    return rc;
+}
+
+START_TEST(defaults_are_the_documented_ones)
+{
+    struct config cfg;
+
+    config_set_defaults(&cfg);
+    ck_assert_str_eq(cfg.listen, "127.0.0.1:7379");
+    ck_assert_str_eq(cfg.unix_socket, "");
+    ck_assert_int_eq(cfg.max_clients, 10000);
+    ck_assert_int_eq(cfg.pool_size, 4);
+    ck_assert_int_eq(cfg.redis_port, 6379);
+    ck_assert_int_eq(cfg.watchdog_timeout_ms, 30000);
+    ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_RELEASE);
+    ck_assert_int_eq(cfg.renew_batch_size, 100);
+}
+END_TEST
+
+START_TEST(shipped_conf_equals_defaults)
+{
+    struct config loaded, defaults;
+    char err[256] = "";
+
+    ck_assert_msg(config_load(&loaded, shipped_conf(), err, sizeof(err)) == 0,
+                  "%s", err);
+    config_set_defaults(&defaults);
+    ck_assert(memcmp(&loaded, &defaults, sizeof(loaded)) == 0);
+}
+END_TEST
+
+START_TEST(shipped_conf_lists_every_key)
+{
+    FILE *f = fopen(shipped_conf(), "r");
+    char line[512], section[64] = "", seen[4096] = "";
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char key[128];
+        if (sscanf(line, "[%63[^]]]", section) == 1)
+            continue;
+        if (line[0] != ';' && sscanf(line, "%127[a-z_] =", key) == 1) {
+            size_t used = strlen(seen);
+            snprintf(seen + used, sizeof(seen) - used, "|%s.%s|", section, key);
+        }
+    }
+    fclose(f);
+    for (size_t i = 0; config_key_name(i) != NULL; i++) {
+        char want[200];
+        snprintf(want, sizeof(want), "|%s.%s|", config_key_section(i),
+                 config_key_name(i));
+        ck_assert_msg(strstr(seen, want) != NULL, "%s missing from %s", want,
+                      shipped_conf());
+    }
+}
+END_TEST
+
+START_TEST(values_are_applied)
+{
+    struct config cfg;
+    char err[256];
+
+    ck_assert_int_eq(load_text("[redis]\nport = 6400\npool_size = 8\n"
+                               "[lock]\non_disconnect = EXPIRE\n"
+                               "[server]\nlisten = [::1]:7000\n",
+                               &cfg, err, sizeof(err)), 0);
+    ck_assert_int_eq(cfg.redis_port, 6400);
+    ck_assert_int_eq(cfg.pool_size, 8);
+    ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_EXPIRE);
+    ck_assert_str_eq(cfg.listen, "[::1]:7000");
+}
+END_TEST
+
+/* Each bad file must fail naming its line and the reason. */
+static const struct {
+    const char *text;
+    const char *expect; /* substring of the message, after "FILE:" */
+} bad_files[] = {
+    {"[server]\nnope = 1\n", ":2: unknown key 'nope' in section [server]"},
+    {"[nosuch]\nlisten = x\n", ":2: unknown key 'listen' in section [nosuch]"},
+    {"[redis]\n\nport = 0\n", ":3: port: 0 is out of range [1, 65535]"},
+    {"[redis]\nport = 70000\n", ":2: port: 70000 is out of range"},
+    {"[redis]\nport = 12ab\n", ":2: port: '12ab' is not an integer"},
+    {"[redis]\nport =\n", ":2: port: '' is not an integer"},
+    {"[lock]\non_disconnect = maybe\n", ":2: on_disconnect: 'maybe' is not one of release, expire"},
+    {"[log]\nlevel = loud\n", ":2: level: 'loud' is not one of error, warn, info, debug"},
+    {"[server]\nlisten = localhost\n", ":2: listen: 'localhost' is not host:port"},
+    {"[server]\nlisten = 127.0.0.1:99999\n", ":2: listen: '127.0.0.1:99999' is not host:port"},
+    {"this is not ini\n", ":1: syntax error"},
+    {"[lock]\nwatchdog_timeout_ms = 10\n", ":2: watchdog_timeout_ms: 10 is out of range"},
+};
+
+START_TEST(bad_values_name_line_and_reason)
+{
+    struct config cfg;
+    char err[256];
+
+    ck_assert_int_eq(load_text(bad_files[_i].text, &cfg, err, sizeof(err)), -1);
+    ck_assert_msg(strstr(err, bad_files[_i].expect) != NULL,
+                  "got '%s', want '%s'", err, bad_files[_i].expect);
+}
+END_TEST
+
+START_TEST(missing_file_is_an_error)
+{
+    struct config cfg;
+    char err[256];
+
+    ck_assert_int_eq(config_load(&cfg, "/nonexistent/rlockd.ini", err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, "cannot open"));
+}
+END_TEST
+
+START_TEST(host_port_split)
+{
+    char host[64];
+    int port;
+
+    ck_assert_int_eq(config_split_host_port("127.0.0.1:7379", host, sizeof(host), &port), 0);
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_int_eq(port, 7379);
+    ck_assert_int_eq(config_split_host_port("[::1]:1", host, sizeof(host), &port), 0);
+    ck_assert_str_eq(host, "::1");
+    ck_assert_int_eq(port, 1);
+    ck_assert_int_eq(config_split_host_port(":7379", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port("h:", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port("h:0", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port("[::1:7", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port("h:1x", host, sizeof(host), &port), -1);
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("config");
+
+    tcase_add_test(tc, defaults_are_the_documented_ones);
+    tcase_add_test(tc, shipped_conf_equals_defaults);
+    tcase_add_test(tc, shipped_conf_lists_every_key);
+    tcase_add_test(tc, values_are_applied);
+    tcase_add_loop_test(tc, bad_values_name_line_and_reason, 0,
+                        (int)(sizeof(bad_files) / sizeof(bad_files[0])));
+    tcase_add_test(tc, missing_file_is_an_error);
+    tcase_add_test(tc, host_port_split);
+    suite_add_tcase(s, tc);
+    return s;
+}

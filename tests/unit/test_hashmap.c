@@ -1,0 +1,105 @@
+/*
+ * test_hashmap.c - the map behind the lock table, sessions and
+ * subscriptions: binary keys, growth, removal, and a known SipHash value.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "suites.h"
+
+START_TEST(siphash13_reference_value)
+{
+    /* SipHash-1-3 of the empty input with key 00 01 .. 0f. */
+    uint8_t key[16];
+
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)i;
+    hashmap_seed(key);
+    ck_assert_uint_eq(hashmap_hash("", 0), 0xabac0158050fc4dcULL);
+}
+END_TEST
+
+START_TEST(put_get_remove)
+{
+    struct hashmap m;
+    int a = 1, b = 2;
+
+    hashmap_init(&m);
+    ck_assert_ptr_null(hashmap_get(&m, "a", 1));
+    ck_assert_ptr_null(hashmap_remove(&m, "a", 1));
+    ck_assert_int_eq(hashmap_put(&m, "a", 1, &a), 0);
+    ck_assert_int_eq(hashmap_put(&m, "ab", 2, &b), 0);
+    ck_assert_ptr_eq(hashmap_get(&m, "a", 1), &a);
+    ck_assert_ptr_eq(hashmap_get(&m, "ab", 2), &b);
+    ck_assert_ptr_null(hashmap_get(&m, "b", 1));
+    ck_assert_ptr_eq(hashmap_remove(&m, "a", 1), &a);
+    ck_assert_ptr_null(hashmap_get(&m, "a", 1));
+    ck_assert_uint_eq(m.size, 1);
+    hashmap_free(&m);
+}
+END_TEST
+
+START_TEST(binary_keys_with_nul_bytes)
+{
+    struct hashmap m;
+    int a = 1, b = 2;
+
+    hashmap_init(&m);
+    ck_assert_int_eq(hashmap_put(&m, "x\0y", 3, &a), 0);
+    ck_assert_int_eq(hashmap_put(&m, "x\0z", 3, &b), 0);
+    ck_assert_ptr_eq(hashmap_get(&m, "x\0y", 3), &a);
+    ck_assert_ptr_eq(hashmap_get(&m, "x\0z", 3), &b);
+    ck_assert_ptr_null(hashmap_get(&m, "x", 1));
+    hashmap_free(&m);
+}
+END_TEST
+
+static void count_value(void *value, void *arg)
+{
+    (void)value;
+    (*(size_t *)arg)++;
+}
+
+START_TEST(grows_and_keeps_every_entry)
+{
+    enum { N = 20000 };
+    static char keys[N][16];
+    static int values[N];
+    struct hashmap m;
+    size_t visited = 0;
+
+    hashmap_init(&m);
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "lock:%d", i);
+        values[i] = i;
+        ck_assert_int_eq(hashmap_put(&m, keys[i], strlen(keys[i]), &values[i]), 0);
+    }
+    ck_assert_uint_eq(m.size, N);
+    ck_assert_uint_ge(m.bucket_count, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_ptr_eq(hashmap_get(&m, keys[i], strlen(keys[i])), &values[i]);
+    hashmap_foreach(&m, count_value, &visited);
+    ck_assert_uint_eq(visited, N);
+    for (int i = 0; i < N; i += 2)
+        ck_assert_ptr_eq(hashmap_remove(&m, keys[i], strlen(keys[i])), &values[i]);
+    for (int i = 0; i < N; i++)
+        ck_assert_ptr_eq(hashmap_get(&m, keys[i], strlen(keys[i])),
+                         i % 2 ? &values[i] : NULL);
+    hashmap_free(&m);
+}
+END_TEST
+
+Suite *hashmap_suite(void)
+{
+    Suite *s = suite_create("hashmap");
+    TCase *tc = tcase_create("hashmap");
+
+    tcase_add_test(tc, siphash13_reference_value);
+    tcase_add_test(tc, put_get_remove);
+    tcase_add_test(tc, binary_keys_with_nul_bytes);
+    tcase_add_test(tc, grows_and_keeps_every_entry);
+    suite_add_tcase(s, tc);
+    return s;
+}
