@@ -28,6 +28,7 @@ enum command_syntax {
 /* command flags */
 #define CMD_NEEDS_REDIS 0x1 /* answered -UNAVAILABLE while Redis is down */
 
+/* clang-format off */
 /*      id           name           min max syntax                 flags */
 #define COMMAND_LIST(X)                                                     \
     X(LOCK,        "lock",        3, 5, SYNTAX_LOCK,          CMD_NEEDS_REDIS) \
@@ -42,6 +43,7 @@ enum command_syntax {
     X(PING,        "ping",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
     X(INFO,        "info",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
     X(QUIT,        "quit",        1, 1, SYNTAX_NONE,          0)
+/* clang-format on */
 
 enum command_id {
 #define COMMAND_ENUM(id, name, min, max, syntax, flags) CMD_##id,

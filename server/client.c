@@ -198,7 +198,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 static void client_refuse(struct client *c)
 {
     stats.rejected_connections++;
-    reply_error(&c->out, REPLY_LIMIT, "max number of clients reached");
+    if (C.stopped)
+        reply_error(&c->out, REPLY_SHUTDOWN, "rlockd is shutting down");
+    else
+        reply_error(&c->out, REPLY_LIMIT, "max number of clients reached");
     client_quit(c);
     client_flush(c);
 }
