@@ -63,9 +63,12 @@ int buffer_append(struct buffer *b, const void *data, size_t len)
 void buffer_consume(struct buffer *b, size_t n)
 {
     assert(n <= b->len);
+    /* callers consume 0 bytes whenever a request is still incomplete:
+     * that must not cost a move of everything buffered */
+    if (n == 0)
+        return;
     b->len -= n;
-    if (b->len > 0)
-        memmove(b->data, b->data + n, b->len);
+    memmove(b->data, b->data + n, b->len);
 }
 
 void buffer_reset(struct buffer *b)

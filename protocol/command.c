@@ -16,7 +16,7 @@
 #include <strings.h>
 
 static const struct command command_table[COMMAND_COUNT] = {
-#define COMMAND_ENTRY(id, name, min, max, syntax, flags) \
+#define COMMAND_ENTRY(id, name, min, max, syntax, flags)                       \
     [CMD_##id] = {CMD_##id, name, min, max, syntax, flags},
     COMMAND_LIST(COMMAND_ENTRY)
 #undef COMMAND_ENTRY
@@ -26,8 +26,7 @@ static const struct command command_table[COMMAND_COUNT] = {
 static bool word_is(const char *table_name, const char *word, size_t len)
 {
     /* a NUL inside word differs from the table name's byte there */
-    return strlen(table_name) == len &&
-           strncasecmp(table_name, word, len) == 0;
+    return strlen(table_name) == len && strncasecmp(table_name, word, len) == 0;
 }
 
 const struct command *command_lookup(const char *name, size_t len)
@@ -167,8 +166,8 @@ static int parse_options(size_t first, size_t argc, char *const *argv,
 
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
-                       size_t max_name_len, struct command_args *out,
-                       char *err, size_t err_size)
+                       size_t max_name_len, struct command_args *out, char *err,
+                       size_t err_size)
 {
     if (argc < (size_t)cmd->min_argc || argc > (size_t)cmd->max_argc)
         return parse_error(err, err_size,

@@ -43,19 +43,20 @@ enum command_syntax {
     X(PING,        "ping",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
     X(INFO,        "info",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
     X(QUIT,        "quit",        1, 1, SYNTAX_NONE,          0)
-/* clang-format on */
 
+/* (clang-format takes COMMAND_COUNT for a continuation of the macro) */
 enum command_id {
 #define COMMAND_ENUM(id, name, min, max, syntax, flags) CMD_##id,
     COMMAND_LIST(COMMAND_ENUM)
 #undef COMMAND_ENUM
     COMMAND_COUNT
 };
+/* clang-format on */
 
 struct command {
     enum command_id id;
-    const char *name;   /* lower case */
-    int min_argc;       /* counting the command name itself */
+    const char *name; /* lower case */
+    int min_argc;     /* counting the command name itself */
     int max_argc;
     enum command_syntax syntax;
     unsigned flags;
@@ -67,13 +68,17 @@ struct command {
 /* Largest WAIT or LEASE accepted: about 31 years, far from overflow. */
 #define COMMAND_MAX_MS 1000000000000LL
 
-/* What a command's arguments decode to. Pointers point into the request. */
+/*
+ * What a command's arguments decode to. Pointers point into the request.
+ * An absent optional text leaves name NULL and name_len 0, so that an
+ * empty one (CLIENTID "") can be told apart from none.
+ */
 struct command_args {
-    const char *name;       /* lock name, or the optional text (NULL */
-    size_t name_len;        /* and 0 when it is absent) */
+    const char *name; /* lock name, or the optional text */
+    size_t name_len;
     uint64_t thread_id;
-    int64_t wait_ms;        /* TRYLOCK default 0, LOCK: forever */
-    int64_t lease_ms;       /* COMMAND_LEASE_WATCHDOG or > 0 */
+    int64_t wait_ms;  /* TRYLOCK default 0, LOCK: forever */
+    int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
 };
 
 /* Case-insensitive lookup; NULL when unknown. */
@@ -88,8 +93,8 @@ const struct command *command_by_id(enum command_id id);
  */
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
-                       size_t max_name_len, struct command_args *out,
-                       char *err, size_t err_size);
+                       size_t max_name_len, struct command_args *out, char *err,
+                       size_t err_size);
 
 /* Client-ids are 1..64 of [A-Za-z0-9._-]. */
 #define CLIENT_ID_MAX_LEN 64

@@ -16,12 +16,9 @@
 #include <string.h>
 
 static const char *const reply_error_names[] = {
-    [REPLY_ERR] = "ERR",
-    [REPLY_NOTOWNER] = "NOTOWNER",
-    [REPLY_LOCKLOST] = "LOCKLOST",
-    [REPLY_UNAVAILABLE] = "UNAVAILABLE",
-    [REPLY_LIMIT] = "LIMIT",
-    [REPLY_SHUTDOWN] = "SHUTDOWN",
+    [REPLY_ERR] = "ERR",           [REPLY_NOTOWNER] = "NOTOWNER",
+    [REPLY_LOCKLOST] = "LOCKLOST", [REPLY_UNAVAILABLE] = "UNAVAILABLE",
+    [REPLY_LIMIT] = "LIMIT",       [REPLY_SHUTDOWN] = "SHUTDOWN",
 };
 
 const char *reply_error_code_name(enum reply_error code)

@@ -15,12 +15,12 @@
 #include "buffer.h"
 
 enum reply_error {
-    REPLY_ERR,          /* bad request: syntax, arity, value */
-    REPLY_NOTOWNER,     /* UNLOCK by an owner that does not hold the lock */
-    REPLY_LOCKLOST,     /* the owner held it through rlockd, Redis lost it */
-    REPLY_UNAVAILABLE,  /* Redis cannot be reached right now */
-    REPLY_LIMIT,        /* a configured limit refuses the request */
-    REPLY_SHUTDOWN,     /* the daemon is stopping */
+    REPLY_ERR,         /* bad request: syntax, arity, value */
+    REPLY_NOTOWNER,    /* UNLOCK by an owner that does not hold the lock */
+    REPLY_LOCKLOST,    /* the owner held it through rlockd, Redis lost it */
+    REPLY_UNAVAILABLE, /* Redis cannot be reached right now */
+    REPLY_LIMIT,       /* a configured limit refuses the request */
+    REPLY_SHUTDOWN,    /* the daemon is stopping */
 };
 
 const char *reply_error_code_name(enum reply_error code);

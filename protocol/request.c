@@ -395,9 +395,8 @@ static enum request_status parse_bulk_data(struct request_parser *p,
 }
 
 /* One step from the current state; *used is left 0 when it needs more. */
-static enum request_status parse_step(struct request_parser *p,
-                                      const char *data, size_t len,
-                                      size_t *used)
+static enum request_status
+parse_step(struct request_parser *p, const char *data, size_t len, size_t *used)
 {
     switch ((enum parse_state)p->state) {
     case PARSE_REQUEST_START:

@@ -34,22 +34,22 @@ enum request_status {
 struct request_parser {
     /* the parsed request, valid after REQUEST_READY until the next feed */
     size_t argc;
-    char **argv;       /* each NUL-terminated (arguments may hold NULs) */
+    char **argv; /* each NUL-terminated (arguments may hold NULs) */
     size_t *argv_len;
     const char *error; /* after REQUEST_ERROR, valid until freed */
 
     /* private parsing state */
     struct request_limits limits;
-    struct buffer arena;    /* argument bytes */
-    size_t *arg_offsets;    /* start of each argument in the arena */
+    struct buffer arena; /* argument bytes */
+    size_t *arg_offsets; /* start of each argument in the arena */
     size_t args_cap;
     int state;
     long long multibulk_left;
-    long long bulk_len;     /* -1: not inside a bulk */
+    long long bulk_len; /* -1: not inside a bulk */
     size_t bulk_read;
     size_t request_bytes;
-    size_t scanned;         /* inline: bytes already searched for '\n' */
-    char error_text[80];    /* an error that names a limit or a byte */
+    size_t scanned;      /* inline: bytes already searched for '\n' */
+    char error_text[80]; /* an error that names a limit or a byte */
 };
 
 void request_parser_init(struct request_parser *p,

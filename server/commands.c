@@ -40,7 +40,7 @@ void commands_init(uv_loop_t *loop, const struct config *cfg,
 
 static void handle_clientid(struct client *c, const struct command_args *a)
 {
-    if (a->name_len == 0) {
+    if (a->name == NULL) {
         reply_bulk(&c->out, c->session->id, c->session->id_len);
     } else if (!command_client_id_valid(a->name, a->name_len)) {
         reply_error(&c->out, REPLY_ERR,
@@ -52,7 +52,7 @@ static void handle_clientid(struct client *c, const struct command_args *a)
 
 static void handle_ping(struct client *c, const struct command_args *a)
 {
-    if (a->name_len == 0)
+    if (a->name == NULL)
         reply_simple(&c->out, "PONG");
     else
         reply_bulk(&c->out, a->name, a->name_len);
@@ -149,7 +149,7 @@ static void info_write(struct info_writer *w)
 
 static void handle_info(struct client *c, const struct command_args *a)
 {
-    struct info_writer w = {.only = a->name_len ? a->name : NULL,
+    struct info_writer w = {.only = a->name,
                             .only_len = a->name_len};
 
     if (w.only_len == 3 && strncasecmp(w.only, "all", 3) == 0)

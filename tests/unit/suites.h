@@ -9,12 +9,12 @@
 
 #include <check.h>
 
-#define UNIT_SUITE_LIST(X) \
-    X(request_suite)       \
-    X(reply_suite)         \
-    X(command_suite)       \
-    X(config_suite)        \
-    X(waiter_queue_suite)  \
+#define UNIT_SUITE_LIST(X)                                                     \
+    X(request_suite)                                                           \
+    X(reply_suite)                                                             \
+    X(command_suite)                                                           \
+    X(config_suite)                                                            \
+    X(waiter_queue_suite)                                                      \
     X(hashmap_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);

@@ -121,7 +121,7 @@ START_TEST(arity_of_every_command)
 {
     /* valid for every syntax at each position that takes a value */
     static const char *const fill[] = {"name", "7", "LEASE", "100",
-                                       "WAIT", "5",  "extra", "extra"};
+                                       "WAIT", "5", "extra", "extra"};
     for (int id = 0; id < COMMAND_COUNT; id++) {
         const struct command *cmd = command_by_id((enum command_id)id);
         char *argv[MAX_WORDS];
@@ -138,11 +138,11 @@ START_TEST(arity_of_every_command)
         for (size_t argc = 0; argc <= (size_t)cmd->max_argc + 2; argc++) {
             struct command_args out;
             char err[128] = "";
-            int rc = command_parse_args(cmd, argc, argv, argv_len,
-                                        TEST_MAX_NAME_LEN, &out, err,
-                                        sizeof err);
-            bool outside = argc < (size_t)cmd->min_argc ||
-                           argc > (size_t)cmd->max_argc;
+            int rc =
+                command_parse_args(cmd, argc, argv, argv_len, TEST_MAX_NAME_LEN,
+                                   &out, err, sizeof err);
+            bool outside =
+                argc < (size_t)cmd->min_argc || argc > (size_t)cmd->max_argc;
             ck_assert_msg(outside == (strcmp(err, expected) == 0),
                           "%s argc %zu: '%s'", cmd->name, argc, err);
             if (outside)
@@ -191,8 +191,8 @@ START_TEST(syntax_optional_text)
     ck_assert_uint_eq(a.name_len, 0);
 
     /* optional text is not a lock name: no length limit */
-    a = expect_ok((const char *[]){"PING", "a message longer than sixteen",
-                                   NULL});
+    a = expect_ok(
+        (const char *[]){"PING", "a message longer than sixteen", NULL});
     ck_assert_uint_eq(a.name_len, 29);
 }
 END_TEST
@@ -254,9 +254,20 @@ START_TEST(thread_id_range)
     ck_assert_uint_eq(a.thread_id, UINT64_MAX);
 
     static const char *const bad[] = {
-        "18446744073709551616", "18446744073709551620",
-        "99999999999999999999", "184467440737095516150",
-        "-1", "+1", "-0", " 1", "1 ", "", "1a", "0x10", "1.0", "1e3",
+        "18446744073709551616",
+        "18446744073709551620",
+        "99999999999999999999",
+        "184467440737095516150",
+        "-1",
+        "+1",
+        "-0",
+        " 1",
+        "1 ",
+        "",
+        "1a",
+        "0x10",
+        "1.0",
+        "1e3",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         expect_error((const char *[]){"UNLOCK", "lk", bad[i], NULL},
@@ -301,8 +312,20 @@ END_TEST
 START_TEST(lease_values)
 {
     static const char *const bad[] = {
-        "0", "-2", "-0", "--1", "-", "+5", "abc", "1.5", " 1", "1 ", "",
-        "1000000000001", "99999999999999999999999", "18446744073709551616",
+        "0",
+        "-2",
+        "-0",
+        "--1",
+        "-",
+        "+5",
+        "abc",
+        "1.5",
+        " 1",
+        "1 ",
+        "",
+        "1000000000001",
+        "99999999999999999999999",
+        "18446744073709551616",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         expect_error((const char *[]){"LOCK", "lk", "1", "LEASE", bad[i], NULL},
@@ -331,12 +354,12 @@ START_TEST(trylock_defaults_and_options)
     a = expect_ok((const char *[]){"trylock", "lk", "9", "LEASE", "30", NULL});
     ck_assert_int_eq(a.wait_ms, 0);
     ck_assert_int_eq(a.lease_ms, 30);
-    a = expect_ok((const char *[]){"trylock", "lk", "9", "WAIT", "10",
-                                   "LEASE", "20", NULL});
+    a = expect_ok((const char *[]){"trylock", "lk", "9", "WAIT", "10", "LEASE",
+                                   "20", NULL});
     ck_assert_int_eq(a.wait_ms, 10);
     ck_assert_int_eq(a.lease_ms, 20);
-    a = expect_ok((const char *[]){"trylock", "lk", "9", "lease", "20",
-                                   "wait", "1000000000000", NULL});
+    a = expect_ok((const char *[]){"trylock", "lk", "9", "lease", "20", "wait",
+                                   "1000000000000", NULL});
     ck_assert_int_eq(a.wait_ms, COMMAND_MAX_MS);
     ck_assert_int_eq(a.lease_ms, 20);
 }
@@ -399,8 +422,8 @@ START_TEST(client_id_validation)
     memset(longest, 'a', sizeof longest);
     ck_assert(command_client_id_valid("a", 1));
     ck_assert(command_client_id_valid("Az09._-", 7));
-    ck_assert(command_client_id_valid("9f1c2d3e-0000-4abc-8def-0123456789ab",
-                                      36));
+    ck_assert(
+        command_client_id_valid("9f1c2d3e-0000-4abc-8def-0123456789ab", 36));
     ck_assert(command_client_id_valid(longest, CLIENT_ID_MAX_LEN));
     ck_assert(!command_client_id_valid(longest, CLIENT_ID_MAX_LEN + 1));
     ck_assert(!command_client_id_valid("", 0));

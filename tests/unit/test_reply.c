@@ -12,10 +12,10 @@
 #include "suites.h"
 
 /* The buffer holds exactly the bytes of a string literal (NULs too). */
-#define ck_assert_buffer_is(b, literal)                                     \
-    do {                                                                    \
-        ck_assert_uint_eq((b)->len, sizeof(literal) - 1);                   \
-        ck_assert_mem_eq((b)->data, literal, sizeof(literal) - 1);          \
+#define ck_assert_buffer_is(b, literal)                                        \
+    do {                                                                       \
+        ck_assert_uint_eq((b)->len, sizeof(literal) - 1);                      \
+        ck_assert_mem_eq((b)->data, literal, sizeof(literal) - 1);             \
     } while (0)
 
 START_TEST(buffer_starts_empty_and_grows)
@@ -129,9 +129,8 @@ START_TEST(error_text_cannot_break_framing)
 {
     struct buffer b;
     buffer_init(&b);
-    ck_assert_int_eq(reply_error(&b, REPLY_ERR, "unknown command '%s'",
-                                 "x\r\n+OK\r\n"),
-                     0);
+    ck_assert_int_eq(
+        reply_error(&b, REPLY_ERR, "unknown command '%s'", "x\r\n+OK\r\n"), 0);
     ck_assert_buffer_is(&b, "-ERR unknown command 'x  +OK  '\r\n");
     buffer_free(&b);
 }
