@@ -65,7 +65,7 @@ static void count_value(void *value, void *arg)
 START_TEST(grows_and_keeps_every_entry)
 {
     enum { N = 20000 };
-    static char keys[N][16];
+    static char keys[N][24];
     static int values[N];
     struct hashmap m;
     size_t visited = 0;

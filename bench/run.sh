@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# bench/run.sh - the harness behind `make bench`.
+#
+# Owns: a private redis-server and a private rlockd, both on free loopback
+# ports, with a temporary config in a mktemp -d directory; runs
+# rlockd-bench against them, then stops exactly the processes it started
+# (by pid, from an EXIT trap) and removes the directory. It never touches
+# any other Redis or rlockd on the machine.
+#
+# usage: bench/run.sh BUILD_DIR [rlockd-bench options...]
+#   BUILD_DIR holds rlockd and rlockd-bench; extra options go to
+#   rlockd-bench (e.g. --duration 5).
+#
+# Functions called only from traps and wait_until are not dead code,
+# whatever shellcheck thinks.
+# shellcheck disable=SC2317
+set -euo pipefail
+
+die() {
+    echo "bench/run.sh: $*" >&2
+    exit 1
+}
+
+[ $# -ge 1 ] || die "usage: bench/run.sh BUILD_DIR [rlockd-bench options...]"
+build=$1
+shift
+for bin in rlockd rlockd-bench; do
+    [ -x "$build/$bin" ] || die "$build/$bin not found (run make first)"
+done
+command -v redis-server >/dev/null || die "redis-server not installed"
+command -v redis-cli >/dev/null || die "redis-cli not installed"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlockd-bench.XXXXXX")
+redis_pid=
+rlockd_pid=
+bench_pid=
+
+# Stops what this script started, newest first, and waits for each so
+# that no process outlives the benchmark.
+cleanup() {
+    local status=$?
+    for pid in $bench_pid $rlockd_pid $redis_pid; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$tmp"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A port the kernel just handed out on loopback. Another process could
+# take it before we bind it; the start-up checks below would then fail
+# loudly rather than talk to a stranger.
+free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# Shows a log's tail when start-up fails: the reason is usually in it.
+show_log() {
+    echo "---- $1 (last 20 lines) ----" >&2
+    tail -n 20 "$1" >&2 || true
+}
+
+# wait_until SECONDS PID DESCRIPTION COMMAND...: polls COMMAND until it
+# succeeds; fails if PID exits or the time runs out.
+wait_until() {
+    local seconds=$1 pid=$2 what=$3
+    shift 3
+    local deadline=$((SECONDS + seconds))
+    until "$@"; do
+        kill -0 "$pid" 2>/dev/null || return 1
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.1
+    done
+    echo "bench/run.sh: $what" >&2
+}
+
+answers_ping() {
+    [ "$(redis-cli -h 127.0.0.1 -p "$1" PING 2>/dev/null)" = PONG ]
+}
+
+rlockd_redis_connected() {
+    answers_ping "$1" &&
+        redis-cli -h 127.0.0.1 -p "$1" INFO 2>/dev/null | tr -d '\r' | grep -qx 'redis_connected:1'
+}
+
+redis_port=$(free_port)
+rlockd_port=$(free_port)
+while [ "$rlockd_port" = "$redis_port" ]; do
+    rlockd_port=$(free_port)
+done
+
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --daemonize no >"$tmp/redis.log" 2>&1 &
+redis_pid=$!
+wait_until 10 "$redis_pid" "redis-server pid $redis_pid on 127.0.0.1:$redis_port" \
+    answers_ping "$redis_port" || { show_log "$tmp/redis.log"; die "redis-server did not start"; }
+
+cat >"$tmp/rlockd.ini" <<EOF
+; written by bench/run.sh for one benchmark run
+[server]
+listen = 127.0.0.1:$rlockd_port
+
+[redis]
+host = 127.0.0.1
+port = $redis_port
+
+[log]
+level = warn
+EOF
+
+"$build/rlockd" -c "$tmp/rlockd.ini" 2>"$tmp/rlockd.log" &
+rlockd_pid=$!
+wait_until 10 "$rlockd_pid" "rlockd pid $rlockd_pid on 127.0.0.1:$rlockd_port" \
+    rlockd_redis_connected "$rlockd_port" ||
+    { show_log "$tmp/rlockd.log"; die "rlockd did not start or never reported redis_connected:1"; }
+
+# In the background with `wait`: bash runs a trap only after a foreground
+# child exits, and an interrupted benchmark should stop now, not in 20 s.
+"$build/rlockd-bench" --redis "127.0.0.1:$redis_port" --rlockd "127.0.0.1:$rlockd_port" \
+    --redis-pid "$redis_pid" --rlockd-pid "$rlockd_pid" "$@" &
+bench_pid=$!
+status=0
+wait "$bench_pid" || status=$?
+bench_pid=
+
+# A daemon that crashed or complained during the run is worth knowing
+# about even when every reply looked right.
+if ! kill -0 "$rlockd_pid" 2>/dev/null; then
+    show_log "$tmp/rlockd.log"
+    die "rlockd exited during the benchmark"
+fi
+if [ -s "$tmp/rlockd.log" ]; then
+    show_log "$tmp/rlockd.log"
+fi
+exit "$status"

@@ -1,0 +1,737 @@
+"""
+harness.py - the black-box test harness for rlockd's integration tests.
+
+Owns: the processes a test run starts (redis-server, rlockd), their temp
+directories, and the sockets tests open. Everything it starts it stops by
+pid and removes again, also when a test fails; leftovers() reports anything
+that survived. It never talks to a Redis or rlockd it did not start.
+
+Python 3 standard library only.
+"""
+
+import atexit
+import itertools
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+HOST = "127.0.0.1"
+
+# ---------------------------------------------------------------- outcomes
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (a missing tool)."""
+
+
+class ConnectionClosed(AssertionError):
+    """The peer closed the connection while a reply was expected."""
+
+
+class ReplyTimeout(AssertionError):
+    """No complete reply arrived before the deadline."""
+
+
+# ---------------------------------------------------------------- RESP values
+
+
+class Status(str):
+    """A +simple string reply (a plain str is a bulk string)."""
+
+    def __repr__(self):
+        return "+" + str.__str__(self)
+
+
+class RespError:
+    """A -ERROR reply. Returned as a value, not raised."""
+
+    def __init__(self, line):
+        self.line = line
+        self.code, _, self.message = line.partition(" ")
+
+    def __repr__(self):
+        return "-" + self.line
+
+    def __eq__(self, other):
+        return isinstance(other, RespError) and other.line == self.line
+
+    def __hash__(self):
+        return hash(self.line)
+
+
+_NEED_MORE = object()
+
+
+def _decode(b):
+    return bytes(b).decode("utf-8", errors="surrogateescape")
+
+
+def _parse(buf, pos):
+    """Parses one RESP2 value from buf[pos:]; (value, newpos) or _NEED_MORE."""
+    nl = buf.find(b"\r\n", pos)
+    if nl < 0:
+        return _NEED_MORE
+    kind = buf[pos:pos + 1]
+    line = _decode(buf[pos + 1:nl])
+    nxt = nl + 2
+    if kind == b"+":
+        return Status(line), nxt
+    if kind == b"-":
+        return RespError(line), nxt
+    if kind == b":":
+        return int(line), nxt
+    if kind == b"$":
+        n = int(line)
+        if n < 0:
+            return None, nxt
+        if len(buf) < nxt + n + 2:
+            return _NEED_MORE
+        if buf[nxt + n:nxt + n + 2] != b"\r\n":
+            raise AssertionError("bad bulk terminator in reply: %r" % bytes(buf[pos:nxt + n + 2]))
+        return _decode(buf[nxt:nxt + n]), nxt + n + 2
+    if kind == b"*":
+        n = int(line)
+        if n < 0:
+            return None, nxt
+        items = []
+        p = nxt
+        for _ in range(n):
+            r = _parse(buf, p)
+            if r is _NEED_MORE:
+                return _NEED_MORE
+            item, p = r
+            items.append(item)
+        return items, p
+    raise AssertionError("not a RESP reply: %r" % bytes(buf[pos:pos + 80]))
+
+
+def encode_command(*args):
+    """RESP array of bulk strings; str/int/bytes arguments."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, bytes):
+            b = a
+        else:
+            b = str(a).encode("utf-8", errors="surrogateescape")
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+# ---------------------------------------------------------------- client
+
+
+class RespClient:
+    """A tiny blocking RESP client over a real TCP socket."""
+
+    def __init__(self, port, host=HOST, timeout=2.0, label="", unix_path=None):
+        self.port = port
+        self.label = label or "client:%s" % (unix_path or port)
+        self.timeout = timeout
+        if unix_path:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(unix_path)
+        else:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+        self.eof = False
+        self.closed = False
+
+    # -- sending
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def send(self, *args):
+        """Sends one command as a RESP array; does not wait for the reply."""
+        self.sock.sendall(encode_command(*args))
+
+    def send_inline(self, line, eol=b"\r\n"):
+        if isinstance(line, str):
+            line = line.encode("utf-8", errors="surrogateescape")
+        self.sock.sendall(line + eol)
+
+    def call(self, *args, timeout=None):
+        self.send(*args)
+        return self.read_reply(timeout)
+
+    def inline(self, line, eol=b"\r\n", timeout=None):
+        self.send_inline(line, eol)
+        return self.read_reply(timeout)
+
+    # -- receiving
+
+    def _take(self):
+        if not self.buf:
+            return _NEED_MORE
+        r = _parse(self.buf, 0)
+        if r is _NEED_MORE:
+            return _NEED_MORE
+        value, used = r
+        del self.buf[:used]
+        return value
+
+    def _fill(self, deadline):
+        """Reads what arrives before deadline. False on timeout; sets eof."""
+        if self.eof:
+            return False
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([self.sock], [], [], left)
+        if not ready:
+            return False
+        try:
+            data = self.sock.recv(65536)
+        except (ConnectionResetError, BrokenPipeError):
+            data = b""
+        if not data:
+            self.eof = True
+            return False
+        self.buf += data
+        return True
+
+    def read_reply(self, timeout=None):
+        """The next reply: Status, str (bulk), int, None, list or RespError."""
+        t = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + t
+        while True:
+            v = self._take()
+            if v is not _NEED_MORE:
+                return v
+            if not self._fill(deadline):
+                if self.eof:
+                    raise ConnectionClosed("%s: connection closed while waiting for a reply (buffered %r)"
+                                           % (self.label, bytes(self.buf[:200])))
+                if time.monotonic() >= deadline:
+                    raise ReplyTimeout("%s: no reply within %.2fs (buffered %r)"
+                                       % (self.label, t, bytes(self.buf[:200])))
+
+    def reply_ready(self, timeout):
+        """True if a complete reply arrives within timeout (it stays buffered)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.buf and _parse(self.buf, 0) is not _NEED_MORE:
+                return True
+            if not self._fill(deadline):
+                if self.eof or time.monotonic() >= deadline:
+                    return False
+
+    def expect_no_reply(self, duration, what="command"):
+        """Asserts the connection stays silent (and open) for duration s."""
+        deadline = time.monotonic() + duration
+        while time.monotonic() < deadline:
+            self._fill(deadline)
+            if self.buf:
+                v = _parse(self.buf, 0)
+                got = v[0] if v is not _NEED_MORE else bytes(self.buf)
+                raise AssertionError("%s: %s should still be blocked, but got %r"
+                                     % (self.label, what, got))
+            if self.eof:
+                raise AssertionError("%s: %s should still be blocked, but the connection was closed"
+                                     % (self.label, what))
+
+    def wait_closed(self, timeout=2.0):
+        """True if the peer closes within timeout. Data read meanwhile stays in buf."""
+        deadline = time.monotonic() + timeout
+        while not self.eof and time.monotonic() < deadline:
+            self._fill(deadline)
+        return self.eof
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------- assertions
+
+
+def is_error(reply, code=None):
+    return isinstance(reply, RespError) and (code is None or reply.code == code)
+
+
+def assert_error(reply, code, contains=None, what="reply"):
+    assert isinstance(reply, RespError), "%s: expected -%s error, got %r" % (what, code, reply)
+    assert reply.code == code, "%s: expected error code %s, got %r" % (what, code, reply)
+    if contains is not None:
+        assert contains.lower() in reply.message.lower(), \
+            "%s: expected error text containing %r, got %r" % (what, contains, reply)
+
+
+def assert_eq(got, want, what="value"):
+    assert got == want, "%s: expected %r, got %r" % (what, want, got)
+
+
+def wait_until(pred, timeout, interval=0.02, what="condition"):
+    """Polls pred() until truthy; returns its value or fails after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.2fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def holds_for(pred, duration, interval=0.03, what="condition"):
+    """Asserts pred() stays truthy during duration seconds."""
+    deadline = time.monotonic() + duration
+    while True:
+        v = pred()
+        if not v:
+            raise AssertionError("%s stopped holding (value %r)" % (what, v))
+        if time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- processes
+
+_PROCS = []     # every Popen this run started
+_TMPDIRS = []   # every temp dir this run made
+_WARNINGS = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind((HOST, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def which(tool):
+    return shutil.which(tool)
+
+
+def _spawn(argv, logpath, cwd):
+    log = open(logpath, "ab")
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                             cwd=cwd, start_new_session=True)
+    finally:
+        log.close()
+    _PROCS.append(p)
+    return p
+
+
+def _stop(proc, sig=signal.SIGTERM, grace=3.0):
+    """Stops one process by pid; returns (exit status, needed_kill)."""
+    if proc.poll() is not None:
+        return proc.returncode, False
+    try:
+        os.kill(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(grace)
+        return proc.returncode, False
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+        return proc.returncode, True
+
+
+def _tail(path, lines=25):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return ""
+    return "\n".join(_decode(data).splitlines()[-lines:])
+
+
+class RedisServer:
+    """A private redis-server on a loopback port, no persistence."""
+
+    def __init__(self, workdir, port=None):
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.proc = None
+        self.logpath = os.path.join(workdir, "redis.log")
+
+    def start(self, timeout=5.0):
+        exe = which("redis-server")
+        if not exe:
+            raise Skip("redis-server not found (install redis-server)")
+        self.proc = _spawn([exe, "--port", str(self.port), "--bind", HOST, "--save", "",
+                            "--appendonly", "no", "--dir", self.workdir, "--daemonize", "no"],
+                           self.logpath, self.workdir)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError("redis-server exited with %s:\n%s"
+                                     % (self.proc.returncode, _tail(self.logpath)))
+            try:
+                c = RespClient(self.port, timeout=0.5, label="redis")
+                try:
+                    if c.call("PING") == "PONG":
+                        return
+                finally:
+                    c.close()
+            except (OSError, AssertionError):
+                pass
+            if time.monotonic() >= deadline:
+                raise AssertionError("redis-server on port %d did not answer PING in %.1fs"
+                                     % (self.port, timeout))
+            time.sleep(0.02)
+
+    def stop(self):
+        if self.proc is not None:
+            _stop(self.proc)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+DEFAULT_CONFIG = {
+    "server": {},
+    "redis": {"connect_timeout_ms": "500"},
+    "lock": {"watchdog_timeout_ms": "600", "on_disconnect": "release"},
+    "log": {"level": "info"},
+}
+
+
+def rlockd_bin():
+    b = os.environ.get("RLOCKD_BIN")
+    if not b:
+        b = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "rlockd")
+    return os.path.abspath(b)
+
+
+def write_config(path, sections):
+    with open(path, "w") as f:
+        for sec, kv in sections.items():
+            f.write("[%s]\n" % sec)
+            for k, v in kv.items():
+                f.write("%s = %s\n" % (k, v))
+            f.write("\n")
+
+
+class Rlockd:
+    """The real daemon under test, with its config file in workdir."""
+
+    def __init__(self, workdir, redis_port, config=None, instance="rlockd"):
+        self.workdir = workdir
+        self.port = free_port()
+        self.redis_port = redis_port
+        self.conf_path = os.path.join(workdir, instance + ".ini")
+        self.logpath = os.path.join(workdir, instance + ".log")
+        self.proc = None
+        self.exit_status = None
+        self.sections = {s: dict(kv) for s, kv in DEFAULT_CONFIG.items()}
+        self.sections["server"]["listen"] = "%s:%d" % (HOST, self.port)
+        self.sections["redis"]["host"] = HOST
+        self.sections["redis"]["port"] = str(redis_port)
+        for sec, kv in (config or {}).items():
+            # "{tmpdir}" in a value stands for this instance's temp dir
+            self.sections.setdefault(sec, {}).update(
+                {k: str(v).replace("{tmpdir}", workdir) for k, v in kv.items()})
+        self.watchdog_ms = int(self.sections["lock"].get("watchdog_timeout_ms", 30000))
+
+    def start(self, timeout=10.0):
+        exe = rlockd_bin()
+        if not os.access(exe, os.X_OK):
+            raise AssertionError("rlockd binary not found or not executable: %s (set RLOCKD_BIN)" % exe)
+        write_config(self.conf_path, self.sections)
+        self.proc = _spawn([exe, "-c", self.conf_path], self.logpath, self.workdir)
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError("rlockd exited with %s during start-up:\n%s"
+                                     % (self.proc.returncode, _tail(self.logpath)))
+            try:
+                c = RespClient(self.port, timeout=1.0, label="rlockd-startup")
+                try:
+                    if c.call("PING") == "PONG":
+                        info = parse_info(c.call("INFO"))
+                        last = "INFO redis_connected=%r" % info.get("redis_connected")
+                        if info.get("redis_connected") == "1":
+                            return
+                finally:
+                    c.close()
+            except (OSError, AssertionError) as e:
+                last = str(e)
+            if time.monotonic() >= deadline:
+                raise AssertionError("rlockd not ready (PING + INFO redis_connected:1) within %.1fs: %s\n%s"
+                                     % (timeout, last, _tail(self.logpath)))
+            time.sleep(0.03)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        crashed_before = self.proc.poll()
+        status, killed = _stop(self.proc)
+        self.exit_status = status
+        if killed:
+            _WARNINGS.append("rlockd (pid %d) did not exit within 3s of SIGTERM; killed" % self.proc.pid)
+        elif crashed_before is None and status not in (0, -signal.SIGTERM):
+            _WARNINGS.append("rlockd (pid %d) exited with status %s after SIGTERM:\n%s"
+                             % (self.proc.pid, status, _tail(self.logpath, 15)))
+
+    def log_tail(self, lines=25):
+        return _tail(self.logpath, lines)
+
+
+def parse_info(text):
+    assert isinstance(text, str), "INFO should reply a bulk string, got %r" % (text,)
+    fields = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        k, sep, v = line.partition(":")
+        if sep:
+            fields[k] = v
+    return fields
+
+
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def channel_for(name):
+    """Redisson's unlock channel for lock name."""
+    if "{" in name:
+        return "redisson_lock__channel:" + name
+    return "redisson_lock__channel:{" + name + "}"
+
+
+# Redisson's scripts, as a Java client sends them (RedissonLock).
+ACQUIRE_SCRIPT = (
+    "if (redis.call('exists', KEYS[1]) == 0) then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "return redis.call('pttl', KEYS[1]);")
+
+RELEASE_SCRIPT = (
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+    "return nil;"
+    "end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "return 0; "
+    "else "
+    "redis.call('del', KEYS[1]); "
+    "redis.call('publish', KEYS[2], ARGV[1]); "
+    "return 1; "
+    "end; "
+    "return nil;")
+
+
+class Env:
+    """One redis-server + one rlockd in a temp dir. Use as a context manager."""
+
+    _names = itertools.count(1)
+
+    def __init__(self, config=None, label="env"):
+        self.config = config or {}
+        self.label = label
+        self.tmpdir = None
+        self.redis_server = None
+        self.rlockd = None
+        self.clients = []
+        self.extra = []
+        self._admin = None
+        self._redis_admin = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        problems = warnings()
+        if problems and exc_type is None:
+            raise AssertionError("teardown: " + "; ".join(problems))
+        _WARNINGS.extend(problems)
+        return False
+
+    def start(self):
+        self.tmpdir = tempfile.mkdtemp(prefix="rlockd-it-")
+        _TMPDIRS.append(self.tmpdir)
+        try:
+            self.redis_server = RedisServer(self.tmpdir)
+            self.redis_server.start()
+            self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config)
+            self.rlockd.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def second_rlockd(self, config=None):
+        """Another rlockd on the same Redis (another host's sidecar); stopped by close()."""
+        d = Rlockd(self.tmpdir, self.redis_port, config if config is not None else self.config,
+                   instance="rlockd%d" % (len(self.extra) + 2))
+        self.extra.append(d)
+        d.start()
+        return d
+
+    def client_of(self, daemon, timeout=2.0, label=None):
+        c = RespClient(daemon.port, timeout=timeout, label=label or "client-of-%d" % daemon.port)
+        self.clients.append(c)
+        return c
+
+    @property
+    def port(self):
+        return self.rlockd.port
+
+    @property
+    def redis_port(self):
+        return self.redis_server.port
+
+    @property
+    def watchdog_ms(self):
+        return self.rlockd.watchdog_ms
+
+    def name(self, base="lock"):
+        """A lock name no other test uses."""
+        return "%s-%d-%s" % (base, next(self._names), uuid.uuid4().hex[:6])
+
+    # -- connections
+
+    def client(self, timeout=2.0, label=None):
+        c = RespClient(self.port, timeout=timeout, label=label or "rlockd-client-%d" % (len(self.clients) + 1))
+        self.clients.append(c)
+        return c
+
+    def redis_client(self, timeout=2.0):
+        c = RespClient(self.redis_port, timeout=timeout, label="redis-direct")
+        self.clients.append(c)
+        return c
+
+    def redis(self, *args):
+        """One command straight to Redis over a raw RESP connection."""
+        if self._redis_admin is None or self._redis_admin.eof:
+            self._redis_admin = RespClient(self.redis_port, timeout=2.0, label="redis-admin")
+        return self._redis_admin.call(*args)
+
+    def redis_hash(self, key):
+        flat = self.redis("HGETALL", key)
+        return dict(zip(flat[0::2], flat[1::2]))
+
+    def redis_cli(self, *args, stdin=None, port=None, raw=False, timeout=10.0):
+        """Runs redis-cli (Skip when it is not installed); returns stdout stripped."""
+        exe = which("redis-cli")
+        if not exe:
+            raise Skip("redis-cli not found (install redis-tools)")
+        argv = [exe, "-h", HOST, "-p", str(port or self.redis_port)]
+        if not raw:
+            argv.append("--no-raw")
+        argv += [str(a) for a in args]
+        r = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout)
+        assert r.returncode == 0, "redis-cli %r failed (%d): %s" % (args, r.returncode, r.stderr)
+        return r.stdout.strip()
+
+    def admin(self):
+        if self._admin is None or self._admin.eof:
+            self._admin = RespClient(self.port, timeout=2.0, label="rlockd-admin")
+        return self._admin
+
+    def info(self):
+        return parse_info(self.admin().call("INFO"))
+
+    def info_int(self, key):
+        info = self.info()
+        assert key in info, "INFO has no field %r (fields: %s)" % (key, sorted(info))
+        return int(info[key])
+
+    def close_clients(self):
+        for c in self.clients:
+            c.close()
+        self.clients = []
+
+    def alive(self):
+        return self.rlockd is not None and self.rlockd.alive() and all(d.alive() for d in self.extra)
+
+    def log_tail(self, lines=25):
+        return self.rlockd.log_tail(lines) if self.rlockd else ""
+
+    def close(self):
+        self.close_clients()
+        for c in (self._admin, self._redis_admin):
+            if c is not None:
+                c.close()
+        self._admin = self._redis_admin = None
+        try:
+            for d in self.extra:
+                d.stop()
+            self.extra = []
+            if self.rlockd is not None:
+                self.rlockd.stop()
+        finally:
+            if self.redis_server is not None:
+                self.redis_server.stop()
+            if self.tmpdir and os.path.isdir(self.tmpdir):
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+class TempDir:
+    """A temp dir registered for the leftovers check, removed on exit."""
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="rlockd-it-")
+        _TMPDIRS.append(self.path)
+        return self.path
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
+        return False
+
+
+def leftovers():
+    """Descriptions of processes still running and temp dirs still present."""
+    left = []
+    for p in _PROCS:
+        if p.poll() is None:
+            left.append("process %d (%s) still running" % (p.pid, " ".join(p.args[:3])))
+    for d in _TMPDIRS:
+        if os.path.exists(d):
+            left.append("temp dir %s still exists" % d)
+    return left
+
+
+def warnings():
+    w = list(_WARNINGS)
+    del _WARNINGS[:]
+    return w
+
+
+def kill_everything():
+    """Last resort (atexit, signals): stop every process this run started."""
+    for p in _PROCS:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(5)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+    for d in _TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(kill_everything)

@@ -1,0 +1,66 @@
+"""Start-up configuration: -t, unknown keys and bad values are refused with file and line."""
+
+import os
+import subprocess
+
+from harness import TempDir, rlockd_bin, write_config
+
+
+def _run(args, timeout=5.0):
+    return subprocess.run([rlockd_bin()] + args, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+GOOD = {
+    "server": {"listen": "127.0.0.1:1"},
+    "redis": {"host": "127.0.0.1", "port": "1"},
+    "lock": {"watchdog_timeout_ms": "600", "on_disconnect": "expire"},
+    "log": {"level": "warn"},
+}
+
+
+def test_config_check_flag_accepts_valid_file_and_exits_0():
+    with TempDir() as d:
+        path = os.path.join(d, "good.ini")
+        write_config(path, GOOD)
+        r = _run(["-t", "-c", path])
+        assert r.returncode == 0, "rlockd -t on a valid file exited %d: %s%s" % (r.returncode, r.stdout, r.stderr)
+
+
+def _expect_refused(d, fname, text, bad_line, what, start=False):
+    path = os.path.join(d, fname)
+    with open(path, "w") as f:
+        f.write(text)
+    r = _run((["-t"] if not start else []) + ["-c", path])
+    assert r.returncode != 0, "%s: rlockd%s exited 0" % (what, "" if start else " -t")
+    where = "%s:%d" % (fname, bad_line)
+    assert where in r.stderr, "%s: stderr should name %s, got %r" % (what, where, r.stderr)
+
+
+def test_unknown_config_key_stops_startup_with_file_and_line():
+    text = "[server]\nlisten = 127.0.0.1:1\n\n[lock]\nwatchdog_timeout_ms = 600\nno_such_key = 1\n"
+    with TempDir() as d:
+        _expect_refused(d, "unknown.ini", text, 6, "unknown key (-t)")
+        _expect_refused(d, "unknown.ini", text, 6, "unknown key (start-up)", start=True)
+
+
+def test_bad_config_values_stop_startup_with_file_and_line():
+    cases = [
+        ("[lock]\non_disconnect = sometimes\n", 2, "on_disconnect = sometimes"),
+        ("[log]\nlevel = info\n[lock]\nwatchdog_timeout_ms = soon\n", 4, "watchdog_timeout_ms = soon"),
+        ("[redis]\npool_size = 0\n", 2, "pool_size = 0"),
+        ("[server]\nmax_clients = -5\n", 2, "max_clients = -5"),
+        ("[nosuchsection]\nx = 1\n", 2, "unknown section"),
+    ]
+    with TempDir() as d:
+        for i, (text, line, what) in enumerate(cases):
+            _expect_refused(d, "bad%d.ini" % i, text, line, what)
+
+
+def test_version_and_help_flags_exit_0_without_starting():
+    for flag in ("-V", "-h"):
+        r = _run([flag])
+        assert r.returncode == 0, "rlockd %s exited %d: %s" % (flag, r.returncode, r.stderr)
+        assert (r.stdout + r.stderr).strip(), "rlockd %s printed nothing" % flag
+    r = _run(["-V"])
+    assert "rlockd" in (r.stdout + r.stderr).lower(), "rlockd -V does not name itself: %r" % (r.stdout + r.stderr)
