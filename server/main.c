@@ -26,6 +26,7 @@
 #include "lock_table.h"
 #include "locking.h"
 #include "log.h"
+#include "redis_link.h"
 #include "redis_pool.h"
 #include "session.h"
 #include "subscriber.h"
@@ -63,6 +64,7 @@ static void close_everything(void)
     watchdog_close();
     subscriber_close();
     redis_pool_close();
+    redis_links_close();
 }
 
 /* Waits for clients to go and releases to be answered, within the grace. */
@@ -110,7 +112,8 @@ static int start(const char *config_path)
     client_init(&D.loop, &D.cfg);
     locking_init(&D.loop, &D.cfg);
     commands_init(&D.loop, &D.cfg, config_path);
-    if ((err = redis_pool_init(&D.loop, &D.cfg, locking_shard_ready)) != 0 ||
+    if ((err = redis_links_init(&D.loop)) != 0 ||
+        (err = redis_pool_init(&D.loop, &D.cfg, locking_shard_ready)) != 0 ||
         (err = subscriber_init(&D.loop, &D.cfg, locking_wake_head)) != 0 ||
         (err = watchdog_init(&D.loop, &D.cfg)) != 0 ||
         (err = uv_timer_init(&D.loop, &D.shutdown_timer)) != 0 ||

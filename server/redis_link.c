@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "log.h"
 
 #define BACKOFF_START_MS 50
@@ -24,11 +25,30 @@ uint64_t now_ms(uv_loop_t *loop) { return uv_now(loop); }
 
 /* ---- hiredis <-> libuv ------------------------------------------------ */
 
+/*
+ * Writes are not polled for. hiredis asks for write readiness each time
+ * a command is queued; answering that with epoll costs two epoll_ctl
+ * calls and a whole loop turn per command. Instead a connected context
+ * that has output joins the flush list, and a prepare handle, which runs
+ * once per loop turn just before libuv blocks, writes every listed
+ * context: all commands queued during one turn leave in one write(2),
+ * with no wait. Only when the socket is full, or while connecting
+ * (hiredis 0.14 cannot tell a connect in progress from a finished one
+ * unless the socket polled writable), is writability polled as usual.
+ */
 struct link_poll {
     uv_poll_t handle;
     redisAsyncContext *ac; /* NULL once hiredis has let go */
-    int events;
+    int events;            /* what the poll handle watches */
+    bool write_wanted;     /* hiredis has output */
+    bool flushing;
+    struct list_node flush_link;
 };
+
+static struct {
+    uv_prepare_t prepare;
+    struct list_node flush;
+} io;
 
 static void poll_cb(uv_poll_t *handle, int status, int events)
 {
@@ -44,17 +64,61 @@ static void poll_cb(uv_poll_t *handle, int status, int events)
 
 static void poll_update(struct link_poll *p, int add, int del)
 {
-    p->events = (p->events | add) & ~del;
-    if (p->events)
-        uv_poll_start(&p->handle, p->events, poll_cb);
+    int events = (p->events | add) & ~del;
+
+    if (events == p->events)
+        return;
+    p->events = events;
+    if (events)
+        uv_poll_start(&p->handle, events, poll_cb);
     else
         uv_poll_stop(&p->handle);
 }
 
+static void flush_pending(uv_prepare_t *prepare)
+{
+    struct list_node *node;
+
+    while ((node = list_first(&io.flush)) != NULL) {
+        struct link_poll *p = list_entry(node, struct link_poll, flush_link);
+
+        list_remove(node);
+        p->flushing = true;
+        redisAsyncHandleWrite(p->ac);
+        p->flushing = false;
+        if (p->ac != NULL && p->write_wanted) /* socket full: poll */
+            poll_update(p, UV_WRITABLE, 0);
+    }
+    uv_prepare_stop(prepare);
+}
+
 static void poll_add_read(void *d) { poll_update(d, UV_READABLE, 0); }
 static void poll_del_read(void *d) { poll_update(d, 0, UV_READABLE); }
-static void poll_add_write(void *d) { poll_update(d, UV_WRITABLE, 0); }
-static void poll_del_write(void *d) { poll_update(d, 0, UV_WRITABLE); }
+
+static void poll_add_write(void *d)
+{
+    struct link_poll *p = d;
+
+    p->write_wanted = true;
+    if (p->flushing || list_linked(&p->flush_link) || (p->events & UV_WRITABLE))
+        return;
+    if (!(p->ac->c.flags & REDIS_CONNECTED)) {
+        poll_update(p, UV_WRITABLE, 0);
+        return;
+    }
+    list_push_tail(&io.flush, &p->flush_link);
+    uv_prepare_start(&io.prepare, flush_pending);
+}
+
+static void poll_del_write(void *d)
+{
+    struct link_poll *p = d;
+
+    p->write_wanted = false;
+    if (list_linked(&p->flush_link))
+        list_remove(&p->flush_link);
+    poll_update(p, 0, UV_WRITABLE);
+}
 
 static void poll_closed(uv_handle_t *handle) { free(handle->data); }
 
@@ -63,6 +127,8 @@ static void poll_cleanup(void *d)
     struct link_poll *p = d;
 
     p->ac = NULL;
+    if (list_linked(&p->flush_link))
+        list_remove(&p->flush_link);
     uv_close((uv_handle_t *)&p->handle, poll_closed);
 }
 
@@ -78,6 +144,7 @@ static int poll_attach(redisAsyncContext *ac, uv_loop_t *loop)
         free(p);
         return err;
     }
+    list_init(&p->flush_link);
     p->handle.data = p;
     p->ac = ac;
     ac->ev.data = p;
@@ -87,6 +154,17 @@ static int poll_attach(redisAsyncContext *ac, uv_loop_t *loop)
     ac->ev.delWrite = poll_del_write;
     ac->ev.cleanup = poll_cleanup;
     return 0;
+}
+
+int redis_links_init(uv_loop_t *loop)
+{
+    list_init(&io.flush);
+    return uv_prepare_init(loop, &io.prepare);
+}
+
+void redis_links_close(void)
+{
+    uv_close((uv_handle_t *)&io.prepare, NULL);
 }
 
 /* ---- connection life -------------------------------------------------- */

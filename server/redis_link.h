@@ -60,6 +60,10 @@ struct redis_link {
     struct redis_request handshake; /* AUTH, SELECT */
 };
 
+/* The write-flushing machinery shared by all links: once per loop. */
+int redis_links_init(uv_loop_t *loop);
+void redis_links_close(void);
+
 int redis_link_init(struct redis_link *link, uv_loop_t *loop,
                     const struct config *cfg, const char *label);
 /* Starts connecting; failures are retried forever. */
