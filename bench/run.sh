@@ -49,15 +49,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A port the kernel just handed out on loopback. Another process could
-# take it before we bind it; the start-up checks below would then fail
-# loudly rather than talk to a stranger.
-free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
 
 # Shows a log's tail when start-up fails: the reason is usually in it.
 show_log() {

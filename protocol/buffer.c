@@ -75,3 +75,38 @@ void buffer_reset(struct buffer *b)
 {
     b->len = 0;
 }
+
+size_t format_uint64(char *out, uint64_t v)
+{
+    char tmp[FORMAT_INT_MAX];
+    size_t n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+size_t format_int64(char *out, int64_t v)
+{
+    if (v >= 0)
+        return format_uint64(out, (uint64_t)v);
+    out[0] = '-';
+    /* -(v + 1) + 1 avoids overflowing on INT64_MIN */
+    return 1 + format_uint64(out + 1, (uint64_t)(-(v + 1)) + 1);
+}
+
+int buffer_append_resp_line(struct buffer *b, char prefix, int64_t v)
+{
+    char line[FORMAT_INT_MAX + 4];
+    size_t n = 0;
+
+    line[n++] = prefix;
+    n += format_int64(line + n, v);
+    line[n++] = '\r';
+    line[n++] = '\n';
+    return buffer_append(b, line, n);
+}

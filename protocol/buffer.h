@@ -10,6 +10,7 @@
 #define RLOCKD_BUFFER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct buffer {
     char *data;
@@ -25,5 +26,16 @@ int buffer_append(struct buffer *b, const void *data, size_t len);
 /* Drops the first n bytes, moving the rest to the front. */
 void buffer_consume(struct buffer *b, size_t n);
 void buffer_reset(struct buffer *b);
+
+/*
+ * Decimal text of a number into out (room for FORMAT_INT_MAX bytes, no
+ * NUL written); returns its length. These replace snprintf on the hot
+ * paths, where its format parsing was a measurable part of each command.
+ */
+#define FORMAT_INT_MAX 20
+size_t format_uint64(char *out, uint64_t v);
+size_t format_int64(char *out, int64_t v);
+/* Appends "<prefix><v>\r\n", the header line of RESP types. */
+int buffer_append_resp_line(struct buffer *b, char prefix, int64_t v);
 
 #endif

@@ -34,12 +34,11 @@ const char *reply_error_code_name(enum reply_error code)
 static int reply_line(struct buffer *out, char type, int64_t value,
                       size_t payload)
 {
-    char line[32];
-    int n = snprintf(line, sizeof line, "%c%" PRId64 "\r\n", type, value);
-    int err = buffer_reserve(out, (size_t)n + payload);
+    int err = buffer_reserve(out, FORMAT_INT_MAX + 4 + payload);
+
     if (err != 0)
         return err;
-    return buffer_append(out, line, (size_t)n);
+    return buffer_append_resp_line(out, type, value);
 }
 
 /*

@@ -112,12 +112,8 @@ trap 'exit 129' HUP
 stop_stale "$rlockd_pid_file" rlockd
 stop_stale "$redis_pid_file" redis-server
 
-free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 # Starts redis-server on a free port; a few tries in case another process
 # takes the port between the probe and redis-server's bind.

@@ -83,7 +83,13 @@ static void on_written(uv_write_t *req, int status)
         client_close(c, "quit");
 }
 
-/* Hands the reply buffer to libuv; it is swapped, not copied. */
+/*
+ * Sends buffered replies. Usually the socket takes them at once
+ * (uv_try_write): no write request, no callback, and the buffer is kept
+ * for the next reply. Whatever does not fit is handed to libuv with
+ * uv_write, which keeps order behind any earlier queued write; the
+ * buffer is swapped into the request, not copied.
+ */
 static void client_flush(struct client *c)
 {
     struct client_write *w;
@@ -92,6 +98,16 @@ static void client_flush(struct client *c)
 
     if (c->closing)
         return;
+    if (c->out.len > 0 && c->writing == 0) {
+        buf = uv_buf_init(c->out.data, (unsigned)c->out.len);
+        err = uv_try_write(&c->io.stream, &buf, 1);
+        if (err < 0 && err != UV_EAGAIN) {
+            client_close(c, uv_strerror(err));
+            return;
+        }
+        if (err > 0)
+            buffer_consume(&c->out, (size_t)err);
+    }
     if (c->out.len == 0) {
         if (c->quitting && c->writing == 0)
             client_close(c, "quit");

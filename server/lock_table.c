@@ -92,8 +92,8 @@ size_t owner_field(char *out, const char *client_id, size_t id_len,
                    uint64_t thread_id)
 {
     memcpy(out, client_id, id_len);
-    return id_len + (size_t)snprintf(out + id_len, OWNER_FIELD_SIZE - id_len,
-                                     ":%" PRIu64, thread_id);
+    out[id_len] = ':';
+    return id_len + 1 + format_uint64(out + id_len + 1, thread_id);
 }
 
 struct hold *hold_find(struct lock *lock, const struct session *session,

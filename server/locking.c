@@ -329,11 +329,10 @@ static void on_acquire_reply(redisReply *reply, void *arg)
 static void call_attempt(struct lock_call *call)
 {
     struct lock *lock = call->lock;
-    char lease[24];
+    char lease[FORMAT_INT_MAX];
     const char *argv[] = {lock->name, lease, call->field};
     size_t len[] = {lock->name_len,
-                    (size_t)snprintf(lease, sizeof(lease), "%" PRId64,
-                                     effective_lease(call)),
+                    format_int64(lease, effective_lease(call)),
                     call->field_len};
 
     call->rewake = false;
@@ -378,10 +377,10 @@ static void release_in_background(struct lock *lock, enum script_id script,
                                   int64_t lease_ms)
 {
     struct lock_call *call = call_new(lock, NULL);
-    char lease[24];
+    char lease[FORMAT_INT_MAX];
     const char *argv[] = {lock->name, lock->channel, "0", field, lease};
     size_t len[] = {lock->name_len, lock->channel_len, 1, field_len,
-                    (size_t)snprintf(lease, sizeof(lease), "%" PRId64, lease_ms)};
+                    format_int64(lease, lease_ms)};
     int err;
 
     if (call == NULL) {
@@ -504,7 +503,7 @@ static int send_command(struct lock_call *call)
     struct lock *lock = call->lock;
     struct hold *hold;
     enum script_id script = SCRIPT_COUNT;
-    char lease[24];
+    char lease[FORMAT_INT_MAX];
     const char *argv[5];
     size_t len[5];
     int argc = 0, nkeys = 0;
@@ -518,9 +517,8 @@ static int send_command(struct lock_call *call)
         ARG(lock->name, lock->name_len);
         ARG(lock->channel, lock->channel_len);
         ARG("0", 1);
-        ARG(lease, (size_t)snprintf(lease, sizeof(lease), "%" PRId64,
-                                    hold ? hold->lease_ms
-                                         : L.cfg->watchdog_timeout_ms));
+        ARG(lease, format_int64(lease, hold ? hold->lease_ms
+                                            : L.cfg->watchdog_timeout_ms));
         ARG(call->field, call->field_len);
         break;
     case CMD_FORCEUNLOCK:

@@ -21,6 +21,7 @@
 #include <async.h>
 #include <uv.h>
 
+#include "buffer.h"
 #include "config.h"
 
 struct redis_request;
@@ -70,8 +71,8 @@ int redis_link_init(struct redis_link *link, uv_loop_t *loop,
 void redis_link_start(struct redis_link *link);
 void redis_link_set_ready(struct redis_link *link);
 bool redis_link_ready(const struct redis_link *link);
-/* Sends a command; 0, or -ENOTCONN when the link cannot take it now (in
- * which case on_reply is not called). */
+/* Sends a command; 0, or -ENOTCONN when the link cannot take it now, or
+ * -ENOMEM (in which cases on_reply is not called). */
 int redis_link_send(struct redis_link *link, struct redis_request *req,
                     int argc, const char **argv, const size_t *argv_len);
 /* Drops the connection (pending requests get NULL) and reconnects later. */

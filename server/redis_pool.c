@@ -191,7 +191,7 @@ static int call_send(struct pool_call *call, struct redis_link *link,
 {
     const char *argv[MAX_CALL_ARGS + 3];
     size_t len[MAX_CALL_ARGS + 3];
-    char nkeys[16];
+    char nkeys[FORMAT_INT_MAX];
     int n = 0;
 
     if (call->script != SCRIPT_COUNT) {
@@ -202,7 +202,7 @@ static int call_send(struct pool_call *call, struct redis_link *link,
         argv[n] = as_eval ? s->source : s->sha;
         len[n] = strlen(argv[n]);
         n++;
-        len[n] = (size_t)snprintf(nkeys, sizeof(nkeys), "%d", call->nkeys);
+        len[n] = format_int64(nkeys, call->nkeys);
         argv[n++] = nkeys;
     }
     for (int i = 0; i < call->argc; i++, n++) {

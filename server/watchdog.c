@@ -166,8 +166,7 @@ static int renew_args_build(struct renew_args *a, struct hold **holds, size_t n)
         a->argv[n + 2 * i] = h->field;
         a->len[n + 2 * i] = h->field_len;
         a->argv[n + 2 * i + 1] = a->ms[i];
-        a->len[n + 2 * i + 1] = (size_t)snprintf(a->ms[i], sizeof(a->ms[i]),
-                                                 "%lld", (long long)h->lease_ms);
+        a->len[n + 2 * i + 1] = format_int64(a->ms[i], h->lease_ms);
     }
     return 0;
 }
