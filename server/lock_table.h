@@ -57,6 +57,9 @@ struct hold {
     struct list_node watchdog_link;
     uint64_t renew_due_ms;
     unsigned renewals_inflight; /* batches still pointing at it */
+    /* Bumped when a lost hold is acquired again, so that a renewal sent
+     * before that cannot judge the new hold by the old one's fate. */
+    uint32_t epoch;
 };
 
 void lock_table_init(void);

@@ -250,7 +250,10 @@ static void acquire_granted(struct lock_call *call)
         call_end_with(call, false);
         return;
     }
-    hold->lost = false;
+    if (hold->lost) {
+        hold->lost = false;
+        hold->epoch++;
+    }
     if (call->lease_ms == COMMAND_LEASE_WATCHDOG)
         hold->watchdog = true;
     hold->lease_ms = hold->watchdog ? L.cfg->watchdog_timeout_ms : call->lease_ms;

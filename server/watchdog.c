@@ -22,7 +22,10 @@
 
 struct renew_batch {
     size_t count;
-    struct hold *holds[];
+    struct renew_entry {
+        struct hold *hold;
+        uint32_t epoch; /* the hold's epoch when sent */
+    } entries[];
 };
 
 static struct {
@@ -120,7 +123,7 @@ static void batch_done(redisReply *reply, void *arg)
                  : reply->type == REDIS_REPLY_ERROR ? reply->str
                                                     : "unexpected reply");
     for (size_t i = 0; i < batch->count; i++) {
-        struct hold *h = batch->holds[i];
+        struct hold *h = batch->entries[i].hold;
 
         h->renewals_inflight--;
         if (h->lock == NULL) { /* dropped while we were away */
@@ -128,7 +131,10 @@ static void batch_done(redisReply *reply, void *arg)
                 free(h);
             continue;
         }
-        if (h->lost || !h->watchdog)
+        /* Lost meanwhile, or lost and acquired again (then already back
+         * on the schedule, and this result is about the old hold). */
+        if (h->lost || !h->watchdog || h->epoch != batch->entries[i].epoch ||
+            list_linked(&h->watchdog_link))
             continue;
         if (!valid)
             reschedule(h, RENEW_RETRY_MS);
@@ -175,13 +181,15 @@ static int renew_args_build(struct renew_args *a, struct hold **holds, size_t n)
  * back on the schedule. */
 static void send_batch(struct hold **holds, size_t n, unsigned shard)
 {
-    struct renew_batch *batch = malloc(sizeof(*batch) + n * sizeof(holds[0]));
+    struct renew_batch *batch =
+        malloc(sizeof(*batch) + n * sizeof(batch->entries[0]));
     struct renew_args args = {0};
     int err = -1;
 
     if (batch != NULL && renew_args_build(&args, holds, n) == 0) {
         batch->count = n;
-        memcpy(batch->holds, holds, n * sizeof(holds[0]));
+        for (size_t i = 0; i < n; i++)
+            batch->entries[i] = (struct renew_entry){holds[i], holds[i]->epoch};
         err = redis_pool_call(shard, SCRIPT_RENEW_MANY, (int)n, (int)(3 * n),
                               args.argv, args.len, batch_done, batch);
         free(args.argv);
