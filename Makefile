@@ -4,6 +4,7 @@
 #   make run      the daemon in the foreground against a private redis-server
 #   make test     install what is missing, build, run unit + integration tests
 #   make asan     the same tests against an AddressSanitizer+UBSan build
+#   make valgrind the integration tests with the daemon under memcheck
 #   make bench    load generator: rlockd vs. Redis direct, side by side
 
 CC      ?= cc
@@ -28,7 +29,7 @@ MAIN_OBJ = $(BUILD)/obj/server/main.o
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration asan bench clean format
+.PHONY: all deps run test unit integration asan valgrind bench clean format
 
 all: $(BUILD)/rlockd
 
@@ -68,6 +69,12 @@ asan: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan \
 	    CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	    LDFLAGS="-fsanitize=address,undefined" unit integration
+
+# The daemon under memcheck; an error or a leak fails the test that stopped it.
+valgrind: deps all
+	@command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install valgrind)"; exit 1; }
+	RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) \
+	    RLOCKD_BIN=$(abspath scripts/valgrind-rlockd.sh) python3 tests/integration/run.py
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/rlockd-bench

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# valgrind-rlockd.sh - runs the daemon under valgrind (memcheck) for
+# `make valgrind`: any memory error or leak makes it exit 99, which the
+# integration harness reports as a failure of the test that stopped it.
+# The binary to wrap comes from RLOCKD_REAL_BIN.
+set -euo pipefail
+exec valgrind --quiet --leak-check=full \
+    --show-leak-kinds=definite,indirect,possible \
+    --errors-for-leak-kinds=definite,indirect,possible \
+    --error-exitcode=99 "${RLOCKD_REAL_BIN:?}" "$@"
