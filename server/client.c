@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "commands.h"
+#include "lock_table.h"
 #include "locking.h"
 #include "log.h"
-#include "lock_table.h"
 #include "reply.h"
 #include "session.h"
 #include "stats.h"
@@ -39,7 +39,10 @@ void client_init(uv_loop_t *loop, const struct config *cfg)
     list_init(&C.all);
 }
 
-size_t client_count(void) { return C.count; }
+size_t client_count(void)
+{
+    return C.count;
+}
 
 static void on_closed(uv_handle_t *handle)
 {
@@ -115,7 +118,8 @@ static void client_flush(struct client *c)
     }
     if (c->writing + c->out.len > (size_t)C.cfg->max_output_buffer_bytes) {
         log_warn("client %llu: over max_output_buffer_bytes (not reading "
-                 "its replies); closing it", (unsigned long long)c->id);
+                 "its replies); closing it",
+                 (unsigned long long)c->id);
         client_close(c, "output limit");
         return;
     }
@@ -188,7 +192,8 @@ static void on_alloc(uv_handle_t *handle, size_t hint, uv_buf_t *buf)
         *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
         return;
     }
-    *buf = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
+    *buf =
+        uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -197,7 +202,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
     (void)buf;
     if (nread < 0) {
-        client_close(c, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
+        client_close(c,
+                     nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
         return;
     }
     c->in.len += (size_t)nread;

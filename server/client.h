@@ -35,16 +35,16 @@ struct client {
         uv_tcp_t tcp;
         uv_pipe_t pipe;
     } io;
-    struct list_node link;     /* all clients */
+    struct list_node link; /* all clients */
     uint64_t id;
-    struct session *session;   /* NULL only while refused at accept */
+    struct session *session; /* NULL only while refused at accept */
     struct request_parser parser;
-    struct buffer in;          /* read, not yet parsed */
-    struct buffer out;         /* replies not yet handed to libuv */
-    size_t writing;            /* bytes handed to libuv, not yet written */
-    struct lock_call *call;    /* command in progress */
-    bool closing;              /* uv_close called */
-    bool quitting;             /* close once the replies are written */
+    struct buffer in;       /* read, not yet parsed */
+    struct buffer out;      /* replies not yet handed to libuv */
+    size_t writing;         /* bytes handed to libuv, not yet written */
+    struct lock_call *call; /* command in progress */
+    bool closing;           /* uv_close called */
+    bool quitting;          /* close once the replies are written */
 };
 
 void client_init(uv_loop_t *loop, const struct config *cfg);

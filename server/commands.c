@@ -69,8 +69,8 @@ struct info_writer {
 
 static bool info_section(struct info_writer *w, const char *title)
 {
-    if (w->only != NULL &&
-        (strlen(title) != w->only_len || strncasecmp(title, w->only, w->only_len) != 0))
+    if (w->only != NULL && (strlen(title) != w->only_len ||
+                            strncasecmp(title, w->only, w->only_len) != 0))
         return false;
     if (w->text.len > 0)
         w->err |= buffer_append(&w->text, "\r\n", 2);
@@ -80,10 +80,11 @@ static bool info_section(struct info_writer *w, const char *title)
     return true;
 }
 
-static void info_line(struct info_writer *w, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void info_line(struct info_writer *w, const char *key, const char *fmt,
+                      ...) __attribute__((format(printf, 3, 4)));
 
-static void info_line(struct info_writer *w, const char *key, const char *fmt, ...)
+static void info_line(struct info_writer *w, const char *key, const char *fmt,
+                      ...)
 {
     char line[512];
     va_list ap;
@@ -149,8 +150,7 @@ static void info_write(struct info_writer *w)
 
 static void handle_info(struct client *c, const struct command_args *a)
 {
-    struct info_writer w = {.only = a->name,
-                            .only_len = a->name_len};
+    struct info_writer w = {.only = a->name, .only_len = a->name_len};
 
     if (w.only_len == 3 && strncasecmp(w.only, "all", 3) == 0)
         w.only = NULL;

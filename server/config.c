@@ -25,7 +25,7 @@ struct config_row {
     const char *key;
     enum config_kind kind;
     size_t offset;
-    size_t size;              /* strings: capacity including the NUL */
+    size_t size; /* strings: capacity including the NUL */
     const char *default_value;
     int64_t min, max;         /* integers */
     const char *const *names; /* enums: value i is names[i] */
@@ -36,12 +36,20 @@ static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
 #define INT_ROW(sec, name, field, def, lo, hi)                                 \
-    {sec, name, KIND_INT, offsetof(struct config, field), 0, def, lo, hi, NULL}
+    {                                                                          \
+        sec, name, KIND_INT, offsetof(struct config, field), 0, def, lo, hi,   \
+            NULL                                                               \
+    }
 #define STR_ROW(sec, name, field, def, kind)                                   \
-    {sec,  name, kind, offsetof(struct config, field),                         \
-     sizeof(((struct config *)0)->field), def, 0, 0, NULL}
+    {                                                                          \
+        sec, name, kind, offsetof(struct config, field),                       \
+            sizeof(((struct config *)0)->field), def, 0, 0, NULL               \
+    }
 #define ENUM_ROW(sec, name, field, def, list)                                  \
-    {sec, name, KIND_ENUM, offsetof(struct config, field), 0, def, 0, 0, list}
+    {                                                                          \
+        sec, name, KIND_ENUM, offsetof(struct config, field), 0, def, 0, 0,    \
+            list                                                               \
+    }
 
 static const struct config_row config_rows[] = {
     STR_ROW("server", "listen", listen, "127.0.0.1:7379", KIND_ADDR),
@@ -71,8 +79,7 @@ static const struct config_row config_rows[] = {
     ENUM_ROW("lock", "on_disconnect", on_disconnect, "release",
              on_disconnect_names),
     INT_ROW("lock", "max_waiters", max_waiters, "100000", 1, 10000000),
-    INT_ROW("lock", "max_held_locks", max_held_locks, "1000000", 1,
-            100000000),
+    INT_ROW("lock", "max_held_locks", max_held_locks, "1000000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", renew_batch_size, "100", 1, 1000),
     ENUM_ROW("log", "level", log_level, "info", log_level_names),
 };
@@ -221,7 +228,7 @@ struct load_state {
 };
 
 static int config_ini_line(void *user, const char *section, const char *key,
-                       const char *value)
+                           const char *value)
 {
     struct load_state *st = user;
     char err[256];

@@ -26,10 +26,20 @@ void hashmap_seed(const uint8_t key[16])
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 #define SIPROUND                                                               \
     do {                                                                       \
-        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);              \
-        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                 \
-        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                 \
-        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);              \
+        v0 += v1;                                                              \
+        v1 = ROTL(v1, 13);                                                     \
+        v1 ^= v0;                                                              \
+        v0 = ROTL(v0, 32);                                                     \
+        v2 += v3;                                                              \
+        v3 = ROTL(v3, 16);                                                     \
+        v3 ^= v2;                                                              \
+        v0 += v3;                                                              \
+        v3 = ROTL(v3, 21);                                                     \
+        v3 ^= v0;                                                              \
+        v2 += v1;                                                              \
+        v1 = ROTL(v1, 17);                                                     \
+        v1 ^= v2;                                                              \
+        v2 = ROTL(v2, 32);                                                     \
     } while (0)
 
 /* SipHash-1-3: one compression round, three finalisation rounds. */
@@ -61,7 +71,10 @@ uint64_t hashmap_hash(const void *data, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-void hashmap_init(struct hashmap *map) { memset(map, 0, sizeof(*map)); }
+void hashmap_init(struct hashmap *map)
+{
+    memset(map, 0, sizeof(*map));
+}
 
 void hashmap_free(struct hashmap *map)
 {
@@ -76,15 +89,15 @@ void hashmap_free(struct hashmap *map)
     hashmap_init(map);
 }
 
-static struct hashmap_entry **find_slot(const struct hashmap *map,
-                                        const void *key, size_t len,
-                                        uint64_t hash)
+static struct hashmap_entry **
+find_slot(const struct hashmap *map, const void *key, size_t len, uint64_t hash)
 {
     struct hashmap_entry **slot = &map->buckets[hash & (map->bucket_count - 1)];
 
     for (; *slot != NULL; slot = &(*slot)->next) {
         struct hashmap_entry *e = *slot;
-        if (e->hash == hash && e->key_len == len && memcmp(e->key, key, len) == 0)
+        if (e->hash == hash && e->key_len == len &&
+            memcmp(e->key, key, len) == 0)
             break;
     }
     return slot;
@@ -129,8 +142,8 @@ int hashmap_put(struct hashmap *map, const void *key, size_t len, void *value)
     e = malloc(sizeof(*e));
     if (e == NULL)
         return -ENOMEM;
-    *e = (struct hashmap_entry){.key = key, .key_len = len, .hash = hash,
-                                .value = value};
+    *e = (struct hashmap_entry){
+        .key = key, .key_len = len, .hash = hash, .value = value};
     e->next = map->buckets[hash & (map->bucket_count - 1)];
     map->buckets[hash & (map->bucket_count - 1)] = e;
     map->size++;
@@ -155,8 +168,8 @@ void *hashmap_remove(struct hashmap *map, const void *key, size_t len)
     return value;
 }
 
-void hashmap_foreach(const struct hashmap *map, void (*fn)(void *value, void *arg),
-                     void *arg)
+void hashmap_foreach(const struct hashmap *map,
+                     void (*fn)(void *value, void *arg), void *arg)
 {
     for (size_t i = 0; i < map->bucket_count; i++)
         for (struct hashmap_entry *e = map->buckets[i]; e != NULL; e = e->next)

@@ -37,7 +37,7 @@ int hashmap_put(struct hashmap *map, const void *key, size_t len, void *value);
 void *hashmap_remove(struct hashmap *map, const void *key, size_t len);
 
 /* Visits every value; fn must not change the map. */
-void hashmap_foreach(const struct hashmap *map, void (*fn)(void *value, void *arg),
-                     void *arg);
+void hashmap_foreach(const struct hashmap *map,
+                     void (*fn)(void *value, void *arg), void *arg);
 
 #endif

@@ -15,7 +15,7 @@ struct list_node {
 };
 
 #define list_entry(node, type, member)                                         \
-    ((type *)((char *)(node) - offsetof(type, member)))
+    ((type *)((char *)(node)-offsetof(type, member)))
 
 static inline void list_init(struct list_node *head)
 {
@@ -42,7 +42,8 @@ static inline void list_insert_before(struct list_node *pos,
     pos->prev = node;
 }
 
-static inline void list_push_tail(struct list_node *head, struct list_node *node)
+static inline void list_push_tail(struct list_node *head,
+                                  struct list_node *node)
 {
     list_insert_before(head, node);
 }

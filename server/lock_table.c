@@ -19,11 +19,20 @@
 static struct hashmap locks;
 static size_t holds_live;
 
-void lock_table_init(void) { hashmap_init(&locks); }
+void lock_table_init(void)
+{
+    hashmap_init(&locks);
+}
 
-void lock_table_free(void) { hashmap_free(&locks); }
+void lock_table_free(void)
+{
+    hashmap_free(&locks);
+}
 
-size_t lock_table_size(void) { return locks.size; }
+size_t lock_table_size(void)
+{
+    return locks.size;
+}
 
 struct foreach_ctx {
     void (*fn)(struct lock *lock, void *arg);
@@ -120,8 +129,8 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     h->lock = lock;
     h->session = session;
     h->thread_id = thread_id;
-    h->field_len = owner_field(h->field, session->id, session->id_len,
-                               thread_id);
+    h->field_len =
+        owner_field(h->field, session->id, session->id_len, thread_id);
     list_init(&h->watchdog_link);
     list_push_tail(&lock->holds, &h->lock_link);
     session_add_hold(session, h);
@@ -155,4 +164,7 @@ void hold_mark_lost(struct hold *h, const char *why)
              h->lock->name, h->field, why);
 }
 
-size_t hold_count(void) { return holds_live; }
+size_t hold_count(void)
+{
+    return holds_live;
+}

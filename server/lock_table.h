@@ -34,7 +34,7 @@ struct lock {
     size_t name_len;
     char *channel;
     size_t channel_len;
-    unsigned shard;              /* pool connection for this name */
+    unsigned shard; /* pool connection for this name */
     unsigned refs;
     struct waiter_queue waiters; /* struct lock_call, oldest first */
     struct list_node holds;      /* struct hold.lock_link */
@@ -44,14 +44,14 @@ struct lock {
 };
 
 struct hold {
-    struct lock *lock;          /* NULL once dropped */
+    struct lock *lock; /* NULL once dropped */
     struct session *session;
     uint64_t thread_id;
     char field[OWNER_FIELD_SIZE];
     size_t field_len;
-    int64_t lease_ms;           /* PEXPIRE used on reentrant release */
-    bool watchdog;              /* renewed by the watchdog */
-    bool lost;                  /* Redis no longer has it */
+    int64_t lease_ms; /* PEXPIRE used on reentrant release */
+    bool watchdog;    /* renewed by the watchdog */
+    bool lost;        /* Redis no longer has it */
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link;

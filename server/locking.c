@@ -36,15 +36,15 @@ struct lock_call {
     struct lock *lock;
     enum command_id cmd;
     uint64_t thread_id;
-    int64_t lease_ms;      /* as asked; COMMAND_LEASE_WATCHDOG */
-    uint64_t deadline_ms;  /* NO_DEADLINE: wait forever */
+    int64_t lease_ms;     /* as asked; COMMAND_LEASE_WATCHDOG */
+    uint64_t deadline_ms; /* NO_DEADLINE: wait forever */
     char field[OWNER_FIELD_SIZE];
     size_t field_len;
     struct list_node queue_link;
     bool queued;
-    bool attempting;       /* acquire script in flight */
-    bool rewake;           /* woken while attempting: try again at once */
-    bool starting;         /* inside locking_start */
+    bool attempting; /* acquire script in flight */
+    bool rewake;     /* woken while attempting: try again at once */
+    bool starting;   /* inside locking_start */
     unsigned refs;
     uv_timer_t timer;
 };
@@ -63,7 +63,10 @@ void locking_init(uv_loop_t *loop, const struct config *cfg)
     L.cfg = cfg;
 }
 
-size_t locking_waiter_count(void) { return L.waiters; }
+size_t locking_waiter_count(void)
+{
+    return L.waiters;
+}
 
 /* ---- call life ------------------------------------------------------- */
 
@@ -136,13 +139,15 @@ static void call_sleep(struct lock_call *call, int64_t pttl)
 {
     uint64_t now = now_ms(L.loop), wake = call->deadline_ms;
 
-    if (pttl >= 0 && waiter_queue_is_head(&call->lock->waiters, &call->queue_link) &&
+    if (pttl >= 0 &&
+        waiter_queue_is_head(&call->lock->waiters, &call->queue_link) &&
         now + (uint64_t)pttl < wake)
         wake = now + (uint64_t)pttl;
     if (wake == NO_DEADLINE)
         uv_timer_stop(&call->timer);
     else
-        uv_timer_start(&call->timer, timer_fired, wake > now ? wake - now : 0, 0);
+        uv_timer_start(&call->timer, timer_fired, wake > now ? wake - now : 0,
+                       0);
 }
 
 static int call_enqueue(struct lock_call *call)
@@ -256,7 +261,8 @@ static void acquire_granted(struct lock_call *call)
     }
     if (call->lease_ms == COMMAND_LEASE_WATCHDOG)
         hold->watchdog = true;
-    hold->lease_ms = hold->watchdog ? L.cfg->watchdog_timeout_ms : call->lease_ms;
+    hold->lease_ms =
+        hold->watchdog ? L.cfg->watchdog_timeout_ms : call->lease_ms;
     if (hold->watchdog)
         watchdog_start(hold);
     lock->last_grant_ttl_ms = effective_lease(call);
@@ -334,8 +340,7 @@ static void call_attempt(struct lock_call *call)
     struct lock *lock = call->lock;
     char lease[FORMAT_INT_MAX];
     const char *argv[] = {lock->name, lease, call->field};
-    size_t len[] = {lock->name_len,
-                    format_int64(lease, effective_lease(call)),
+    size_t len[] = {lock->name_len, format_int64(lease, effective_lease(call)),
                     call->field_len};
 
     call->rewake = false;
@@ -365,7 +370,8 @@ static void on_background_release(redisReply *reply, void *arg)
 {
     struct lock_call *call = arg;
 
-    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1)
+    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER &&
+        reply->integer == 1)
         locking_wake_head(call->lock);
     else if (reply == NULL || reply->type == REDIS_REPLY_ERROR)
         log_warn("release of '%.*s' for %s failed: %s; it expires by TTL",
@@ -402,8 +408,8 @@ static void release_in_background(struct lock *lock, enum script_id script,
                           on_background_release, call);
     if (err != 0)
         log_warn("cannot release '%.*s' for %.*s now (Redis unavailable); "
-                 "it expires by TTL", (int)lock->name_len, lock->name,
-                 (int)field_len, field);
+                 "it expires by TTL",
+                 (int)lock->name_len, lock->name, (int)field_len, field);
     else
         call->refs++;
     call_unref(call);
@@ -418,8 +424,8 @@ void locking_release_owner(struct lock *lock, const char *field,
 
 static void unlock_replied(struct lock_call *call, redisReply *reply)
 {
-    struct hold *hold = hold_find(call->lock, call->client->session,
-                                  call->thread_id);
+    struct hold *hold =
+        hold_find(call->lock, call->client->session, call->thread_id);
 
     if (reply->type == REDIS_REPLY_NIL && hold == NULL) {
         reply_error(call_out(call), REPLY_NOTOWNER,
@@ -445,9 +451,8 @@ static void force_unlock_replied(struct lock_call *call, redisReply *reply)
     struct list_node *pos, *tmp;
 
     if (reply->integer == 1) {
-        list_for_each_safe(pos, tmp, &call->lock->holds)
-            hold_mark_lost(list_entry(pos, struct hold, lock_link),
-                           "FORCEUNLOCK");
+        list_for_each_safe(pos, tmp, &call->lock->holds) hold_mark_lost(
+            list_entry(pos, struct hold, lock_link), "FORCEUNLOCK");
         stats.locks_force_released++;
         locking_wake_head(call->lock);
     }
@@ -459,9 +464,11 @@ static bool reply_expected(enum command_id cmd, const redisReply *reply)
 {
     switch (cmd) {
     case CMD_UNLOCK:
-        return reply->type == REDIS_REPLY_NIL || reply->type == REDIS_REPLY_INTEGER;
+        return reply->type == REDIS_REPLY_NIL ||
+               reply->type == REDIS_REPLY_INTEGER;
     case CMD_HOLDCOUNT:
-        return reply->type == REDIS_REPLY_NIL || reply->type == REDIS_REPLY_STRING;
+        return reply->type == REDIS_REPLY_NIL ||
+               reply->type == REDIS_REPLY_STRING;
     default:
         return reply->type == REDIS_REPLY_INTEGER;
     }
@@ -492,7 +499,8 @@ static void on_command_reply(redisReply *reply, void *arg)
             force_unlock_replied(call, reply);
         else if (call->cmd == CMD_HOLDCOUNT)
             reply_integer(call_out(call), reply->type == REDIS_REPLY_NIL
-                                              ? 0 : strtoll(reply->str, NULL, 10));
+                                              ? 0
+                                              : strtoll(reply->str, NULL, 10));
         else
             reply_integer(call_out(call), reply->integer);
         call_finish(call);
@@ -537,7 +545,8 @@ static int send_command(struct lock_call *call)
         break;
     case CMD_ISHELD:
     case CMD_HOLDCOUNT:
-        ARG(call->cmd == CMD_ISHELD ? "HEXISTS" : "HGET", call->cmd == CMD_ISHELD ? 7 : 4);
+        ARG(call->cmd == CMD_ISHELD ? "HEXISTS" : "HGET",
+            call->cmd == CMD_ISHELD ? 7 : 4);
         ARG(lock->name, lock->name_len);
         ARG(call->field, call->field_len);
         break;
@@ -555,7 +564,8 @@ static int send_command(struct lock_call *call)
 static bool hold_limit_reached(struct lock_call *call)
 {
     return hold_count() >= (size_t)L.cfg->max_held_locks &&
-           hold_find(call->lock, call->client->session, call->thread_id) == NULL;
+           hold_find(call->lock, call->client->session, call->thread_id) ==
+               NULL;
 }
 
 static void call_start(struct lock_call *call)
@@ -569,7 +579,8 @@ static void call_start(struct lock_call *call)
         reply_error(call_out(call), REPLY_UNAVAILABLE, "Redis is unavailable");
         call_finish(call);
     } else if (hold_limit_reached(call)) {
-        reply_error(call_out(call), REPLY_LIMIT, "too many held locks (max_held_locks)");
+        reply_error(call_out(call), REPLY_LIMIT,
+                    "too many held locks (max_held_locks)");
         call_finish(call);
     } else {
         call_attempt(call);
@@ -593,8 +604,8 @@ struct lock_call *locking_start(struct client *client, enum command_id cmd,
     call->cmd = cmd;
     call->thread_id = args->thread_id;
     call->lease_ms = args->lease_ms;
-    call->field_len = owner_field(call->field, session->id, session->id_len,
-                                  args->thread_id);
+    call->field_len =
+        owner_field(call->field, session->id, session->id_len, args->thread_id);
     if (args->wait_ms >= 0)
         call->deadline_ms = now_ms(L.loop) + (uint64_t)args->wait_ms;
     call->starting = true;

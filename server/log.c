@@ -15,9 +15,15 @@
 static enum log_level current_level = LOG_INFO;
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
-void log_set_level(enum log_level level) { current_level = level; }
+void log_set_level(enum log_level level)
+{
+    current_level = level;
+}
 
-int log_enabled(enum log_level level) { return level <= current_level; }
+int log_enabled(enum log_level level)
+{
+    return level <= current_level;
+}
 
 void log_write(enum log_level level, const char *fmt, ...)
 {
@@ -34,8 +40,8 @@ void log_write(enum log_level level, const char *fmt, ...)
     n = snprintf(line, sizeof(line),
                  "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ rlockd[%d] %s ",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec, (long)(tv.tv_usec / 1000),
-                 (int)getpid(), level_names[level]);
+                 tm.tm_min, tm.tm_sec, (long)(tv.tv_usec / 1000), (int)getpid(),
+                 level_names[level]);
     va_start(ap, fmt);
     n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     va_end(ap);

@@ -47,12 +47,11 @@ static struct {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: rlockd [-c FILE] [-t] [-h] [-V]\n"
-            "  -c FILE  configuration file (default: built-in defaults)\n"
-            "  -t       check the configuration and exit\n"
-            "  -h       this help\n"
-            "  -V       print the version and exit\n");
+    fprintf(out, "usage: rlockd [-c FILE] [-t] [-h] [-V]\n"
+                 "  -c FILE  configuration file (default: built-in defaults)\n"
+                 "  -t       check the configuration and exit\n"
+                 "  -h       this help\n"
+                 "  -V       print the version and exit\n");
 }
 
 static void close_everything(void)
@@ -77,7 +76,8 @@ static void shutdown_poll(uv_timer_t *timer)
         return;
     if (!done)
         log_warn("shutdown: gave up waiting for %zu client(s) and %u Redis "
-                 "replies", client_count(), redis_pool_inflight());
+                 "replies",
+                 client_count(), redis_pool_inflight());
     close_everything();
 }
 

@@ -21,7 +21,10 @@
 #define BACKOFF_START_MS 50
 #define LIVENESS_CHECK_MS 250
 
-uint64_t now_ms(uv_loop_t *loop) { return uv_now(loop); }
+uint64_t now_ms(uv_loop_t *loop)
+{
+    return uv_now(loop);
+}
 
 /* ---- hiredis <-> libuv ------------------------------------------------ */
 
@@ -93,8 +96,14 @@ static void flush_pending(uv_prepare_t *prepare)
     uv_prepare_stop(prepare);
 }
 
-static void poll_add_read(void *d) { poll_update(d, UV_READABLE, 0); }
-static void poll_del_read(void *d) { poll_update(d, 0, UV_READABLE); }
+static void poll_add_read(void *d)
+{
+    poll_update(d, UV_READABLE, 0);
+}
+static void poll_del_read(void *d)
+{
+    poll_update(d, 0, UV_READABLE);
+}
 
 static void poll_add_write(void *d)
 {
@@ -121,7 +130,10 @@ static void poll_del_write(void *d)
     poll_update(p, 0, UV_WRITABLE);
 }
 
-static void poll_closed(uv_handle_t *handle) { free(handle->data); }
+static void poll_closed(uv_handle_t *handle)
+{
+    free(handle->data);
+}
 
 static void poll_cleanup(void *d)
 {
@@ -187,8 +199,8 @@ static void timer_fired(uv_timer_t *timer)
         redis_link_reset(link, "connect timed out");
         break;
     case LINK_READY:
-        if (link->inflight > 0 &&
-            now - link->last_progress_ms >= (uint64_t)link->cfg->command_timeout_ms)
+        if (link->inflight > 0 && now - link->last_progress_ms >=
+                                      (uint64_t)link->cfg->command_timeout_ms)
             redis_link_reset(link, "no reply within command_timeout_ms");
         break;
     case LINK_CLOSED:
@@ -320,7 +332,10 @@ int redis_link_init(struct redis_link *link, uv_loop_t *loop,
     return uv_timer_init(loop, &link->timer);
 }
 
-void redis_link_start(struct redis_link *link) { link_connect(link); }
+void redis_link_start(struct redis_link *link)
+{
+    link_connect(link);
+}
 
 void redis_link_set_ready(struct redis_link *link)
 {

@@ -38,7 +38,7 @@ enum redis_link_state {
     LINK_CONNECTING, /* TCP/Unix connect in progress */
     LINK_HANDSHAKE,  /* connected; the owner is preparing it */
     LINK_READY,
-    LINK_CLOSED,     /* redis_link_close called */
+    LINK_CLOSED, /* redis_link_close called */
 };
 
 struct redis_link {
@@ -47,9 +47,9 @@ struct redis_link {
     const struct config *cfg;
     redisAsyncContext *ac;
     enum redis_link_state state;
-    uv_timer_t timer;    /* connect timeout, backoff, or liveness check */
+    uv_timer_t timer; /* connect timeout, backoff, or liveness check */
     int64_t backoff_ms;
-    unsigned inflight;   /* requests sent, replies not yet received */
+    unsigned inflight; /* requests sent, replies not yet received */
     uint64_t last_progress_ms;
     uint64_t reconnects;
     /* Connected and authenticated: the owner sends what it needs, then

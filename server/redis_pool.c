@@ -121,7 +121,10 @@ void redis_pool_close(void)
         redis_link_close(&pool.links[i].link);
 }
 
-unsigned redis_pool_size(void) { return pool.size; }
+unsigned redis_pool_size(void)
+{
+    return pool.size;
+}
 
 unsigned redis_pool_shard(const char *name, size_t len)
 {
@@ -173,7 +176,8 @@ static void on_call_reply(struct redis_request *req, redisReply *reply)
     struct pool_call *call = (struct pool_call *)req;
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-        call->script != SCRIPT_COUNT && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        call->script != SCRIPT_COUNT &&
+        strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         pool.script_reloads++;
         log_info("redis %s: script %s was flushed; sending it again",
                  req->link->label, scripts[call->script].name);
@@ -213,8 +217,8 @@ static int call_send(struct pool_call *call, struct redis_link *link,
     return redis_link_send(link, &call->req, n, argv, len);
 }
 
-int redis_pool_call(unsigned shard, enum script_id script, int nkeys,
-                    int argc, const char **argv, const size_t *argv_len,
+int redis_pool_call(unsigned shard, enum script_id script, int nkeys, int argc,
+                    const char **argv, const size_t *argv_len,
                     redis_pool_fn *fn, void *arg)
 {
     struct redis_link *link = &pool.links[shard].link;
@@ -229,12 +233,12 @@ int redis_pool_call(unsigned shard, enum script_id script, int nkeys,
         return -E2BIG;
     for (int i = 0; i < argc; i++)
         bytes += argv_len[i];
-    call = malloc(sizeof(*call) + (size_t)argc * (sizeof(char *) + sizeof(size_t)) +
-                  bytes);
+    call = malloc(sizeof(*call) +
+                  (size_t)argc * (sizeof(char *) + sizeof(size_t)) + bytes);
     if (call == NULL)
         return -ENOMEM;
-    *call = (struct pool_call){.script = script, .fn = fn, .arg = arg,
-                               .nkeys = nkeys, .argc = argc};
+    *call = (struct pool_call){
+        .script = script, .fn = fn, .arg = arg, .nkeys = nkeys, .argc = argc};
     call->argv = (char **)(call + 1);
     call->argv_len = (size_t *)(call->argv + argc);
     data = (char *)(call->argv_len + argc);

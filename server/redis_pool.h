@@ -44,8 +44,8 @@ unsigned redis_pool_inflight(void);
  * plain command. Returns 0, or -ENOTCONN / -ENOMEM, in which case fn is
  * not called. fn is called exactly once otherwise.
  */
-int redis_pool_call(unsigned shard, enum script_id script, int nkeys,
-                    int argc, const char **argv, const size_t *argv_len,
+int redis_pool_call(unsigned shard, enum script_id script, int nkeys, int argc,
+                    const char **argv, const size_t *argv_len,
                     redis_pool_fn *fn, void *arg);
 
 #endif

@@ -91,7 +91,10 @@ void session_random_id(char out[37])
              b[11], b[12], b[13], b[14], b[15]);
 }
 
-size_t session_count(void) { return sessions.size; }
+size_t session_count(void)
+{
+    return sessions.size;
+}
 
 void session_add_hold(struct session *s, struct hold *h)
 {

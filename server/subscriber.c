@@ -140,9 +140,15 @@ int subscriber_init(uv_loop_t *loop, const struct config *cfg,
     return err;
 }
 
-void subscriber_start(void) { redis_link_start(&S.link); }
+void subscriber_start(void)
+{
+    redis_link_start(&S.link);
+}
 
-void subscriber_close(void) { redis_link_close(&S.link); }
+void subscriber_close(void)
+{
+    redis_link_close(&S.link);
+}
 
 int subscriber_listen(struct lock *lock)
 {
@@ -157,7 +163,8 @@ int subscriber_listen(struct lock *lock)
         memcpy(sub->channel, lock->channel, lock->channel_len);
         sub->channel_len = lock->channel_len;
         list_init(&sub->listeners);
-        if (hashmap_put(&S.channels, sub->channel, sub->channel_len, sub) != 0) {
+        if (hashmap_put(&S.channels, sub->channel, sub->channel_len, sub) !=
+            0) {
             free(sub);
             return -1;
         }
@@ -179,6 +186,12 @@ void subscriber_unlisten(struct lock *lock)
     sub_settle(sub);
 }
 
-bool subscriber_ready(void) { return redis_link_ready(&S.link); }
+bool subscriber_ready(void)
+{
+    return redis_link_ready(&S.link);
+}
 
-size_t subscriber_channel_count(void) { return S.channels.size; }
+size_t subscriber_channel_count(void)
+{
+    return S.channels.size;
+}

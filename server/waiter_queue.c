@@ -9,7 +9,10 @@ void waiter_queue_init(struct waiter_queue *q)
     q->length = 0;
 }
 
-bool waiter_queue_empty(const struct waiter_queue *q) { return q->length == 0; }
+bool waiter_queue_empty(const struct waiter_queue *q)
+{
+    return q->length == 0;
+}
 
 void waiter_queue_push_tail(struct waiter_queue *q, struct list_node *node)
 {

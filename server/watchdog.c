@@ -101,7 +101,10 @@ void watchdog_stop(struct hold *h)
     wd.count--;
 }
 
-size_t watchdog_count(void) { return wd.count; }
+size_t watchdog_count(void)
+{
+    return wd.count;
+}
 
 /* Puts a hold taken out for a batch back on the schedule. */
 static void reschedule(struct hold *h, uint64_t delay)
@@ -119,7 +122,7 @@ static void batch_done(redisReply *reply, void *arg)
     if (!valid)
         log_warn("watchdog: renewal of %zu lock(s) failed: %s; retrying",
                  batch->count,
-                 reply == NULL ? "Redis unavailable"
+                 reply == NULL                      ? "Redis unavailable"
                  : reply->type == REDIS_REPLY_ERROR ? reply->str
                                                     : "unexpected reply");
     for (size_t i = 0; i < batch->count; i++) {
@@ -164,7 +167,7 @@ static int renew_args_build(struct renew_args *a, struct hold **holds, size_t n)
         return -1;
     a->argv = block;
     a->len = (size_t *)(a->argv + 3 * n);
-    a->ms = (char (*)[24])(a->len + 3 * n);
+    a->ms = (char(*)[24])(a->len + 3 * n);
     for (size_t i = 0; i < n; i++) {
         struct hold *h = holds[i];
         a->argv[i] = h->lock->name;

@@ -104,7 +104,8 @@ START_TEST(values_are_applied)
     ck_assert_int_eq(load_text("[redis]\nport = 6400\npool_size = 8\n"
                                "[lock]\non_disconnect = EXPIRE\n"
                                "[server]\nlisten = [::1]:7000\n",
-                               &cfg, err, sizeof(err)), 0);
+                               &cfg, err, sizeof(err)),
+                     0);
     ck_assert_int_eq(cfg.redis_port, 6400);
     ck_assert_int_eq(cfg.pool_size, 8);
     ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_EXPIRE);
@@ -123,12 +124,17 @@ static const struct {
     {"[redis]\nport = 70000\n", ":2: port: 70000 is out of range"},
     {"[redis]\nport = 12ab\n", ":2: port: '12ab' is not an integer"},
     {"[redis]\nport =\n", ":2: port: '' is not an integer"},
-    {"[lock]\non_disconnect = maybe\n", ":2: on_disconnect: 'maybe' is not one of release, expire"},
-    {"[log]\nlevel = loud\n", ":2: level: 'loud' is not one of error, warn, info, debug"},
-    {"[server]\nlisten = localhost\n", ":2: listen: 'localhost' is not host:port"},
-    {"[server]\nlisten = 127.0.0.1:99999\n", ":2: listen: '127.0.0.1:99999' is not host:port"},
+    {"[lock]\non_disconnect = maybe\n",
+     ":2: on_disconnect: 'maybe' is not one of release, expire"},
+    {"[log]\nlevel = loud\n",
+     ":2: level: 'loud' is not one of error, warn, info, debug"},
+    {"[server]\nlisten = localhost\n",
+     ":2: listen: 'localhost' is not host:port"},
+    {"[server]\nlisten = 127.0.0.1:99999\n",
+     ":2: listen: '127.0.0.1:99999' is not host:port"},
     {"this is not ini\n", ":1: syntax error"},
-    {"[lock]\nwatchdog_timeout_ms = 10\n", ":2: watchdog_timeout_ms: 10 is out of range"},
+    {"[lock]\nwatchdog_timeout_ms = 10\n",
+     ":2: watchdog_timeout_ms: 10 is out of range"},
 };
 
 START_TEST(bad_values_name_line_and_reason)
@@ -147,7 +153,8 @@ START_TEST(missing_file_is_an_error)
     struct config cfg;
     char err[256];
 
-    ck_assert_int_eq(config_load(&cfg, "/nonexistent/rlockd.ini", err, sizeof(err)), -1);
+    ck_assert_int_eq(
+        config_load(&cfg, "/nonexistent/rlockd.ini", err, sizeof(err)), -1);
     ck_assert_ptr_nonnull(strstr(err, "cannot open"));
 }
 END_TEST
@@ -157,17 +164,24 @@ START_TEST(host_port_split)
     char host[64];
     int port;
 
-    ck_assert_int_eq(config_split_host_port("127.0.0.1:7379", host, sizeof(host), &port), 0);
+    ck_assert_int_eq(
+        config_split_host_port("127.0.0.1:7379", host, sizeof(host), &port), 0);
     ck_assert_str_eq(host, "127.0.0.1");
     ck_assert_int_eq(port, 7379);
-    ck_assert_int_eq(config_split_host_port("[::1]:1", host, sizeof(host), &port), 0);
+    ck_assert_int_eq(
+        config_split_host_port("[::1]:1", host, sizeof(host), &port), 0);
     ck_assert_str_eq(host, "::1");
     ck_assert_int_eq(port, 1);
-    ck_assert_int_eq(config_split_host_port(":7379", host, sizeof(host), &port), -1);
-    ck_assert_int_eq(config_split_host_port("h:", host, sizeof(host), &port), -1);
-    ck_assert_int_eq(config_split_host_port("h:0", host, sizeof(host), &port), -1);
-    ck_assert_int_eq(config_split_host_port("[::1:7", host, sizeof(host), &port), -1);
-    ck_assert_int_eq(config_split_host_port("h:1x", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port(":7379", host, sizeof(host), &port),
+                     -1);
+    ck_assert_int_eq(config_split_host_port("h:", host, sizeof(host), &port),
+                     -1);
+    ck_assert_int_eq(config_split_host_port("h:0", host, sizeof(host), &port),
+                     -1);
+    ck_assert_int_eq(
+        config_split_host_port("[::1:7", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port("h:1x", host, sizeof(host), &port),
+                     -1);
 }
 END_TEST
 

@@ -74,7 +74,8 @@ START_TEST(grows_and_keeps_every_entry)
     for (int i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "lock:%d", i);
         values[i] = i;
-        ck_assert_int_eq(hashmap_put(&m, keys[i], strlen(keys[i]), &values[i]), 0);
+        ck_assert_int_eq(hashmap_put(&m, keys[i], strlen(keys[i]), &values[i]),
+                         0);
     }
     ck_assert_uint_eq(m.size, N);
     ck_assert_uint_ge(m.bucket_count, N);
@@ -83,7 +84,8 @@ START_TEST(grows_and_keeps_every_entry)
     hashmap_foreach(&m, count_value, &visited);
     ck_assert_uint_eq(visited, N);
     for (int i = 0; i < N; i += 2)
-        ck_assert_ptr_eq(hashmap_remove(&m, keys[i], strlen(keys[i])), &values[i]);
+        ck_assert_ptr_eq(hashmap_remove(&m, keys[i], strlen(keys[i])),
+                         &values[i]);
     for (int i = 0; i < N; i++)
         ck_assert_ptr_eq(hashmap_get(&m, keys[i], strlen(keys[i])),
                          i % 2 ? &values[i] : NULL);

@@ -67,8 +67,10 @@ START_TEST(remove_from_middle_head_and_tail)
     ck_assert(!waiter_queue_is_head(&q, &w[3].link));
     waiter_queue_remove(&q, &w[4].link);
     ck_assert_uint_eq(q.length, 2);
-    ck_assert_int_eq(list_entry(waiter_queue_pop_head(&q), struct waiter, link)->id, 1);
-    ck_assert_int_eq(list_entry(waiter_queue_pop_head(&q), struct waiter, link)->id, 3);
+    ck_assert_int_eq(
+        list_entry(waiter_queue_pop_head(&q), struct waiter, link)->id, 1);
+    ck_assert_int_eq(
+        list_entry(waiter_queue_pop_head(&q), struct waiter, link)->id, 3);
     ck_assert(waiter_queue_empty(&q));
 }
 END_TEST
