@@ -6,6 +6,7 @@
 #   make asan     the same tests against an AddressSanitizer+UBSan build
 #   make valgrind the integration tests with the daemon under memcheck
 #   make bench    load generator: rlockd vs. Redis direct, side by side
+#   make fuzz     libFuzzer on the request parser (clang; FUZZ_TIME seconds)
 
 CC      ?= cc
 BUILD   ?= build
@@ -29,7 +30,7 @@ MAIN_OBJ = $(BUILD)/obj/server/main.o
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration asan valgrind bench clean format
+.PHONY: all deps run test unit integration asan valgrind bench fuzz clean format
 
 all: $(BUILD)/rlockd
 
@@ -80,8 +81,28 @@ bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/rlockd-bench
 	@bench/run.sh $(abspath $(BUILD))
 
+# Coverage-guided fuzzing of the request parser, command decoder and reply
+# writer (clang with libFuzzer: Debian's clang and libclang-rt-14-dev).
+# New inputs go to $(BUILD)/fuzz-corpus; tests/fuzz/corpus holds the seeds
+# and is only read. Crashes land in $(BUILD)/fuzz-artifacts/.
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_FLAGS  = -g -O1 -fno-omit-frame-pointer \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+$(BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(PROTOCOL_SRC) $(wildcard protocol/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_request.c $(PROTOCOL_SRC)
+
+fuzz: $(BUILD)/fuzz_request
+	@mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-artifacts
+	$(BUILD)/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+	    -dict=tests/fuzz/request.dict \
+	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
+	    $(BUILD)/fuzz-corpus tests/fuzz/corpus
+
 format:
-	clang-format -i protocol/*.[ch] server/*.[ch] tests/unit/*.[ch] bench/*.c
+	clang-format -i protocol/*.[ch] server/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c bench/*.c
 
 clean:
 	rm -rf build

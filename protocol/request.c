@@ -25,9 +25,6 @@ enum parse_state {
     PARSE_FAILED,        /* a protocol error was reported */
 };
 
-/* "*N\r\n" and "$N\r\n" are short; a longer one is garbage, refused
- * before it can fill the caller's input buffer. */
-#define HEADER_LINE_MAX 32
 /* Digits in a header number: more could overflow, and no limit needs
  * them. */
 #define HEADER_NUMBER_DIGITS 18
@@ -142,10 +139,10 @@ static int parse_header_number(const char *s, size_t len, long long *value)
 static int read_header_line(const char *data, size_t len, long long *value,
                             size_t *used)
 {
-    size_t limit = len < HEADER_LINE_MAX ? len : HEADER_LINE_MAX;
+    size_t limit = len < REQUEST_HEADER_LINE_MAX ? len : REQUEST_HEADER_LINE_MAX;
     const char *lf = memchr(data, '\n', limit);
     if (lf == NULL)
-        return len < HEADER_LINE_MAX ? -EAGAIN : -EINVAL;
+        return len < REQUEST_HEADER_LINE_MAX ? -EAGAIN : -EINVAL;
     size_t line_len = (size_t)(lf - data);
     if (line_len < 2 || data[line_len - 1] != '\r')
         return -EINVAL;

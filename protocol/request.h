@@ -25,6 +25,10 @@ struct request_limits {
     size_t max_args;          /* arguments in one request */
 };
 
+/* "*N\r\n" and "$N\r\n" are short; a header line this long without its
+ * LF is garbage, refused before it can fill the caller's input buffer. */
+#define REQUEST_HEADER_LINE_MAX 32
+
 enum request_status {
     REQUEST_INCOMPLETE = 0, /* need more bytes */
     REQUEST_READY = 1,      /* argc/argv hold one request */
