@@ -5,7 +5,9 @@
  * It compares lock+unlock pairs through rlockd with the same pairs sent
  * straight to Redis as Redisson's own Lua scripts (EVALSHA), with 1 and
  * with many concurrent clients, and measures the contended case (many
- * clients, one lock name, through rlockd).
+ * clients, one lock name, through rlockd) and the held case (--held N
+ * watchdog-mode locks taken, held for a window, then released; see
+ * "held locks" below for what it measures).
  *
  * How it drives load: every simulated client is its own hiredis async
  * connection running a closed loop (send, wait for the reply, send the
@@ -25,8 +27,9 @@
  * It never fails on a timing: targets are printed as met or missed and
  * the exit status stays 0. It exits non-zero only when something is
  * wrong: an error reply (e.g. -UNAVAILABLE), an unexpected reply, a lost
- * connection, requests left unanswered long after the window closed, or
- * a lock key that rlockd reported released but Redis still holds.
+ * connection, requests left unanswered long after the window closed, a
+ * lock key that rlockd reported released but Redis still holds, or a
+ * held lock that expired although its owner was connected.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -57,6 +60,19 @@
 /* The TTL both sides write: rlockd's watchdog_timeout_ms default, and the
  * lease Redisson passes in watchdog mode. */
 #define LEASE_MS "30000"
+/* Held locks: rlockd's default watchdog_timeout_ms, to which the measured
+ * renewal rate is scaled; LOCK and UNLOCK requests in flight per
+ * connection (rlockd runs one connection's requests one at a time and
+ * closes a connection whose unprocessed input passes
+ * max_input_buffer_bytes, 1 MiB by default: 512 requests are ~30 KiB);
+ * the most keys one EXISTS names; how long a phase (all LOCKs, all
+ * UNLOCKs) may take; and how long rlockd may take to report held_locks:0
+ * after the last UNLOCK reply. */
+#define DEFAULT_WATCHDOG_MS 30000
+#define HELD_PIPELINE 512
+#define EXISTS_CHUNK 1000
+#define HELD_PHASE_TIMEOUT_NS (60 * NS_PER_SEC)
+#define HELD_SETTLE_TIMEOUT_NS (5 * NS_PER_SEC)
 
 /* Redisson's RLock scripts (RedissonLock.tryLockInnerAsync and
  * unlockInnerAsync), the reference rlockd is measured against. */
@@ -100,6 +116,13 @@ struct options {
     int contended_clients;
     bool direct_only;
     pid_t pids[PROC_COUNT];
+    /* held locks; the rlockd defaults to --rlockd and --rlockd-pid */
+    long held;
+    double held_window_s;
+    int held_clients;
+    char *held_rlockd_host;
+    int held_rlockd_port;
+    pid_t held_rlockd_pid;
 };
 
 /* A growable array of nanosecond values (or client indexes). */
@@ -131,12 +154,23 @@ struct client {
     int64_t pair_started;
     size_t generation;     /* contended: index of this client's hold */
     uint64_t acquisitions; /* contended: grants inside the window */
+    /* held: this connection's locks are [held_first, held_end); requests
+     * sent and replies received in the current phase */
+    long held_first;
+    long held_end;
+    long held_sent;
+    long held_done;
 };
+
+/* What a held-locks connection is sending. */
+enum held_phase { HELD_LOCK, HELD_UNLOCK };
 
 struct scenario {
     const char *title;
     enum target target;
     bool contended;
+    bool held; /* connects to the held-locks rlockd; see held_run */
+    enum held_phase phase;
     int nclients;
     bool ran;
     /* run state */
@@ -166,6 +200,9 @@ static struct options opt = {
     .warmup_s = 0.5,
     .clients = 64,
     .contended_clients = 20,
+    .held = 100000,
+    .held_window_s = 5.0,
+    .held_clients = 8,
 };
 static char acquire_sha[64];
 static char release_sha[64];
@@ -249,7 +286,7 @@ static void samples_free(struct samples *s)
     s->n = s->cap = 0;
 }
 
-/* ---- CPU accounting ----------------------------------------------------- */
+/* ---- CPU and memory accounting ----------------------------------------- */
 
 /* utime + stime of a process in seconds, from /proc/PID/stat; < 0 if
  * unknown. */
@@ -286,11 +323,11 @@ struct cpu_snapshot {
     double seconds[PROC_COUNT];
 };
 
-static void cpu_snapshot_take(struct cpu_snapshot *snap)
+static void cpu_snapshot_take(struct cpu_snapshot *snap, const pid_t *pids)
 {
     snap->at = now_ns();
     for (int p = 0; p < PROC_COUNT; p++)
-        snap->seconds[p] = process_cpu_seconds(opt.pids[p]);
+        snap->seconds[p] = process_cpu_seconds(pids[p]);
 }
 
 /* Percent of one core each process used between two snapshots. */
@@ -303,6 +340,27 @@ static void cpu_percent(const struct cpu_snapshot *a,
         bool known = a->seconds[p] >= 0 && b->seconds[p] >= 0 && wall > 0;
         pct[p] = known ? 100.0 * (b->seconds[p] - a->seconds[p]) / wall : -1;
     }
+}
+
+/* Resident memory (VmRSS) of a process in KiB, from /proc/PID/status; -1
+ * if unknown. */
+static long process_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    long kb = -1;
+    FILE *f;
+
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
 }
 
 /* ---- the epoll adapter for hiredis async contexts ----------------------- */
@@ -665,15 +723,33 @@ static bool all_finished(const struct scenario *sc)
     return sc->running == 0;
 }
 
+/* Where a scenario's clients connect: Redis, rlockd, or the rlockd that
+ * the held-locks scenario uses (by default the same one). */
+static void scenario_address(const struct scenario *sc, const char **host,
+                             int *port)
+{
+    if (sc->target == TARGET_DIRECT) {
+        *host = opt.redis_host;
+        *port = opt.redis_port;
+    } else if (sc->held) {
+        *host = opt.held_rlockd_host;
+        *port = opt.held_rlockd_port;
+    } else {
+        *host = opt.rlockd_host;
+        *port = opt.rlockd_port;
+    }
+}
+
 /* Opens every connection and waits for a PING through each, so that
- * connecting is not part of the measurement. */
+ * connecting is not part of the measurement. Held-locks connections send
+ * requests of their own (held_send), not a prepared pair. */
 static void scenario_connect(struct scenario *sc, int scenario_no)
 {
     static const struct command ping = {"*1\r\n$4\r\nPING\r\n", 14};
-    const char *host =
-        sc->target == TARGET_DIRECT ? opt.redis_host : opt.rlockd_host;
-    int port = sc->target == TARGET_DIRECT ? opt.redis_port : opt.rlockd_port;
+    const char *host;
+    int port;
 
+    scenario_address(sc, &host, &port);
     sc->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (sc->epfd < 0)
         fatal("epoll_create1: %s", strerror(errno));
@@ -684,7 +760,8 @@ static void scenario_connect(struct scenario *sc, int scenario_no)
 
         cl->sc = sc;
         cl->index = i;
-        client_prepare(cl, scenario_no);
+        if (!sc->held)
+            client_prepare(cl, scenario_no);
         client_connect(cl, host, port);
         client_send(cl, &ping, on_ping);
     }
@@ -727,7 +804,7 @@ static void scenario_run(struct scenario *sc, int scenario_no)
     int64_t duration_ns = (int64_t)(opt.duration_s * NS_PER_SEC);
 
     scenario_connect(sc, scenario_no);
-    cpu_snapshot_take(&before);
+    cpu_snapshot_take(&before, opt.pids);
     sc->window_start = before.at + (int64_t)(opt.warmup_s * NS_PER_SEC);
     sc->window_end = sc->window_start + duration_ns;
     sc->running = sc->nclients;
@@ -736,7 +813,7 @@ static void scenario_run(struct scenario *sc, int scenario_no)
     scenario_loop(
         sc, all_finished, sc->window_end + DRAIN_TIMEOUT_NS,
         "requests still unanswered 10 s after the run ended (daemon hung?)");
-    cpu_snapshot_take(&after);
+    cpu_snapshot_take(&after, opt.pids);
     cpu_percent(&before, &after, sc->cpu_pct);
     samples_sort(&sc->pair_ns);
     if (sc->contended)
@@ -749,23 +826,33 @@ static void scenario_run(struct scenario *sc, int scenario_no)
 
 static redisContext *redis_sync;
 
+/* Ends the run unless a synchronous command got a reply that is not an
+ * error; returns that reply. `what` ("redis", "rlockd"), host and port
+ * name the other end in the message. */
+static redisReply *sync_reply_checked(redisContext *ctx, const char *what,
+                                      const char *host, int port, redisReply *r)
+{
+    char got[160];
+
+    if (r == NULL)
+        fatal("%s %s:%d: %s", what, host, port, ctx->errstr);
+    if (r->type == REDIS_REPLY_ERROR) {
+        describe_reply(r, got, sizeof(got));
+        fatal("%s %s:%d: %s", what, host, port, got);
+    }
+    return r;
+}
+
 static redisReply *redis_sync_command(const char *fmt, ...)
 {
     redisReply *r;
     va_list ap;
-    char got[160];
 
     va_start(ap, fmt);
     r = redisvCommand(redis_sync, fmt, ap);
     va_end(ap);
-    if (r == NULL)
-        fatal("redis %s:%d: %s", opt.redis_host, opt.redis_port,
-              redis_sync->errstr);
-    if (r->type == REDIS_REPLY_ERROR) {
-        describe_reply(r, got, sizeof(got));
-        fatal("redis %s:%d: %s", opt.redis_host, opt.redis_port, got);
-    }
-    return r;
+    return sync_reply_checked(redis_sync, "redis", opt.redis_host,
+                              opt.redis_port, r);
 }
 
 static void load_script(const char *script, char *sha, size_t size)
@@ -822,6 +909,426 @@ static int count_leftover_locks(const struct scenario *sc)
     return leftover;
 }
 
+/* ---- held locks --------------------------------------------------------- */
+
+/*
+ * The held case measures what holding many locks costs, not how fast
+ * pairs go. --held-clients connections (each its own client-id) take
+ * --held N distinct watchdog-mode locks with pipelined LOCKs and hold
+ * them for a window of --held-window seconds, in which the bench sends
+ * nothing and rlockd's watchdog is the only thing talking to Redis; then
+ * pipelined UNLOCKs release them all. Over the window it reads Redis's
+ * EVALSHA count (INFO commandstats) and rlockd's watchdog_renewals and
+ * watchdog_batches (INFO); before and during the hold, rlockd's VmRSS and
+ * Redis's used_memory; after the release, rlockd's held_locks and every
+ * lock key in Redis. The renewal rate scales with 1/watchdog_timeout_ms,
+ * so run.sh gives this scenario an rlockd of its own with a short
+ * watchdog, and the report scales the measured rate to the default,
+ * saying which figure is measured and which derived. The rlockd must be
+ * fresh for the memory figure too: its allocator keeps what the released
+ * locks freed and reuses it, so a second run against the same process
+ * shows next to nothing per lock.
+ *
+ * Redis 7 counts the commands a script runs in INFO commandstats as well
+ * as the EVALSHA itself, so the renewal script's HEXISTS and PEXPIRE
+ * (one each per renewed lock) are reported apart; whatever remains is
+ * traffic from elsewhere, and should be 0.
+ */
+
+struct held_result {
+    bool ran;
+    long long watchdog_ms; /* the held-locks rlockd's watchdog_timeout_ms */
+    double acquire_s;      /* first LOCK sent to the last +OK */
+    double release_s;      /* first UNLOCK sent to the last :1 */
+    double acquire_cpu_pct[PROC_COUNT]; /* bench, Redis, this rlockd */
+    double release_cpu_pct[PROC_COUNT];
+    double window_s;
+    /* over the window */
+    long long evalsha_calls; /* Redis */
+    long long hexists_calls; /* Redis: run by the renewal script */
+    long long pexpire_calls; /* Redis: run by the renewal script */
+    long long other_calls;   /* Redis: all but those above and INFO */
+    long long renewals;      /* rlockd watchdog_renewals */
+    long long batches;       /* rlockd watchdog_batches */
+    double rlockd_cpu_pct;   /* of one core; < 0 unknown */
+    double redis_cpu_pct;
+    /* memory; < 0 unknown */
+    long rss_before_kb;   /* before the first LOCK */
+    long rss_holding_kb;  /* at the end of the window */
+    long rss_released_kb; /* after the release */
+    long long redis_mem_before;
+    long long redis_mem_holding;
+    /* checks */
+    long long lost;        /* rlockd locks_lost, first LOCK to release */
+    long existing_holding; /* lock keys in Redis at the end of the window */
+    long existing_after;   /* lock keys in Redis after the release */
+    long long held_after;  /* rlockd held_locks after the release */
+    double settle_s;       /* last UNLOCK reply to held_locks:0 */
+};
+
+/* Counters read at each end of the window. */
+struct held_counters {
+    int64_t at;
+    struct command_calls {
+        long long evalsha;
+        long long hexists;
+        long long pexpire;
+        long long other;
+    } redis;
+    long long renewals;
+    long long batches;
+    double rlockd_cpu_s;
+    double redis_cpu_s;
+};
+
+static redisContext *held_sync; /* to the held-locks rlockd, for INFO */
+
+static void held_name(char *buf, size_t size, long i)
+{
+    snprintf(buf, size, "rlockd-bench:%d:held:%ld", (int)getpid(), i);
+}
+
+/* The integer value of "key:value" in an INFO text; -1 if absent. */
+static long long info_value(const char *text, const char *key)
+{
+    size_t len = strlen(key);
+
+    for (const char *p = text; (p = strstr(p, key)) != NULL; p += len)
+        if ((p == text || p[-1] == '\n') && p[len] == ':')
+            return strtoll(p + len + 1, NULL, 10);
+    return -1;
+}
+
+static redisReply *rlockd_info_fetch(void)
+{
+    redisReply *r = sync_reply_checked(
+        held_sync, "rlockd", opt.held_rlockd_host, opt.held_rlockd_port,
+        redisCommand(held_sync, "INFO"));
+
+    if (r->type != REDIS_REPLY_STRING)
+        fatal("rlockd INFO: unexpected reply type %d", r->type);
+    return r;
+}
+
+static long long rlockd_info_field(const redisReply *info, const char *key)
+{
+    long long v = info_value(info->str, key);
+
+    if (v < 0)
+        fatal("rlockd INFO has no %s", key);
+    return v;
+}
+
+static long long rlockd_info(const char *key)
+{
+    redisReply *info = rlockd_info_fetch();
+    long long v = rlockd_info_field(info, key);
+
+    freeReplyObject(info);
+    return v;
+}
+
+static long long redis_used_memory(void)
+{
+    redisReply *r = redis_sync_command("INFO memory");
+    long long v = info_value(r->str, "used_memory");
+
+    freeReplyObject(r);
+    if (v < 0)
+        fatal("Redis INFO memory has no used_memory");
+    return v;
+}
+
+static bool command_is(const char *name, size_t len, const char *which)
+{
+    return strlen(which) == len && strncmp(name, which, len) == 0;
+}
+
+/* From Redis INFO commandstats ("cmdstat_NAME:calls=N,..."): calls of
+ * EVALSHA, of the two commands the renewal script runs, and of every
+ * other command but INFO (which the bench itself sends). */
+static void redis_command_calls(struct command_calls *c)
+{
+    redisReply *r = redis_sync_command("INFO commandstats");
+    const char *p = r->str;
+
+    memset(c, 0, sizeof(*c));
+    while ((p = strstr(p, "cmdstat_")) != NULL) {
+        const char *name = p + strlen("cmdstat_");
+        const char *colon = strchr(name, ':');
+        size_t len;
+        long long calls;
+
+        if (colon == NULL || strncmp(colon + 1, "calls=", 6) != 0)
+            fatal("Redis INFO commandstats: cannot parse '%.40s'", p);
+        len = (size_t)(colon - name);
+        calls = strtoll(colon + 7, NULL, 10);
+        if (command_is(name, len, "evalsha"))
+            c->evalsha += calls;
+        else if (command_is(name, len, "hexists"))
+            c->hexists += calls;
+        else if (command_is(name, len, "pexpire"))
+            c->pexpire += calls;
+        else if (!command_is(name, len, "info"))
+            c->other += calls;
+        p = colon;
+    }
+    freeReplyObject(r);
+}
+
+static void held_counters_take(struct held_counters *c)
+{
+    redisReply *info;
+
+    c->at = now_ns();
+    redis_command_calls(&c->redis);
+    info = rlockd_info_fetch();
+    c->renewals = rlockd_info_field(info, "watchdog_renewals");
+    c->batches = rlockd_info_field(info, "watchdog_batches");
+    freeReplyObject(info);
+    c->rlockd_cpu_s = process_cpu_seconds(opt.held_rlockd_pid);
+    c->redis_cpu_s = process_cpu_seconds(opt.pids[PROC_REDIS]);
+}
+
+static double cpu_pct_between(double a, double b, double wall_s)
+{
+    return a >= 0 && b >= 0 && wall_s > 0 ? 100.0 * (b - a) / wall_s : -1;
+}
+
+/* How many of the n held-lock keys exist in Redis, EXISTS_CHUNK names to
+ * a call: exact, not sampled. */
+static long count_existing_held(long n)
+{
+    static char names[EXISTS_CHUNK][64];
+    const char *argv[EXISTS_CHUNK + 1];
+    size_t len[EXISTS_CHUNK + 1];
+    long existing = 0;
+
+    argv[0] = "EXISTS";
+    len[0] = strlen(argv[0]);
+    for (long first = 0; first < n; first += EXISTS_CHUNK) {
+        int count = n - first < EXISTS_CHUNK ? (int)(n - first) : EXISTS_CHUNK;
+        redisReply *r;
+
+        for (int i = 0; i < count; i++) {
+            held_name(names[i], sizeof(names[i]), first + i);
+            argv[i + 1] = names[i];
+            len[i + 1] = strlen(names[i]);
+        }
+        r = sync_reply_checked(
+            redis_sync, "redis", opt.redis_host, opt.redis_port,
+            redisCommandArgv(redis_sync, count + 1, argv, len));
+        if (r->type != REDIS_REPLY_INTEGER)
+            fatal("EXISTS: unexpected reply type %d", r->type);
+        existing += (long)r->integer;
+        freeReplyObject(r);
+    }
+    return existing;
+}
+
+static void held_send(struct client *cl);
+
+/* Replies come in request order, so this one is for lock held_done. */
+static void on_held_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct client *cl = privdata;
+    struct scenario *sc = cl->sc;
+
+    (void)ac;
+    held_name(cl->name, sizeof(cl->name), cl->held_first + cl->held_done);
+    if (sc->phase == HELD_LOCK)
+        expect_status(cl, "LOCK", reply, "OK");
+    else
+        expect_integer(cl, "UNLOCK", reply, 1);
+    cl->held_done++;
+    sc->ops++;
+    if (cl->held_first + cl->held_sent < cl->held_end)
+        held_send(cl);
+    else if (cl->held_done == cl->held_sent)
+        sc->running--;
+}
+
+/* Queues this connection's next LOCK or UNLOCK; scenario_loop writes
+ * whatever is queued once per turn, so a pipeline costs few syscalls. */
+static void held_send(struct client *cl)
+{
+    const char *verb = cl->sc->phase == HELD_LOCK ? "LOCK" : "UNLOCK";
+    char name[64];
+
+    held_name(name, sizeof(name), cl->held_first + cl->held_sent);
+    if (redisAsyncCommand(cl->ac, on_held_reply, cl, "%s %s %d", verb, name,
+                          cl->index + 1) != REDIS_OK)
+        fatal("%s: client %d: cannot queue a request: %s", cl->sc->title,
+              cl->index, cl->ac->errstr);
+    cl->held_sent++;
+}
+
+static bool held_all_answered(const struct scenario *sc)
+{
+    return sc->running == 0;
+}
+
+/* Sends every connection's LOCKs (or UNLOCKs), HELD_PIPELINE in flight
+ * per connection, until all are answered; returns the seconds that took
+ * and leaves the CPU each process used meanwhile in cpu_pct. */
+static double held_phase(struct scenario *sc, enum held_phase phase,
+                         double *cpu_pct)
+{
+    const pid_t pids[PROC_COUNT] = {opt.pids[PROC_BENCH], opt.pids[PROC_REDIS],
+                                    opt.held_rlockd_pid};
+    struct cpu_snapshot before, after;
+    int64_t start;
+
+    cpu_snapshot_take(&before, pids);
+    start = before.at;
+
+    sc->phase = phase;
+    sc->running = 0;
+    sc->ops = 0;
+    for (int i = 0; i < sc->nclients; i++) {
+        struct client *cl = &sc->clients[i];
+
+        cl->held_sent = cl->held_done = 0;
+        if (cl->held_first == cl->held_end)
+            continue;
+        sc->running++;
+        while (cl->held_first + cl->held_sent < cl->held_end &&
+               cl->held_sent < HELD_PIPELINE)
+            held_send(cl);
+    }
+    scenario_loop(sc, held_all_answered, start + HELD_PHASE_TIMEOUT_NS,
+                  phase == HELD_LOCK
+                      ? "LOCKs still unanswered 60 s after the first"
+                      : "UNLOCKs still unanswered 60 s after the first");
+    cpu_snapshot_take(&after, pids);
+    cpu_percent(&before, &after, cpu_pct);
+    return (double)(after.at - start) / NS_PER_SEC;
+}
+
+/* Sleeps until `deadline` (CLOCK_MONOTONIC, ns). */
+static void sleep_until(int64_t deadline)
+{
+    struct timespec ts = {.tv_sec = deadline / NS_PER_SEC,
+                          .tv_nsec = deadline % NS_PER_SEC};
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* Polls rlockd until it reports no held lock, for at most
+ * HELD_SETTLE_TIMEOUT_NS; the UNLOCK replies have all come back, so
+ * anything left is a hold rlockd forgot to drop. */
+static void held_settle(struct held_result *res)
+{
+    int64_t start = now_ns();
+
+    while ((res->held_after = rlockd_info("held_locks")) != 0 &&
+           now_ns() - start < HELD_SETTLE_TIMEOUT_NS)
+        sleep_until(now_ns() + NS_PER_SEC / 100);
+    res->settle_s = (double)(now_ns() - start) / NS_PER_SEC;
+}
+
+static void held_connect(struct scenario *sc)
+{
+    held_sync = redisConnect(opt.held_rlockd_host, opt.held_rlockd_port);
+    if (held_sync == NULL || held_sync->err)
+        fatal("connect to rlockd %s:%d: %s", opt.held_rlockd_host,
+              opt.held_rlockd_port,
+              held_sync ? held_sync->errstr : "out of memory");
+    if (rlockd_info("held_locks") != 0)
+        fatal("%s: rlockd %s:%d already holds locks; its memory and "
+              "renewal figures would not be this scenario's",
+              sc->title, opt.held_rlockd_host, opt.held_rlockd_port);
+    scenario_connect(sc, 0);
+    /* Each connection its own contiguous share of the names. */
+    for (int i = 0; i < sc->nclients; i++) {
+        sc->clients[i].held_first = opt.held * i / sc->nclients;
+        sc->clients[i].held_end = opt.held * (i + 1) / sc->nclients;
+    }
+}
+
+/* Holds the locks for the window. Only held_locks is checked first:
+ * watchdog_locks leaves out the holds whose renewal is in flight. */
+static void held_hold_window(struct scenario *sc, struct held_result *res)
+{
+    struct held_counters a, b;
+    long long held = rlockd_info("held_locks");
+
+    if (held != opt.held)
+        fatal("%s: %ld LOCKs answered +OK, but rlockd reports "
+              "held_locks:%lld",
+              sc->title, opt.held, held);
+    held_counters_take(&a);
+    sleep_until(a.at + (int64_t)(opt.held_window_s * NS_PER_SEC));
+    held_counters_take(&b);
+    res->window_s = (double)(b.at - a.at) / NS_PER_SEC;
+    res->evalsha_calls = b.redis.evalsha - a.redis.evalsha;
+    res->hexists_calls = b.redis.hexists - a.redis.hexists;
+    res->pexpire_calls = b.redis.pexpire - a.redis.pexpire;
+    res->other_calls = b.redis.other - a.redis.other;
+    res->renewals = b.renewals - a.renewals;
+    res->batches = b.batches - a.batches;
+    res->rlockd_cpu_pct =
+        cpu_pct_between(a.rlockd_cpu_s, b.rlockd_cpu_s, res->window_s);
+    res->redis_cpu_pct =
+        cpu_pct_between(a.redis_cpu_s, b.redis_cpu_s, res->window_s);
+}
+
+/* Runs the held-locks scenario; returns how many problems it found
+ * (locks that expired while held, keys or holds left after the release),
+ * each already described on stderr. */
+static int held_run(struct scenario *sc, struct held_result *res)
+{
+    long long lost_before;
+    int problems = 0;
+
+    held_connect(sc);
+    res->watchdog_ms = rlockd_info("watchdog_timeout_ms");
+    lost_before = rlockd_info("locks_lost");
+    res->rss_before_kb = process_rss_kb(opt.held_rlockd_pid);
+    res->redis_mem_before = redis_used_memory();
+
+    res->acquire_s = held_phase(sc, HELD_LOCK, res->acquire_cpu_pct);
+    held_hold_window(sc, res);
+    res->rss_holding_kb = process_rss_kb(opt.held_rlockd_pid);
+    res->redis_mem_holding = redis_used_memory();
+    res->existing_holding = count_existing_held(opt.held);
+
+    res->release_s = held_phase(sc, HELD_UNLOCK, res->release_cpu_pct);
+    held_settle(res);
+    res->existing_after = count_existing_held(opt.held);
+    res->rss_released_kb = process_rss_kb(opt.held_rlockd_pid);
+    res->lost = rlockd_info("locks_lost") - lost_before;
+    scenario_disconnect(sc);
+    redisFree(held_sync);
+    held_sync = NULL;
+    res->ran = true;
+
+    if (res->existing_holding != opt.held || res->lost != 0) {
+        fprintf(stderr,
+                "rlockd-bench: %s: %ld of %ld lock keys were in Redis at "
+                "the end of the window (owners connected); rlockd counted "
+                "%lld lost\n",
+                sc->title, res->existing_holding, opt.held, res->lost);
+        problems++;
+    }
+    if (res->held_after != 0) {
+        fprintf(stderr,
+                "rlockd-bench: %s: rlockd still reports held_locks:%lld "
+                "%.1f s after the last UNLOCK reply\n",
+                sc->title, res->held_after, res->settle_s);
+        problems++;
+    }
+    if (res->existing_after != 0) {
+        fprintf(stderr,
+                "rlockd-bench: %s: %ld lock keys still in Redis after "
+                "their release\n",
+                sc->title, res->existing_after);
+        problems++;
+    }
+    return problems;
+}
+
 /* ---- report ------------------------------------------------------------- */
 
 static double per_second(const struct scenario *sc)
@@ -839,18 +1346,19 @@ static double p99_us(const struct samples *s)
     return samples_percentile_us(s, 99);
 }
 
-static void format_cpu(const struct scenario *sc, char *buf, size_t size)
+/* "bench/redis/rlockd" CPU percentages, "-" where unknown. */
+static void format_cpu(const double *pct, char *buf, size_t size)
 {
     size_t used = 0;
 
     for (int p = 0; p < PROC_COUNT && used < size; p++) {
         const char *sep = p ? "/" : "";
 
-        if (sc->cpu_pct[p] < 0)
+        if (pct[p] < 0)
             used += (size_t)snprintf(buf + used, size - used, "%s-", sep);
         else
             used += (size_t)snprintf(buf + used, size - used, "%s%.0f", sep,
-                                     sc->cpu_pct[p]);
+                                     pct[p]);
     }
 }
 
@@ -864,7 +1372,7 @@ static void print_table(const struct scenario *scs, int count)
 
         if (!sc->ran)
             continue;
-        format_cpu(sc, cpu, sizeof(cpu));
+        format_cpu(sc->cpu_pct, cpu, sizeof(cpu));
         printf("%-32s %7d %10.0f %9.1f %9.1f  %s\n", sc->title, sc->nclients,
                per_second(sc), p50_us(&sc->pair_ns), p99_us(&sc->pair_ns), cpu);
     }
@@ -895,6 +1403,163 @@ static void print_contended(const struct scenario *sc)
            (unsigned long long)sc->regrants);
     printf("  acquisitions per client   min %llu, max %llu\n",
            (unsigned long long)min, (unsigned long long)max);
+}
+
+/* The held-locks figures both printouts use; which are measured and which
+ * derived is said where they are printed. */
+struct held_figures {
+    double interval_ms;         /* renewal period: a third of the watchdog */
+    double calls_per_s;         /* measured: EVALSHA in Redis */
+    double renewals_per_s;      /* measured: watchdog_renewals */
+    double renewals_per_call;   /* measured */
+    double scale;               /* measured watchdog / the default */
+    double default_calls_per_s; /* derived */
+    double rss_bytes_per_lock;  /* NAN if rlockd's pid is unknown */
+    double redis_bytes_per_lock;
+    double acquire_per_s;
+    double release_per_s;
+    bool clean; /* nothing held or left after the release */
+};
+
+static struct held_figures held_figures(const struct held_result *h)
+{
+    struct held_figures f;
+    double n = (double)opt.held;
+
+    f.interval_ms = (double)h->watchdog_ms / 3.0;
+    f.calls_per_s = (double)h->evalsha_calls / h->window_s;
+    f.renewals_per_s = (double)h->renewals / h->window_s;
+    f.renewals_per_call =
+        h->batches > 0 ? (double)h->renewals / (double)h->batches : NAN;
+    f.scale = (double)h->watchdog_ms / DEFAULT_WATCHDOG_MS;
+    f.default_calls_per_s = f.calls_per_s * f.scale;
+    f.rss_bytes_per_lock =
+        h->rss_before_kb >= 0 && h->rss_holding_kb >= 0
+            ? (double)(h->rss_holding_kb - h->rss_before_kb) * 1024.0 / n
+            : NAN;
+    f.redis_bytes_per_lock =
+        (double)(h->redis_mem_holding - h->redis_mem_before) / n;
+    f.acquire_per_s = n / h->acquire_s;
+    f.release_per_s = n / h->release_s;
+    f.clean = h->held_after == 0 && h->existing_after == 0;
+    return f;
+}
+
+static double mib(long kb)
+{
+    return (double)kb / 1024.0;
+}
+
+static void print_held_memory(const struct held_result *h,
+                              const struct held_figures *f)
+{
+    if (isnan(f->rss_bytes_per_lock))
+        printf("  rlockd VmRSS              unknown (no --held-rlockd-pid)\n");
+    else
+        printf("  rlockd VmRSS              %.1f MiB before, %.1f MiB "
+               "holding: %.0f bytes per held lock\n"
+               "                            (%.1f MiB after the release)\n",
+               mib(h->rss_before_kb), mib(h->rss_holding_kb),
+               f->rss_bytes_per_lock, mib(h->rss_released_kb));
+    printf("  Redis used_memory         %+.1f MiB holding: %.0f bytes per "
+           "lock\n",
+           (double)(h->redis_mem_holding - h->redis_mem_before) / 1048576.0,
+           f->redis_bytes_per_lock);
+}
+
+static void print_held(const struct held_result *h)
+{
+    struct held_figures f = held_figures(h);
+    double held_s = h->acquire_s + h->window_s;
+    char acquire_cpu[48], release_cpu[48];
+
+    format_cpu(h->acquire_cpu_pct, acquire_cpu, sizeof(acquire_cpu));
+    format_cpu(h->release_cpu_pct, release_cpu, sizeof(release_cpu));
+    printf("\nheld: %ld watchdog-mode locks through rlockd, %d connections, "
+           "LOCK and UNLOCK pipelined %d deep\n",
+           opt.held, opt.held_clients, HELD_PIPELINE);
+    printf("  rlockd watchdog_timeout_ms %lld: a renewal every %.0f ms\n",
+           h->watchdog_ms, f.interval_ms);
+    printf("  acquire all               %.2f s, %.0f acquisitions/s "
+           "(CPU%% bench/redis/rlockd %s)\n",
+           h->acquire_s, f.acquire_per_s, acquire_cpu);
+    printf("  window                    %.2f s holding them; the bench sends "
+           "nothing meanwhile\n",
+           h->window_s);
+    printf(
+        "  Redis, over the window    %lld EVALSHA; inside them %lld HEXISTS, "
+        "%lld PEXPIRE;\n"
+        "                            %lld other commands (INFO "
+        "excepted)\n",
+        h->evalsha_calls, h->hexists_calls, h->pexpire_calls, h->other_calls);
+    printf("  rlockd, over the window   watchdog_batches %lld, "
+           "watchdog_renewals %lld\n",
+           h->batches, h->renewals);
+    printf("  MEASURED at %5lld ms      %.0f renewal calls/s (EVALSHA in "
+           "Redis), %.0f renewals/s,\n"
+           "                            %.1f renewals per call\n",
+           h->watchdog_ms, f.calls_per_s, f.renewals_per_s,
+           f.renewals_per_call);
+    printf("  DERIVED for %5d ms      %.0f renewal calls/s, %.0f renewals/s "
+           "(measured x %lld/%d:\n"
+           "                            the rate scales with "
+           "1/watchdog_timeout_ms)\n",
+           DEFAULT_WATCHDOG_MS, f.default_calls_per_s,
+           f.renewals_per_s * f.scale, h->watchdog_ms, DEFAULT_WATCHDOG_MS);
+    printf("  CPU while holding         rlockd %.0f%%, Redis %.0f%% of one "
+           "core (measured at %lld ms)\n",
+           h->rlockd_cpu_pct, h->redis_cpu_pct, h->watchdog_ms);
+    print_held_memory(h, &f);
+    printf("  in Redis after the window %ld of %ld lock keys (held %.1f s, "
+           "TTL %.1f s); rlockd locks_lost %+lld\n",
+           h->existing_holding, opt.held, held_s,
+           (double)h->watchdog_ms / 1000.0, h->lost);
+    printf("  release all               %.2f s, %.0f releases/s "
+           "(CPU%% bench/redis/rlockd %s)\n",
+           h->release_s, f.release_per_s, release_cpu);
+    printf("  after the release         rlockd held_locks %lld (%.2f s after "
+           "the last reply); %ld of %ld lock keys left in Redis\n",
+           h->held_after, h->settle_s, h->existing_after, opt.held);
+    if (h->window_s * 1000.0 < 2 * f.interval_ms)
+        printf("  note: the window is shorter than two renewal periods; "
+               "the renewal rate is rough\n");
+    if (h->other_calls != 0)
+        printf("  note: %lld commands from elsewhere reached Redis during "
+               "the window\n",
+               h->other_calls);
+}
+
+static void print_markdown_held(const struct held_result *h)
+{
+    struct held_figures f = held_figures(h);
+
+    printf("\n| Held locks: %ld in watchdog mode, %d connections | "
+           "Figure |\n",
+           opt.held, opt.held_clients);
+    printf("|---|---:|\n");
+    printf("| Acquire all, pipelined LOCK (measured) | %.1f s (%.0f/s) |\n",
+           h->acquire_s, f.acquire_per_s);
+    printf("| Renewal calls to Redis at watchdog %lld ms (measured) | "
+           "%.0f/s |\n",
+           h->watchdog_ms, f.calls_per_s);
+    printf("| Renewals per call (measured) | %.1f |\n", f.renewals_per_call);
+    printf("| Renewal calls to Redis at watchdog %d ms (derived: measured "
+           "× %lld/%d) | %.0f/s |\n",
+           DEFAULT_WATCHDOG_MS, h->watchdog_ms, DEFAULT_WATCHDOG_MS,
+           f.default_calls_per_s);
+    printf("| rlockd CPU while holding, watchdog %lld ms (measured) | "
+           "%.0f%% of a core |\n",
+           h->watchdog_ms, h->rlockd_cpu_pct);
+    if (isnan(f.rss_bytes_per_lock))
+        printf("| rlockd memory per held lock (VmRSS) | unknown (no pid) |\n");
+    else
+        printf("| rlockd memory per held lock (VmRSS) | %.0f B |\n",
+               f.rss_bytes_per_lock);
+    printf("| Redis memory per lock (used_memory, for reference) | %.0f B |\n",
+           f.redis_bytes_per_lock);
+    printf("| Release all, pipelined UNLOCK (measured) | %.1f s (%.0f/s)%s |\n",
+           h->release_s, f.release_per_s,
+           f.clean ? "; nothing left" : "; LEFTOVERS, see above");
 }
 
 /* The two targets of the spec, computed once for both printouts. */
@@ -935,7 +1600,8 @@ static void print_markdown_row(const struct scenario *sc, const char *what)
 
 /* scs: direct 1, rlockd 1, direct N, rlockd N, contended. */
 static void print_markdown(const struct scenario *scs,
-                           const struct comparison *cmp)
+                           const struct comparison *cmp,
+                           const struct held_result *held)
 {
     static const char direct[] = "Redis direct (Redisson scripts, EVALSHA)";
     const struct scenario *con = &scs[4];
@@ -960,6 +1626,8 @@ static void print_markdown(const struct scenario *scs,
            "p50 %.0f µs, p99 %.0f µs.\n",
            con->nclients, per_second(con), p50_us(&con->handoff_ns),
            p99_us(&con->handoff_ns));
+    if (held->ran)
+        print_markdown_held(held);
     printf("---- end ----\n");
 }
 
@@ -978,6 +1646,15 @@ static void usage(FILE *out)
             "      --redis-pid PID    report this Redis's CPU use\n"
             "      --rlockd-pid PID   report this rlockd's CPU use\n"
             "      --direct-only      Redis direct scenarios only\n"
+            "      --held N           watchdog-mode locks to hold (100000; "
+            "0: skip)\n"
+            "      --held-window SEC  measured time holding them (5)\n"
+            "      --held-clients N   connections taking them (8)\n"
+            "      --held-rlockd HOST:PORT\n"
+            "                         rlockd for the held locks (--rlockd's)\n"
+            "      --held-rlockd-pid PID\n"
+            "                         its pid, for VmRSS and CPU "
+            "(--rlockd-pid's)\n"
             "  -h, --help\n");
 }
 
@@ -1018,7 +1695,16 @@ static long parse_integer(const char *arg, const char *what, long min, long max)
     return v;
 }
 
-enum { OPT_REDIS_PID = 256, OPT_RLOCKD_PID, OPT_DIRECT_ONLY };
+enum {
+    OPT_REDIS_PID = 256,
+    OPT_RLOCKD_PID,
+    OPT_DIRECT_ONLY,
+    OPT_HELD,
+    OPT_HELD_WINDOW,
+    OPT_HELD_CLIENTS,
+    OPT_HELD_RLOCKD,
+    OPT_HELD_RLOCKD_PID
+};
 
 static const struct option long_options[] = {
     {"redis", required_argument, NULL, 'r'},
@@ -1030,6 +1716,11 @@ static const struct option long_options[] = {
     {"redis-pid", required_argument, NULL, OPT_REDIS_PID},
     {"rlockd-pid", required_argument, NULL, OPT_RLOCKD_PID},
     {"direct-only", no_argument, NULL, OPT_DIRECT_ONLY},
+    {"held", required_argument, NULL, OPT_HELD},
+    {"held-window", required_argument, NULL, OPT_HELD_WINDOW},
+    {"held-clients", required_argument, NULL, OPT_HELD_CLIENTS},
+    {"held-rlockd", required_argument, NULL, OPT_HELD_RLOCKD},
+    {"held-rlockd-pid", required_argument, NULL, OPT_HELD_RLOCKD_PID},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -1065,6 +1756,22 @@ static void parse_option(int c, const char *arg)
     case OPT_DIRECT_ONLY:
         opt.direct_only = true;
         break;
+    case OPT_HELD:
+        opt.held = parse_integer(arg, "held", 0, 10000000);
+        break;
+    case OPT_HELD_WINDOW:
+        opt.held_window_s = parse_seconds(arg, "held window", 0.1);
+        break;
+    case OPT_HELD_CLIENTS:
+        opt.held_clients =
+            (int)parse_integer(arg, "held clients", 1, MAX_CLIENTS);
+        break;
+    case OPT_HELD_RLOCKD:
+        parse_address(arg, &opt.held_rlockd_host, &opt.held_rlockd_port);
+        break;
+    case OPT_HELD_RLOCKD_PID:
+        opt.held_rlockd_pid = (pid_t)parse_integer(arg, "pid", 1, INT32_MAX);
+        break;
     case 'h':
         usage(stdout);
         exit(0);
@@ -1090,30 +1797,51 @@ static void parse_options(int argc, char **argv)
         exit(2);
     }
     opt.pids[PROC_BENCH] = getpid();
+    if (opt.held_rlockd_host == NULL) {
+        opt.held_rlockd_host = strdup(opt.rlockd_host);
+        if (opt.held_rlockd_host == NULL)
+            fatal("out of memory");
+        opt.held_rlockd_port = opt.rlockd_port;
+        if (opt.held_rlockd_pid == 0)
+            opt.held_rlockd_pid = opt.pids[PROC_RLOCKD];
+    }
 }
 
 /* ---- main --------------------------------------------------------------- */
 
-/* Runs every scenario the options ask for; returns how many lock keys
- * were left behind in Redis. */
-static int run_scenarios(struct scenario *scs, int count)
+/* Runs every scenario the options ask for, the held-locks one (if
+ * `held_sc` is not NULL) last; returns how many lock keys were left
+ * behind in Redis, or other problems the held-locks scenario found. */
+static int run_scenarios(struct scenario *scs, int count,
+                         struct scenario *held_sc, struct held_result *held)
 {
+    int total = count + (held_sc != NULL);
     int leftover = 0;
 
     printf("rlockd-bench: redis %s:%d, rlockd %s:%d; %.1f s measured per "
            "scenario after %.1f s warm-up; %ld CPUs\n",
            opt.redis_host, opt.redis_port, opt.rlockd_host, opt.rlockd_port,
            opt.duration_s, opt.warmup_s, sysconf(_SC_NPROCESSORS_ONLN));
+    if (held_sc != NULL)
+        printf("rlockd-bench: held locks: %ld through rlockd %s:%d, "
+               "%.1f s measured while holding them\n",
+               opt.held, opt.held_rlockd_host, opt.held_rlockd_port,
+               opt.held_window_s);
     fflush(stdout);
     for (int i = 0; i < count; i++) {
         struct scenario *sc = &scs[i];
 
         if (opt.direct_only && sc->target == TARGET_RLOCKD)
             continue;
-        fprintf(stderr, "[%d/%d] %s, %d client%s ...\n", i + 1, count,
+        fprintf(stderr, "[%d/%d] %s, %d client%s ...\n", i + 1, total,
                 sc->title, sc->nclients, sc->nclients == 1 ? "" : "s");
         scenario_run(sc, i);
         leftover += count_leftover_locks(sc);
+    }
+    if (held_sc != NULL) {
+        fprintf(stderr, "[%d/%d] %s, %ld locks over %d connections ...\n",
+                total, total, held_sc->title, opt.held, held_sc->nclients);
+        leftover += held_run(held_sc, held);
     }
     return leftover;
 }
@@ -1141,11 +1869,14 @@ static struct scenario scenario_new(const char *title, enum target target,
 
 int main(int argc, char **argv)
 {
-    struct scenario scs[5];
+    struct scenario scs[5], held_sc;
+    struct held_result held = {.ran = false};
+    bool run_held;
     int count = (int)(sizeof(scs) / sizeof(scs[0]));
     int leftover;
 
     parse_options(argc, argv);
+    run_held = opt.held > 0 && !opt.direct_only;
     /* A closed socket must surface as a hiredis error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
     /* Each direct run is followed by its rlockd twin, so the pairs that
@@ -1159,18 +1890,24 @@ int main(int argc, char **argv)
                           opt.clients);
     scs[4] = scenario_new("contended (one lock), via rlockd", TARGET_RLOCKD,
                           true, opt.contended_clients);
+    held_sc = scenario_new("held locks, via rlockd", TARGET_RLOCKD, false,
+                           opt.held_clients);
+    held_sc.held = true;
     redis_setup();
-    leftover = run_scenarios(scs, count);
+    leftover = run_scenarios(scs, count, run_held ? &held_sc : NULL, &held);
     print_table(scs, count);
     if (!opt.direct_only) {
         struct comparison cmp = compare(scs);
 
         print_contended(&scs[4]);
+        if (held.ran)
+            print_held(&held);
         print_targets(&cmp);
-        print_markdown(scs, &cmp);
+        print_markdown(scs, &cmp, &held);
     }
     for (int i = 0; i < count; i++)
         scenario_free(&scs[i]);
+    scenario_free(&held_sc);
     redisFree(redis_sync);
     return leftover ? 1 : 0;
 }
