@@ -139,7 +139,8 @@ static int parse_header_number(const char *s, size_t len, long long *value)
 static int read_header_line(const char *data, size_t len, long long *value,
                             size_t *used)
 {
-    size_t limit = len < REQUEST_HEADER_LINE_MAX ? len : REQUEST_HEADER_LINE_MAX;
+    size_t limit =
+        len < REQUEST_HEADER_LINE_MAX ? len : REQUEST_HEADER_LINE_MAX;
     const char *lf = memchr(data, '\n', limit);
     if (lf == NULL)
         return len < REQUEST_HEADER_LINE_MAX ? -EAGAIN : -EINVAL;
