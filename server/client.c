@@ -301,11 +301,6 @@ int client_set_id(struct client *c, const char *id, size_t len)
     return 0;
 }
 
-size_t client_blocked_count(void)
-{
-    return locking_waiter_count();
-}
-
 void client_stop_all(void)
 {
     C.stopped = true;

@@ -59,7 +59,6 @@ void client_close(struct client *c, const char *why);
 int client_set_id(struct client *c, const char *id, size_t len);
 
 size_t client_count(void);
-size_t client_blocked_count(void);
 /* Stops reading from every client (shutdown). */
 void client_stop_all(void);
 /* Closes every client once its replies are written. */

@@ -114,7 +114,7 @@ static void info_write(struct info_writer *w)
     }
     if (info_section(w, "Clients")) {
         info_line(w, "connected_clients", "%zu", client_count());
-        info_line(w, "blocked_clients", "%zu", client_blocked_count());
+        info_line(w, "blocked_clients", "%zu", locking_waiter_count());
         info_line(w, "client_sessions", "%zu", session_count());
         info_line(w, "max_clients", "%lld", (long long)cfg->max_clients);
     }
@@ -196,8 +196,7 @@ struct lock_call *commands_execute(struct client *c, size_t argc,
     }
     if ((cmd->flags & CMD_NEEDS_REDIS) &&
         !redis_pool_ready(redis_pool_shard(args.name, args.name_len))) {
-        stats.unavailable_replies++;
-        reply_error(&c->out, REPLY_UNAVAILABLE, "Redis is unavailable");
+        locking_reply_unavailable(&c->out);
         return NULL;
     }
     switch (cmd->id) {

@@ -68,6 +68,12 @@ size_t locking_waiter_count(void)
     return L.waiters;
 }
 
+void locking_reply_unavailable(struct buffer *out)
+{
+    stats.unavailable_replies++;
+    reply_error(out, REPLY_UNAVAILABLE, "Redis is unavailable");
+}
+
 /* ---- call life ------------------------------------------------------- */
 
 static void call_closed(uv_handle_t *handle)
@@ -297,8 +303,7 @@ static void acquire_refused(struct lock_call *call, int64_t pttl)
 static void acquire_unavailable(struct lock_call *call)
 {
     if (!call->queued) {
-        stats.unavailable_replies++;
-        reply_error(call_out(call), REPLY_UNAVAILABLE, "Redis is unavailable");
+        locking_reply_unavailable(call_out(call));
         call_finish(call);
         return;
     }
@@ -484,8 +489,7 @@ static void on_command_reply(redisReply *reply, void *arg)
             (call->cmd == CMD_UNLOCK || call->cmd == CMD_FORCEUNLOCK))
             locking_wake_head(call->lock);
     } else if (reply == NULL) {
-        stats.unavailable_replies++;
-        reply_error(call_out(call), REPLY_UNAVAILABLE, "Redis is unavailable");
+        locking_reply_unavailable(call_out(call));
         call_finish(call);
     } else if (!reply_expected(call->cmd, reply)) {
         reply_error(call_out(call), REPLY_ERR, "redis: %s",
@@ -575,8 +579,7 @@ static void call_start(struct lock_call *call)
             call->refs++;
             return;
         }
-        stats.unavailable_replies++;
-        reply_error(call_out(call), REPLY_UNAVAILABLE, "Redis is unavailable");
+        locking_reply_unavailable(call_out(call));
         call_finish(call);
     } else if (hold_limit_reached(call)) {
         reply_error(call_out(call), REPLY_LIMIT,

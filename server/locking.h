@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "buffer.h"
 #include "command.h"
 #include "config.h"
 
@@ -47,5 +48,7 @@ void locking_shard_ready(unsigned shard);
 /* Answers every waiter with -SHUTDOWN. */
 void locking_shutdown(void);
 size_t locking_waiter_count(void);
+/* Answers a command that needs Redis while it cannot be reached. */
+void locking_reply_unavailable(struct buffer *out);
 
 #endif

@@ -226,6 +226,8 @@ static void link_lost(struct redis_link *link, const char *why)
     link->inflight = 0;
     if (link->state == LINK_CLOSED)
         return;
+    if (was_ready)
+        link->reconnects++;
     if (was_ready || link->state == LINK_HANDSHAKE)
         log_warn("redis %s: connection lost: %s", link->label, why);
     else
@@ -419,7 +421,6 @@ void redis_link_reset(struct redis_link *link, const char *why)
         return;
     if (link->state == LINK_READY || link->state == LINK_HANDSHAKE)
         log_warn("redis %s: dropping connection: %s", link->label, why);
-    link->reconnects++;
     /* Forget the context first, so the NULL replies redisAsyncFree is
      * about to deliver already see the link as not ready. */
     link_lost(link, why);

@@ -51,7 +51,7 @@ struct redis_link {
     int64_t backoff_ms;
     unsigned inflight; /* requests sent, replies not yet received */
     uint64_t last_progress_ms;
-    uint64_t reconnects;
+    uint64_t reconnects; /* times a ready connection was lost */
     /* Connected and authenticated: the owner sends what it needs, then
      * calls redis_link_set_ready. */
     void (*on_connected)(struct redis_link *link);
