@@ -1,7 +1,8 @@
 # rlockd - build, test, run and benchmark.
 #
-#   make          build build/rlockd
+#   make          build build/rlockd, build/librlock.{so,a}, build/rlock
 #   make run      the daemon in the foreground against a private redis-server
+#   make install  PREFIX=/usr/local DESTDIR= (make uninstall undoes it)
 #   make test     install what is missing, build, run unit + integration tests
 #   make asan     the same tests against an AddressSanitizer+UBSan build
 #   make valgrind the integration tests with the daemon under memcheck
@@ -10,7 +11,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS     = libuv hiredis inih
+PKGS     = libuv hiredis inih libsystemd
 CFLAGS  ?= -O2 -g
 # The project's own flags live apart from CFLAGS, so that `make CFLAGS=...`
 # (as the asan target does) adds optimisation/sanitizer flags without
@@ -30,13 +31,86 @@ MAIN_OBJ = $(BUILD)/obj/server/main.o
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
 
-.PHONY: all deps run test unit integration asan valgrind bench fuzz clean format
+# librlock (client-lib/): position-independent objects serve both the
+# shared library and the static one; the `rlock` command and the client
+# tests link the static one, so they run from the build tree as installed.
+RLOCK_SO_VERSION = 0.1.0
+RLOCK_SONAME     = librlock.so.0
+CLIENT_CFLAGS    = -Iclient-lib -pthread
+CLIENT_LIB_SRC   = $(filter-out client-lib/rlock_cli.c,$(wildcard client-lib/*.c))
+CLIENT_LIB_OBJ   = $(patsubst %.c,$(BUILD)/pic/%.o,$(CLIENT_LIB_SRC))
+CLIENT_TEST_SRC  = $(wildcard tests/client/*.c)
+CLIENT_TEST_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_TEST_SRC))
+CLIENT_LIBS      = $(shell pkg-config --libs hiredis 2>/dev/null) -pthread
+CLIENT_ALL       = $(BUILD)/librlock.so $(BUILD)/librlock.a $(BUILD)/rlock \
+                   $(BUILD)/rlock.pc
 
-all: $(BUILD)/rlockd
+# Installation paths (`make install PREFIX=/usr DESTDIR=/tmp/pkg`). The
+# configuration goes to /etc whatever the PREFIX, where the unit and the
+# man page say it is.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+SYSCONFDIR ?= /etc
+
+.PHONY: FORCE all deps npm-deps install uninstall run test unit client integration asan valgrind bench fuzz clean format
+
+all: $(BUILD)/rlockd $(CLIENT_ALL)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/tests/client/%.o: tests/client/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/client-lib/rlock_cli.o: client-lib/rlock_cli.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/librlock.so.$(RLOCK_SO_VERSION): $(CLIENT_LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(RLOCK_SONAME) -o $@ $^ \
+	    $(LDFLAGS) $(CLIENT_LIBS)
+
+$(BUILD)/librlock.so: $(BUILD)/librlock.so.$(RLOCK_SO_VERSION)
+	ln -sf librlock.so.$(RLOCK_SO_VERSION) $(BUILD)/$(RLOCK_SONAME)
+	ln -sf $(RLOCK_SONAME) $@
+
+$(BUILD)/librlock.a: $(CLIENT_LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/rlock: $(BUILD)/obj/client-lib/rlock_cli.o $(BUILD)/librlock.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(CLIENT_LIBS)
+
+$(BUILD)/client_tests: $(CLIENT_TEST_OBJ) $(BUILD)/librlock.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(CLIENT_LIBS) $(CHECK_LIBS)
+
+# Templates (*.in) name the installed paths, so they are filled in for
+# the PREFIX of each make run; the output is touched only when it changes.
+define fill_template
+	@mkdir -p $(dir $@)
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' \
+	    -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(RLOCK_SO_VERSION)|g' \
+	    $< > $@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+endef
+
+$(BUILD)/rlock.pc: client-lib/rlock.pc.in FORCE
+	$(fill_template)
+
+$(BUILD)/rlockd.service: systemd/rlockd.service.in FORCE
+	$(fill_template)
 
 $(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
@@ -51,31 +125,96 @@ $(BUILD)/rlockd-bench: bench/rlockd_bench.c
 deps:
 	@scripts/install-deps.sh
 
+# An existing rlockd.ini is never overwritten. The installed one differs
+# from conf/rlockd.ini in one line: the service's Unix socket, in the
+# RuntimeDirectory its unit creates.
+INSTALLED_CONF = $(DESTDIR)$(SYSCONFDIR)/rlockd/rlockd.ini
+install: all $(BUILD)/rlockd.service
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/rlockd $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -m 755 $(BUILD)/rlockd $(DESTDIR)$(SBINDIR)/rlockd
+	install -m 755 $(BUILD)/rlock $(DESTDIR)$(BINDIR)/rlock
+	install -m 755 $(BUILD)/librlock.so.$(RLOCK_SO_VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf librlock.so.$(RLOCK_SO_VERSION) $(DESTDIR)$(LIBDIR)/$(RLOCK_SONAME)
+	ln -sf $(RLOCK_SONAME) $(DESTDIR)$(LIBDIR)/librlock.so
+	install -m 644 $(BUILD)/librlock.a $(DESTDIR)$(LIBDIR)/librlock.a
+	install -m 644 client-lib/rlock.h $(DESTDIR)$(INCLUDEDIR)/rlock.h
+	install -m 644 $(BUILD)/rlock.pc $(DESTDIR)$(LIBDIR)/pkgconfig/rlock.pc
+	install -m 644 $(BUILD)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.service
+	install -m 644 systemd/rlockd.socket $(DESTDIR)$(UNITDIR)/rlockd.socket
+	install -m 644 systemd/rlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf
+	install -m 644 docs/rlockd.8 $(DESTDIR)$(MANDIR)/man8/rlockd.8
+	install -m 644 docs/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	@if [ -e $(INSTALLED_CONF) ]; then \
+	    echo "keeping existing $(INSTALLED_CONF)"; \
+	else \
+	    sed '/^\[server\]/,/^\[/s|^unix_socket =.*|unix_socket = /run/rlockd/rlockd.sock|' \
+	        conf/rlockd.ini > $(INSTALLED_CONF).tmp && \
+	    chmod 644 $(INSTALLED_CONF).tmp && mv $(INSTALLED_CONF).tmp $(INSTALLED_CONF) && \
+	    echo "installed $(INSTALLED_CONF)"; \
+	fi
+	@# The service's user: systemd-sysusers creates it at boot only after
+	@# an update of /usr, so a real install (no DESTDIR) creates it now.
+	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+	    systemd-sysusers $(SYSUSERSDIR)/rlockd.conf; \
+	fi
+
+# Removes what install put in place but the configuration, which may hold
+# the operator's settings.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/rlockd $(DESTDIR)$(BINDIR)/rlock \
+	    $(DESTDIR)$(LIBDIR)/librlock.so.$(RLOCK_SO_VERSION) \
+	    $(DESTDIR)$(LIBDIR)/$(RLOCK_SONAME) $(DESTDIR)$(LIBDIR)/librlock.so \
+	    $(DESTDIR)$(LIBDIR)/librlock.a $(DESTDIR)$(INCLUDEDIR)/rlock.h \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/rlock.pc \
+	    $(DESTDIR)$(UNITDIR)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.socket \
+	    $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf \
+	    $(DESTDIR)$(MANDIR)/man8/rlockd.8 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	@echo "left in place: $(INSTALLED_CONF)"
+
 run: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/run-dev.sh
 
-test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
-	@$(MAKE) --no-print-directory unit integration
+# The Node example's ioredis, shared by every build tree (make asan too).
+NPM_DIR = build/npm
+npm-deps:
+	@scripts/install-npm-deps.sh $(NPM_DIR)
+
+test: deps npm-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests $(BUILD)/client_tests
+	@$(MAKE) --no-print-directory unit client integration
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
-integration: $(BUILD)/rlockd
-	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) python3 tests/integration/run.py
+# librlock's Check tests, against a real rlockd and redis-server.
+client: $(BUILD)/client_tests $(BUILD)/rlockd
+	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) $(BUILD)/client_tests
+
+# What the integration tests run: the daemon, the rlock command, the build
+# tree (for `make install` into a DESTDIR), and the examples' npm modules.
+INTEGRATION_ENV = RLOCK_BIN=$(abspath $(BUILD)/rlock) RLOCKD_BUILD=$(abspath $(BUILD)) \
+                  NODE_PATH=$(abspath $(NPM_DIR)/node_modules)
+
+integration: all
+	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) python3 tests/integration/run.py
 
 # Sanitizer build in its own tree, so it never mixes with the normal one.
-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build/asan \
+asan: deps npm-deps
+	@RLOCKD_TEST_LDFLAGS="-fsanitize=address,undefined" $(MAKE) --no-print-directory BUILD=build/asan \
 	    CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-	    LDFLAGS="-fsanitize=address,undefined" unit integration
+	    LDFLAGS="-fsanitize=address,undefined" unit client integration
 
-# The daemon under memcheck; an error or a leak fails the test that stopped it.
-valgrind: deps all
+# The daemon under memcheck; an error or a leak fails the test that stopped
+# it. Then librlock's tests under memcheck (in one process: CK_FORK=no).
+valgrind: deps npm-deps all $(BUILD)/client_tests
 	@command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install valgrind)"; exit 1; }
-	RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) \
+	RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
 	    RLOCKD_BIN=$(abspath scripts/valgrind-rlockd.sh) python3 tests/integration/run.py
+	CK_FORK=no RLOCKD_BIN=$(abspath $(BUILD)/rlockd) valgrind -q --leak-check=full \
+	    --errors-for-leak-kinds=definite,indirect --error-exitcode=1 $(BUILD)/client_tests
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/rlockd-bench
@@ -102,9 +241,10 @@ fuzz: $(BUILD)/fuzz_request
 	    $(BUILD)/fuzz-corpus tests/fuzz/corpus
 
 format:
-	clang-format -i protocol/*.[ch] server/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c bench/*.c
+	clang-format -i protocol/*.[ch] server/*.[ch] client-lib/*.[ch] tests/unit/*.[ch] \
+	    tests/client/*.[ch] tests/fuzz/*.c bench/*.c
 
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)

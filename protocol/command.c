@@ -179,7 +179,7 @@ int command_parse_args(const struct command *cmd, size_t argc,
     };
     if (cmd->syntax == SYNTAX_NONE)
         return 0;
-    if (cmd->syntax == SYNTAX_OPTIONAL_TEXT) {
+    if (cmd->syntax == SYNTAX_OPTIONAL_TEXT || cmd->syntax == SYNTAX_TEXT) {
         if (argc == 2) {
             out->name = argv[1];
             out->name_len = argv_len[1];

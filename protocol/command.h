@@ -19,6 +19,7 @@
 enum command_syntax {
     SYNTAX_NONE,          /* QUIT */
     SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section], CLIENTID [id] */
+    SYNTAX_TEXT,          /* AUTH <token> */
     SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL: <name> */
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
     SYNTAX_LOCK,          /* <name> <thread-id> [LEASE ms] */
@@ -27,6 +28,7 @@ enum command_syntax {
 
 /* command flags */
 #define CMD_NEEDS_REDIS 0x1 /* answered -UNAVAILABLE while Redis is down */
+#define CMD_BEFORE_AUTH 0x2 /* allowed before AUTH when a token is set */
 
 /* clang-format off */
 /*      id           name           min max syntax                 flags */
@@ -40,9 +42,10 @@ enum command_syntax {
     X(HOLDCOUNT,   "holdcount",   3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
     X(PTTL,        "pttl",        2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
     X(CLIENTID,    "clientid",    1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
-    X(PING,        "ping",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
+    X(PING,        "ping",        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
-    X(QUIT,        "quit",        1, 1, SYNTAX_NONE,          0)
+    X(AUTH,        "auth",        2, 2, SYNTAX_TEXT,          CMD_BEFORE_AUTH) \
+    X(QUIT,        "quit",        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH)
 
 /* (clang-format takes COMMAND_COUNT for a continuation of the macro) */
 enum command_id {

@@ -19,6 +19,7 @@ static const char *const reply_error_names[] = {
     [REPLY_ERR] = "ERR",           [REPLY_NOTOWNER] = "NOTOWNER",
     [REPLY_LOCKLOST] = "LOCKLOST", [REPLY_UNAVAILABLE] = "UNAVAILABLE",
     [REPLY_LIMIT] = "LIMIT",       [REPLY_SHUTDOWN] = "SHUTDOWN",
+    [REPLY_NOAUTH] = "NOAUTH",
 };
 
 const char *reply_error_code_name(enum reply_error code)

@@ -21,6 +21,7 @@ enum reply_error {
     REPLY_UNAVAILABLE, /* Redis cannot be reached right now */
     REPLY_LIMIT,       /* a configured limit refuses the request */
     REPLY_SHUTDOWN,    /* the daemon is stopping */
+    REPLY_NOAUTH,      /* auth_token is set and the connection sent no AUTH */
 };
 
 const char *reply_error_code_name(enum reply_error code);

@@ -45,6 +45,7 @@ struct client {
     struct lock_call *call; /* command in progress */
     bool closing;           /* uv_close called */
     bool quitting;          /* close once the replies are written */
+    bool authenticated;     /* sent the right AUTH (or none is needed) */
 };
 
 void client_init(uv_loop_t *loop, const struct config *cfg);

@@ -1,6 +1,6 @@
 /*
  * commands.c - dispatch from the command table, and the commands that
- * need no lock: CLIENTID, PING, INFO, QUIT.
+ * need no lock: AUTH, CLIENTID, PING, INFO, QUIT.
  */
 #include "commands.h"
 
@@ -47,6 +47,35 @@ static void handle_clientid(struct client *c, const struct command_args *a)
                     "client-id must be 1-64 characters of A-Z a-z 0-9 . _ -");
     } else if (client_set_id(c, a->name, a->name_len) == 0) {
         reply_simple(&c->out, "OK");
+    }
+}
+
+/* Compares every byte whatever the first difference, so that the reply's
+ * timing does not tell how much of a guessed token was right. The token
+ * is never empty. */
+static bool token_equal(const char *guess, size_t guess_len, const char *token,
+                        size_t token_len)
+{
+    unsigned char diff = guess_len != token_len;
+
+    for (size_t i = 0; i < guess_len; i++)
+        diff |= (unsigned char)(guess[i] ^ token[i % token_len]);
+    return diff == 0;
+}
+
+static void handle_auth(struct client *c, const struct command_args *a)
+{
+    const char *token = K.cfg->auth_token;
+
+    if (token[0] == '\0') {
+        reply_error(&c->out, REPLY_ERR,
+                    "AUTH called without any auth token configured");
+    } else if (token_equal(a->name, a->name_len, token, strlen(token))) {
+        c->authenticated = true;
+        reply_simple(&c->out, "OK");
+    } else {
+        stats.auth_failures++;
+        reply_error(&c->out, REPLY_ERR, "invalid auth token");
     }
 }
 
@@ -188,6 +217,11 @@ struct lock_call *commands_execute(struct client *c, size_t argc,
                     printable(argv[0], argv_len[0], err, 65));
         return NULL;
     }
+    if (K.cfg->auth_token[0] != '\0' && !c->authenticated &&
+        !(cmd->flags & CMD_BEFORE_AUTH)) {
+        reply_error(&c->out, REPLY_NOAUTH, "Authentication required.");
+        return NULL;
+    }
     if (command_parse_args(cmd, argc, argv, argv_len,
                            (size_t)K.cfg->max_name_length, &args, err,
                            sizeof(err)) != 0) {
@@ -217,6 +251,9 @@ struct lock_call *commands_execute(struct client *c, size_t argc,
         break;
     case CMD_INFO:
         handle_info(c, &args);
+        break;
+    case CMD_AUTH:
+        handle_auth(c, &args);
         break;
     case CMD_QUIT:
         reply_simple(&c->out, "OK");

@@ -18,12 +18,18 @@
 
 #include "log.h"
 
-enum config_kind { KIND_INT, KIND_STRING, KIND_ENUM, KIND_ADDR };
+/* KIND_MODE: a file mode, an integer written in octal. */
+enum config_kind { KIND_INT, KIND_MODE, KIND_STRING, KIND_ENUM, KIND_ADDR };
+
+/* Row flags. */
+#define LIVE 0x1   /* a SIGHUP reload applies a new value at once */
+#define SECRET 0x2 /* never logged */
 
 struct config_row {
     const char *section;
     const char *key;
     enum config_kind kind;
+    unsigned flags;
     size_t offset;
     size_t size; /* strings: capacity including the NUL */
     const char *default_value;
@@ -35,53 +41,66 @@ static const char *const on_disconnect_names[] = {"release", "expire", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
-#define INT_ROW(sec, name, field, def, lo, hi)                                 \
+#define INT_ROW(sec, name, flags, field, def, lo, hi)                          \
     {                                                                          \
-        sec, name, KIND_INT, offsetof(struct config, field), 0, def, lo, hi,   \
-            NULL                                                               \
+        sec, name, KIND_INT, flags, offsetof(struct config, field), 0, def,    \
+            lo, hi, NULL                                                       \
     }
-#define STR_ROW(sec, name, field, def, kind)                                   \
+#define MODE_ROW(sec, name, flags, field, def)                                 \
     {                                                                          \
-        sec, name, kind, offsetof(struct config, field),                       \
+        sec, name, KIND_MODE, flags, offsetof(struct config, field), 0, def,   \
+            0, 0777, NULL                                                      \
+    }
+#define STR_ROW(sec, name, flags, field, def, kind)                            \
+    {                                                                          \
+        sec, name, kind, flags, offsetof(struct config, field),                \
             sizeof(((struct config *)0)->field), def, 0, 0, NULL               \
     }
-#define ENUM_ROW(sec, name, field, def, list)                                  \
+#define ENUM_ROW(sec, name, flags, field, def, list)                           \
     {                                                                          \
-        sec, name, KIND_ENUM, offsetof(struct config, field), 0, def, 0, 0,    \
-            list                                                               \
+        sec, name, KIND_ENUM, flags, offsetof(struct config, field), 0, def,   \
+            0, 0, list                                                         \
     }
 
+/* Not LIVE: what sockets and Redis connections were made with. Changing
+ * those under open connections would leave old and new side by side. */
 static const struct config_row config_rows[] = {
-    STR_ROW("server", "listen", listen, "127.0.0.1:7379", KIND_ADDR),
-    STR_ROW("server", "unix_socket", unix_socket, "", KIND_STRING),
-    INT_ROW("server", "max_clients", max_clients, "10000", 1, 1000000),
-    INT_ROW("server", "max_request_bytes", max_request_bytes, "65536", 256,
-            64 << 20),
-    INT_ROW("server", "max_request_args", max_request_args, "64", 8, 4096),
-    INT_ROW("server", "max_input_buffer_bytes", max_input_buffer_bytes,
+    STR_ROW("server", "listen", 0, listen, "127.0.0.1:7379", KIND_ADDR),
+    STR_ROW("server", "unix_socket", 0, unix_socket, "", KIND_STRING),
+    MODE_ROW("server", "unix_socket_mode", 0, unix_socket_mode, "0666"),
+    STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
+    INT_ROW("server", "max_clients", LIVE, max_clients, "10000", 1, 1000000),
+    INT_ROW("server", "max_request_bytes", LIVE, max_request_bytes, "65536",
+            256, 64 << 20),
+    INT_ROW("server", "max_request_args", LIVE, max_request_args, "64", 8,
+            4096),
+    INT_ROW("server", "max_input_buffer_bytes", LIVE, max_input_buffer_bytes,
             "1048576", 1024, 1 << 30),
-    INT_ROW("server", "max_output_buffer_bytes", max_output_buffer_bytes,
+    INT_ROW("server", "max_output_buffer_bytes", LIVE, max_output_buffer_bytes,
             "8388608", 1024, 1 << 30),
-    INT_ROW("server", "max_name_length", max_name_length, "1024", 1, 65536),
-    STR_ROW("redis", "host", redis_host, "127.0.0.1", KIND_STRING),
-    INT_ROW("redis", "port", redis_port, "6379", 1, 65535),
-    STR_ROW("redis", "unix_socket", redis_unix_socket, "", KIND_STRING),
-    STR_ROW("redis", "password", redis_password, "", KIND_STRING),
-    INT_ROW("redis", "db", redis_db, "0", 0, 1000000),
-    INT_ROW("redis", "pool_size", pool_size, "4", 1, 64),
-    INT_ROW("redis", "connect_timeout_ms", connect_timeout_ms, "1000", 10,
+    INT_ROW("server", "max_name_length", LIVE, max_name_length, "1024", 1,
+            65536),
+    STR_ROW("redis", "host", 0, redis_host, "127.0.0.1", KIND_STRING),
+    INT_ROW("redis", "port", 0, redis_port, "6379", 1, 65535),
+    STR_ROW("redis", "unix_socket", 0, redis_unix_socket, "", KIND_STRING),
+    STR_ROW("redis", "password", SECRET, redis_password, "", KIND_STRING),
+    INT_ROW("redis", "db", 0, redis_db, "0", 0, 1000000),
+    INT_ROW("redis", "pool_size", 0, pool_size, "4", 1, 64),
+    INT_ROW("redis", "connect_timeout_ms", 0, connect_timeout_ms, "1000", 10,
             600000),
-    INT_ROW("redis", "command_timeout_ms", command_timeout_ms, "5000", 10,
+    INT_ROW("redis", "command_timeout_ms", LIVE, command_timeout_ms, "5000", 10,
             600000),
-    INT_ROW("redis", "reconnect_max_ms", reconnect_max_ms, "1000", 10, 60000),
-    INT_ROW("lock", "watchdog_timeout_ms", watchdog_timeout_ms, "30000", 30,
-            86400000),
-    ENUM_ROW("lock", "on_disconnect", on_disconnect, "release",
+    INT_ROW("redis", "reconnect_max_ms", LIVE, reconnect_max_ms, "1000", 10,
+            60000),
+    INT_ROW("lock", "watchdog_timeout_ms", LIVE, watchdog_timeout_ms, "30000",
+            30, 86400000),
+    ENUM_ROW("lock", "on_disconnect", LIVE, on_disconnect, "release",
              on_disconnect_names),
-    INT_ROW("lock", "max_waiters", max_waiters, "100000", 1, 10000000),
-    INT_ROW("lock", "max_held_locks", max_held_locks, "1000000", 1, 100000000),
-    INT_ROW("lock", "renew_batch_size", renew_batch_size, "100", 1, 1000),
-    ENUM_ROW("log", "level", log_level, "info", log_level_names),
+    INT_ROW("lock", "max_waiters", LIVE, max_waiters, "100000", 1, 10000000),
+    INT_ROW("lock", "max_held_locks", LIVE, max_held_locks, "1000000", 1,
+            100000000),
+    INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
+    ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
 };
 
 #define CONFIG_ROW_COUNT (sizeof(config_rows) / sizeof(config_rows[0]))
@@ -94,6 +113,11 @@ const char *config_key_section(size_t n)
 const char *config_key_name(size_t n)
 {
     return n < CONFIG_ROW_COUNT ? config_rows[n].key : NULL;
+}
+
+bool config_key_live(size_t n)
+{
+    return n < CONFIG_ROW_COUNT && (config_rows[n].flags & LIVE);
 }
 
 int config_split_host_port(const char *addr, char *host, size_t host_size,
@@ -133,13 +157,17 @@ static int set_int(const struct config_row *row, int64_t *dst,
     long long v;
 
     errno = 0;
-    v = strtoll(value, &end, 10);
+    v = strtoll(value, &end, row->kind == KIND_MODE ? 8 : 10);
     if (errno != 0 || end == value || *end != '\0') {
-        snprintf(err, err_size, "%s: '%s' is not an integer", row->key, value);
+        snprintf(err, err_size, "%s: '%s' is not %s", row->key, value,
+                 row->kind == KIND_MODE ? "an octal mode" : "an integer");
         return -1;
     }
     if (v < row->min || v > row->max) {
-        snprintf(err, err_size, "%s: %lld is out of range [%lld, %lld]",
+        snprintf(err, err_size,
+                 row->kind == KIND_MODE
+                     ? "%s: %llo is out of range [%llo, %llo]"
+                     : "%s: %lld is out of range [%lld, %lld]",
                  row->key, v, (long long)row->min, (long long)row->max);
         return -1;
     }
@@ -197,6 +225,7 @@ int config_set(struct config *cfg, const char *section, const char *key,
             continue;
         switch (row->kind) {
         case KIND_INT:
+        case KIND_MODE:
             return set_int(row, (int64_t *)field, value, err, err_size);
         case KIND_ENUM:
             return set_enum(row, (int64_t *)field, value, err, err_size);
@@ -220,6 +249,65 @@ void config_set_defaults(struct config *cfg)
                             err, sizeof(err));
         (void)rc; /* the table's own defaults are covered by unit tests */
     }
+}
+
+/* The value as the ini file spells it; secrets are not shown. */
+static const char *value_text(const struct config_row *row,
+                              const struct config *cfg, char *buf, size_t size)
+{
+    const char *field = (const char *)cfg + row->offset;
+    int64_t v;
+
+    if (row->flags & SECRET)
+        return "(secret)";
+    if (row->kind == KIND_STRING || row->kind == KIND_ADDR)
+        return field;
+    memcpy(&v, field, sizeof(v));
+    if (row->kind == KIND_ENUM)
+        return row->names[v];
+    snprintf(buf, size, row->kind == KIND_MODE ? "%04llo" : "%lld",
+             (long long)v);
+    return buf;
+}
+
+static bool value_equal(const struct config_row *row, const struct config *a,
+                        const struct config *b)
+{
+    const char *fa = (const char *)a + row->offset;
+    const char *fb = (const char *)b + row->offset;
+
+    if (row->kind == KIND_STRING || row->kind == KIND_ADDR)
+        return strcmp(fa, fb) == 0;
+    return memcmp(fa, fb, sizeof(int64_t)) == 0;
+}
+
+int config_apply_reload(struct config *live, const struct config *fresh)
+{
+    int applied = 0;
+
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        const struct config_row *row = &config_rows[i];
+        size_t size = row->size ? row->size : sizeof(int64_t);
+        char old_buf[32], new_buf[32];
+
+        if (value_equal(row, live, fresh))
+            continue;
+        if (!(row->flags & LIVE)) {
+            log_warn("reload: [%s] %s changed to '%s': takes effect after a "
+                     "restart; keeping '%s'",
+                     row->section, row->key,
+                     value_text(row, fresh, new_buf, sizeof(new_buf)),
+                     value_text(row, live, old_buf, sizeof(old_buf)));
+            continue;
+        }
+        log_info("reload: [%s] %s = %s (was %s)", row->section, row->key,
+                 value_text(row, fresh, new_buf, sizeof(new_buf)),
+                 value_text(row, live, old_buf, sizeof(old_buf)));
+        memcpy((char *)live + row->offset, (const char *)fresh + row->offset,
+               size);
+        applied++;
+    }
+    return applied;
 }
 
 struct load_state {

@@ -9,6 +9,7 @@
 #ifndef RLOCKD_CONFIG_H
 #define RLOCKD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ struct config {
     /* [server] */
     char listen[128];
     char unix_socket[108];
+    int64_t unix_socket_mode;
+    char auth_token[256];
     int64_t max_clients;
     int64_t max_request_bytes;
     int64_t max_request_args;
@@ -56,9 +59,17 @@ int config_load(struct config *cfg, const char *path, char *err,
 int config_set(struct config *cfg, const char *section, const char *key,
                const char *value, char *err, size_t err_size);
 
+/*
+ * A SIGHUP reload: copies into `live` every changed key that can change
+ * at once, and logs each change; a changed key that needs a restart keeps
+ * its live value and is logged as such. Returns the number applied.
+ */
+int config_apply_reload(struct config *live, const struct config *fresh);
+
 /* Table walkers, for tests and INFO: the n-th key, NULL past the end. */
 const char *config_key_section(size_t n);
 const char *config_key_name(size_t n);
+bool config_key_live(size_t n);
 /* "host:port" -> parts; 0 or -1. Used for [server] listen. */
 int config_split_host_port(const char *addr, char *host, size_t host_size,
                            int *port);

@@ -1,5 +1,9 @@
 /*
  * listener.c - bind, listen, accept.
+ *
+ * The listening sockets are either made here from [server] listen and
+ * unix_socket, or, under socket activation, the ones systemd passed: then
+ * both keys are ignored, since the socket unit says where to listen.
  */
 #include "listener.h"
 
@@ -12,14 +16,26 @@
 
 #include "client.h"
 #include "log.h"
+#include "service.h"
 
 #define BACKLOG 511
+/* Sockets a socket unit may pass; more are refused at start-up. */
+#define LISTENER_MAX 8
+
+struct listen_socket {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } io;
+    char unix_path[108]; /* a socket file of ours, removed on close */
+};
 
 static struct {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-    bool tcp_open, pipe_open;
-    char unix_path[108];
+    struct listen_socket sockets[LISTENER_MAX];
+    int count;
+    bool activated;
 } LS;
 
 static void on_connection(uv_stream_t *server, int status)
@@ -31,8 +47,32 @@ static void on_connection(uv_stream_t *server, int status)
     client_accept(server);
 }
 
+/* The next free slot, or NULL. Its handle counts (and is closed by
+ * listener_close) once listener_added() says it was initialised. */
+static struct listen_socket *next_socket(void)
+{
+    return LS.count < LISTENER_MAX ? &LS.sockets[LS.count] : NULL;
+}
+
+static void listener_added(void)
+{
+    LS.count++;
+}
+
+static int start_listening(struct listen_socket *ls, const char *what)
+{
+    int err = uv_listen(&ls->io.stream, BACKLOG, on_connection);
+    if (err != 0) {
+        log_error("listen %s: %s", what, uv_strerror(err));
+        return err;
+    }
+    log_info("listening on %s", what);
+    return 0;
+}
+
 static int listen_tcp(uv_loop_t *loop, const char *addr)
 {
+    struct listen_socket *ls = next_socket();
     struct sockaddr_storage sa;
     char host[128];
     int port, err;
@@ -46,19 +86,16 @@ static int listen_tcp(uv_loop_t *loop, const char *addr)
         log_error("listen %s: not a numeric IPv4 or IPv6 address", addr);
         return err;
     }
-    err = uv_tcp_init(loop, &LS.tcp);
+    err = uv_tcp_init(loop, &ls->io.tcp);
     if (err != 0)
         return err;
-    LS.tcp_open = true;
-    err = uv_tcp_bind(&LS.tcp, (const struct sockaddr *)&sa, 0);
-    if (err == 0)
-        err = uv_listen((uv_stream_t *)&LS.tcp, BACKLOG, on_connection);
+    listener_added();
+    err = uv_tcp_bind(&ls->io.tcp, (const struct sockaddr *)&sa, 0);
     if (err != 0) {
         log_error("listen %s: %s", addr, uv_strerror(err));
         return err;
     }
-    log_info("listening on %s", addr);
-    return 0;
+    return start_listening(ls, addr);
 }
 
 /* A socket file nobody accepts on is left over from a crash: remove it.
@@ -84,30 +121,68 @@ static int clear_stale_socket(const char *path)
     return unlink(path) == 0 ? 0 : -errno;
 }
 
-static int listen_unix(uv_loop_t *loop, const char *path)
+/* The file's mode is set before listen(), so no client connects while
+ * it still has the umask's. */
+static int listen_unix(uv_loop_t *loop, const char *path, mode_t mode)
 {
+    struct listen_socket *ls = next_socket();
+    char what[120];
     int err = clear_stale_socket(path);
 
     if (err == 0)
-        err = uv_pipe_init(loop, &LS.pipe, 0);
+        err = uv_pipe_init(loop, &ls->io.pipe, 0);
     if (err != 0) {
         log_error("unix socket %s: %s", path, uv_strerror(err));
         return err;
     }
-    LS.pipe_open = true;
-    err = uv_pipe_bind(&LS.pipe, path);
-    if (err == 0)
-        err = uv_listen((uv_stream_t *)&LS.pipe, BACKLOG, on_connection);
+    listener_added();
+    err = uv_pipe_bind(&ls->io.pipe, path);
+    if (err == 0) {
+        snprintf(ls->unix_path, sizeof(ls->unix_path), "%s", path);
+        if (chmod(path, mode) != 0)
+            err = -errno;
+    }
     if (err != 0) {
         log_error("unix socket %s: %s", path, uv_strerror(err));
         return err;
     }
-    snprintf(LS.unix_path, sizeof(LS.unix_path), "%s", path);
-    log_info("listening on unix:%s", path);
-    return 0;
+    snprintf(what, sizeof(what), "unix:%s", path);
+    return start_listening(ls, what);
 }
 
-int listener_start(uv_loop_t *loop, const struct config *cfg)
+/* Adopts one socket systemd passed. Its file, if any, is systemd's. */
+static int adopt_socket(uv_loop_t *loop, int fd)
+{
+    struct listen_socket *ls = next_socket();
+    int kind = service_socket_kind(fd), err;
+    char what[32];
+
+    if (ls == NULL) {
+        log_error("socket activation: more than %d sockets", LISTENER_MAX);
+        return UV_EINVAL;
+    }
+    if (kind < 0) {
+        log_error("socket activation: fd %d is not a listening TCP or Unix "
+                  "stream socket",
+                  fd);
+        return UV_EINVAL;
+    }
+    err = kind ? uv_pipe_init(loop, &ls->io.pipe, 0)
+               : uv_tcp_init(loop, &ls->io.tcp);
+    if (err != 0)
+        return err;
+    listener_added();
+    err = kind ? uv_pipe_open(&ls->io.pipe, fd) : uv_tcp_open(&ls->io.tcp, fd);
+    if (err != 0) {
+        log_error("socket activation: fd %d: %s", fd, uv_strerror(err));
+        return err;
+    }
+    snprintf(what, sizeof(what), "passed %s socket (fd %d)",
+             kind ? "unix" : "TCP", fd);
+    return start_listening(ls, what);
+}
+
+static int listen_configured(uv_loop_t *loop, const struct config *cfg)
 {
     int err = 0;
 
@@ -118,18 +193,43 @@ int listener_start(uv_loop_t *loop, const struct config *cfg)
     if (cfg->listen[0] != '\0')
         err = listen_tcp(loop, cfg->listen);
     if (err == 0 && cfg->unix_socket[0] != '\0')
-        err = listen_unix(loop, cfg->unix_socket);
+        err =
+            listen_unix(loop, cfg->unix_socket, (mode_t)cfg->unix_socket_mode);
     return err;
+}
+
+int listener_start(uv_loop_t *loop, const struct config *cfg)
+{
+    int first, n = service_passed_sockets(&first), err = 0;
+
+    if (n < 0) {
+        log_error("socket activation: %s", strerror(-n));
+        return n;
+    }
+    if (n == 0)
+        return listen_configured(loop, cfg);
+    LS.activated = true;
+    log_info("socket activation: %d socket(s) passed; [server] listen and "
+             "unix_socket are not used",
+             n);
+    for (int i = 0; i < n && err == 0; i++)
+        err = adopt_socket(loop, first + i);
+    return err;
+}
+
+bool listener_activated(void)
+{
+    return LS.activated;
 }
 
 void listener_close(void)
 {
-    if (LS.tcp_open)
-        uv_close((uv_handle_t *)&LS.tcp, NULL);
-    if (LS.pipe_open) {
-        uv_close((uv_handle_t *)&LS.pipe, NULL);
-        if (LS.unix_path[0] != '\0')
-            unlink(LS.unix_path);
+    for (int i = 0; i < LS.count; i++) {
+        struct listen_socket *ls = &LS.sockets[i];
+
+        uv_close(&ls->io.handle, NULL);
+        if (ls->unix_path[0] != '\0')
+            unlink(ls->unix_path);
     }
-    LS.tcp_open = LS.pipe_open = false;
+    LS.count = 0;
 }

@@ -1,7 +1,8 @@
 /*
- * log.h - the daemon's log: one line per event on stderr, with a level.
+ * log.h - the daemon's log: one line per event on stderr, with a level,
+ * timestamped, or with a syslog priority prefix under the journal.
  *
- * Owns the current level only. Never allocates, so it is safe to call on
+ * Owns the current level and the line format only. Never allocates, so it is safe to call on
  * any error path, including out-of-memory ones.
  */
 #ifndef RLOCKD_LOG_H
@@ -9,6 +10,8 @@
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
+/* Picks the line format for where stderr goes; call once at start-up. */
+void log_init(void);
 void log_set_level(enum log_level level);
 int log_enabled(enum log_level level);
 void log_write(enum log_level level, const char *fmt, ...)

@@ -1,12 +1,16 @@
 /*
- * main.c - start-up, signals and orderly shutdown.
+ * main.c - start-up, signals, reload and orderly shutdown.
  *
- * Owns the event loop and the order in which subsystems start and stop.
+ * Owns the event loop, the live configuration and the order in which
+ * subsystems start and stop.
  * Shutdown (SIGTERM, SIGINT): stop accepting, answer waiters with
  * -SHUTDOWN, close clients once their replies are written (their
  * sessions end, so locks are released or left to expire per
  * on_disconnect), give those releases up to SHUTDOWN_GRACE_MS to reach
  * Redis, then close every handle and let the loop end.
+ * Reload (SIGHUP): read the config file again; if it is valid, apply the
+ * keys that can change live (config_apply_reload); if not, keep running
+ * on the old one. Either way the outcome is logged.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,7 +32,9 @@
 #include "log.h"
 #include "redis_link.h"
 #include "redis_pool.h"
+#include "service.h"
 #include "session.h"
+#include "stats.h"
 #include "subscriber.h"
 #include "version.h"
 #include "watchdog.h"
@@ -39,7 +45,8 @@
 static struct {
     uv_loop_t loop;
     struct config cfg;
-    uv_signal_t sigint, sigterm;
+    const char *config_path; /* NULL: built-in defaults */
+    uv_signal_t sigint, sigterm, sighup;
     uv_timer_t shutdown_timer;
     uint64_t shutdown_deadline;
     bool shutting_down;
@@ -60,6 +67,8 @@ static void close_everything(void)
     uv_close((uv_handle_t *)&D.shutdown_timer, NULL);
     uv_close((uv_handle_t *)&D.sigint, NULL);
     uv_close((uv_handle_t *)&D.sigterm, NULL);
+    uv_close((uv_handle_t *)&D.sighup, NULL);
+    service_close();
     watchdog_close();
     subscriber_close();
     redis_pool_close();
@@ -88,6 +97,7 @@ static void on_signal(uv_signal_t *handle, int signum)
         return;
     D.shutting_down = true;
     log_info("received %s, shutting down", strsignal(signum));
+    service_stopping();
     listener_close();
     client_stop_all();
     locking_shutdown();
@@ -96,7 +106,44 @@ static void on_signal(uv_signal_t *handle, int signum)
     uv_timer_start(&D.shutdown_timer, shutdown_poll, 0, SHUTDOWN_POLL_MS);
 }
 
-static int start(const char *config_path)
+static void on_sighup(uv_signal_t *handle, int signum)
+{
+    struct config fresh;
+    char err[512];
+    int changed;
+
+    (void)handle;
+    (void)signum;
+    if (D.shutting_down)
+        return;
+    if (D.config_path == NULL) {
+        log_warn("reload: started without -c, nothing to reload");
+        return;
+    }
+    service_reloading();
+    if (config_load(&fresh, D.config_path, err, sizeof(err)) != 0) {
+        stats.config_reload_failures++;
+        log_error("reload failed, keeping the running configuration: %s", err);
+        service_reloaded(false);
+        return;
+    }
+    changed = config_apply_reload(&D.cfg, &fresh);
+    log_set_level((enum log_level)D.cfg.log_level);
+    stats.config_reloads++;
+    log_info("reload: %s read, %d setting(s) changed", D.config_path, changed);
+    service_reloaded(true);
+}
+
+/* READY=1 waits for the whole pool, so that a client let in by systemd
+ * finds every lock name's connection up. */
+static void on_shard_ready(unsigned shard)
+{
+    locking_shard_ready(shard);
+    if (redis_pool_ready_count() == redis_pool_size())
+        service_ready();
+}
+
+static int start(void)
 {
     uint8_t seed[16];
     int err;
@@ -111,16 +158,19 @@ static int start(const char *config_path)
     session_init(&D.cfg);
     client_init(&D.loop, &D.cfg);
     locking_init(&D.loop, &D.cfg);
-    commands_init(&D.loop, &D.cfg, config_path);
-    if ((err = redis_links_init(&D.loop)) != 0 ||
-        (err = redis_pool_init(&D.loop, &D.cfg, locking_shard_ready)) != 0 ||
+    commands_init(&D.loop, &D.cfg, D.config_path);
+    if ((err = service_init(&D.loop)) != 0 ||
+        (err = redis_links_init(&D.loop)) != 0 ||
+        (err = redis_pool_init(&D.loop, &D.cfg, on_shard_ready)) != 0 ||
         (err = subscriber_init(&D.loop, &D.cfg, locking_wake_head)) != 0 ||
         (err = watchdog_init(&D.loop, &D.cfg)) != 0 ||
         (err = uv_timer_init(&D.loop, &D.shutdown_timer)) != 0 ||
         (err = uv_signal_init(&D.loop, &D.sigint)) != 0 ||
         (err = uv_signal_init(&D.loop, &D.sigterm)) != 0 ||
+        (err = uv_signal_init(&D.loop, &D.sighup)) != 0 ||
         (err = uv_signal_start(&D.sigint, on_signal, SIGINT)) != 0 ||
-        (err = uv_signal_start(&D.sigterm, on_signal, SIGTERM)) != 0)
+        (err = uv_signal_start(&D.sigterm, on_signal, SIGTERM)) != 0 ||
+        (err = uv_signal_start(&D.sighup, on_sighup, SIGHUP)) != 0)
         return err;
     err = listener_start(&D.loop, &D.cfg);
     if (err != 0)
@@ -132,7 +182,6 @@ static int start(const char *config_path)
 
 int main(int argc, char **argv)
 {
-    const char *config_path = NULL;
     bool check_only = false;
     char err_text[512];
     int opt, err;
@@ -140,7 +189,7 @@ int main(int argc, char **argv)
     while ((opt = getopt(argc, argv, "c:thV")) != -1) {
         switch (opt) {
         case 'c':
-            config_path = optarg;
+            D.config_path = optarg;
             break;
         case 't':
             check_only = true;
@@ -161,21 +210,22 @@ int main(int argc, char **argv)
         return 2;
     }
     config_set_defaults(&D.cfg);
-    if (config_path != NULL &&
-        config_load(&D.cfg, config_path, err_text, sizeof(err_text)) != 0) {
+    if (D.config_path != NULL &&
+        config_load(&D.cfg, D.config_path, err_text, sizeof(err_text)) != 0) {
         fprintf(stderr, "rlockd: %s\n", err_text);
         return 1;
     }
     if (check_only) {
         printf("rlockd: configuration %s is valid\n",
-               config_path ? config_path : "(defaults)");
+               D.config_path ? D.config_path : "(defaults)");
         return 0;
     }
+    log_init();
     log_set_level((enum log_level)D.cfg.log_level);
     log_info("rlockd %s starting (redis %s:%lld, pool %lld)", RLOCKD_VERSION,
              D.cfg.redis_host, (long long)D.cfg.redis_port,
              (long long)D.cfg.pool_size);
-    err = start(config_path);
+    err = start();
     if (err != 0) {
         log_error("start-up failed: %s", uv_strerror(err));
         return 1;

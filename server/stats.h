@@ -25,7 +25,10 @@
     X(unlock_messages)                                                         \
     X(watchdog_renewals)                                                       \
     X(watchdog_batches)                                                        \
-    X(unavailable_replies)
+    X(unavailable_replies)                                                     \
+    X(auth_failures)                                                           \
+    X(config_reloads)                                                          \
+    X(config_reload_failures)
 
 struct stats {
 #define STATS_FIELD(name) uint64_t name;

@@ -317,11 +317,13 @@ def which(tool):
     return shutil.which(tool)
 
 
-def _spawn(argv, logpath, cwd):
+def _spawn(argv, logpath, cwd, env=None, pass_fds=(), preexec_fn=None):
+    """Starts a process in its own session, output to logpath; registered for cleanup."""
     log = open(logpath, "ab")
     try:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                             cwd=cwd, start_new_session=True)
+                             cwd=cwd, start_new_session=True, env=env, pass_fds=pass_fds,
+                             preexec_fn=preexec_fn)
     finally:
         log.close()
     _PROCS.append(p)
@@ -412,6 +414,14 @@ def rlockd_bin():
     return os.path.abspath(b)
 
 
+def rlock_bin():
+    """The rlock command (client-lib/rlock_cli.c): $RLOCK_BIN, else build/rlock."""
+    b = os.environ.get("RLOCK_BIN")
+    if not b:
+        b = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "rlock")
+    return os.path.abspath(b)
+
+
 def write_config(path, sections):
     with open(path, "w") as f:
         for sec, kv in sections.items():
@@ -424,8 +434,9 @@ def write_config(path, sections):
 class Rlockd:
     """The real daemon under test, with its config file in workdir."""
 
-    def __init__(self, workdir, redis_port, config=None, instance="rlockd"):
+    def __init__(self, workdir, redis_port, config=None, instance="rlockd", env=None):
         self.workdir = workdir
+        self.env = None if env is None else dict(os.environ, **env)
         self.port = free_port()
         self.redis_port = redis_port
         self.conf_path = os.path.join(workdir, instance + ".ini")
@@ -442,12 +453,16 @@ class Rlockd:
                 {k: str(v).replace("{tmpdir}", workdir) for k, v in kv.items()})
         self.watchdog_ms = int(self.sections["lock"].get("watchdog_timeout_ms", 30000))
 
-    def start(self, timeout=10.0):
+    def start(self, timeout=10.0, wait_ready=True):
+        """Starts the daemon; with wait_ready, returns once it answers and Redis is connected."""
         exe = rlockd_bin()
         if not os.access(exe, os.X_OK):
             raise AssertionError("rlockd binary not found or not executable: %s (set RLOCKD_BIN)" % exe)
         write_config(self.conf_path, self.sections)
-        self.proc = _spawn([exe, "-c", self.conf_path], self.logpath, self.workdir)
+        self.proc = _spawn([exe, "-c", self.conf_path], self.logpath, self.workdir, env=self.env)
+        if not wait_ready:
+            return
+        token = self.sections["server"].get("auth_token")
         deadline = time.monotonic() + timeout
         last = "no answer"
         while True:
@@ -457,6 +472,8 @@ class Rlockd:
             try:
                 c = RespClient(self.port, timeout=1.0, label="rlockd-startup")
                 try:
+                    if token:
+                        c.call("AUTH", token)
                     if c.call("PING") == "PONG":
                         info = parse_info(c.call("INFO"))
                         last = "INFO redis_connected=%r" % info.get("redis_connected")
@@ -488,6 +505,41 @@ class Rlockd:
 
     def log_tail(self, lines=25):
         return _tail(self.logpath, lines)
+
+    def log_text(self):
+        with open(self.logpath, "rb") as f:
+            return _decode(f.read())
+
+    def wait_log(self, pattern, timeout=3.0):
+        """Waits until the log matches the regex; returns the match."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.log_text())
+            if m:
+                return m
+            if time.monotonic() >= deadline:
+                raise AssertionError("rlockd log never matched %r within %.1fs:\n%s"
+                                     % (pattern, timeout, self.log_tail()))
+            time.sleep(0.02)
+
+    def signal(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    def wait_exit(self, timeout):
+        """Waits for the daemon to exit by itself; returns its exit status."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("rlockd still running %.1fs after being told to stop:\n%s"
+                                 % (timeout, self.log_tail()))
+        self.exit_status = self.proc.returncode
+        return self.exit_status
+
+    def rewrite_config(self, config):
+        """Writes the config file again with these sections merged in (for SIGHUP)."""
+        for sec, kv in config.items():
+            self.sections.setdefault(sec, {}).update({k: str(v) for k, v in kv.items()})
+        write_config(self.conf_path, self.sections)
 
 
 def parse_info(text):
@@ -548,9 +600,10 @@ class Env:
 
     _names = itertools.count(1)
 
-    def __init__(self, config=None, label="env"):
+    def __init__(self, config=None, label="env", env=None):
         self.config = config or {}
         self.label = label
+        self.process_env = env
         self.tmpdir = None
         self.redis_server = None
         self.rlockd = None
@@ -577,7 +630,7 @@ class Env:
         try:
             self.redis_server = RedisServer(self.tmpdir)
             self.redis_server.start()
-            self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config)
+            self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config, env=self.process_env)
             self.rlockd.start()
         except BaseException:
             self.close()
@@ -650,6 +703,9 @@ class Env:
     def admin(self):
         if self._admin is None or self._admin.eof:
             self._admin = RespClient(self.port, timeout=2.0, label="rlockd-admin")
+            token = self.rlockd.sections["server"].get("auth_token")
+            if token:
+                assert_eq(self._admin.call("AUTH", token), "OK", "admin AUTH")
         return self._admin
 
     def info(self):

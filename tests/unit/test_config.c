@@ -3,12 +3,14 @@
  * conf/rlockd.ini documents every key with its real default.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "log.h"
 #include "suites.h"
 
 static const char *shipped_conf(void)
@@ -93,6 +95,65 @@ START_TEST(shipped_conf_lists_every_key)
         ck_assert_msg(strstr(seen, want) != NULL, "%s missing from %s", want,
                       shipped_conf());
     }
+}
+END_TEST
+
+/* A key's comment says "(restart)" exactly when a reload cannot apply it.
+ * Keys on consecutive lines share the comment above the first of them. */
+START_TEST(shipped_conf_marks_restart_keys)
+{
+    FILE *f = fopen(shipped_conf(), "r");
+    char line[512], section[64] = "";
+    bool restart = false, after_key = false;
+    int checked = 0;
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char key[128];
+        if (sscanf(line, "[%63[^]]]", section) == 1) {
+            restart = after_key = false;
+        } else if (line[0] == ';') {
+            if (after_key)
+                restart = after_key = false;
+            restart |= strstr(line, "(restart)") != NULL;
+        } else if (sscanf(line, "%127[a-z_] =", key) == 1) {
+            after_key = true;
+            for (size_t i = 0; config_key_name(i) != NULL; i++) {
+                if (strcmp(config_key_section(i), section) != 0 ||
+                    strcmp(config_key_name(i), key) != 0)
+                    continue;
+                ck_assert_msg(restart == !config_key_live(i),
+                              "[%s] %s: comment %s \"(restart)\"", section, key,
+                              restart ? "says" : "lacks");
+                checked++;
+            }
+        }
+    }
+    fclose(f);
+    ck_assert_int_gt(checked, 20);
+}
+END_TEST
+
+START_TEST(reload_applies_live_keys_and_keeps_the_rest)
+{
+    struct config live, fresh;
+    char err[256];
+
+    log_set_level(LOG_ERROR); /* the reload's change log is not the test */
+    config_set_defaults(&live);
+    ck_assert_int_eq(load_text("[server]\nmax_clients = 5\nauth_token = s3\n"
+                               "listen = 127.0.0.1:9999\n"
+                               "[redis]\npool_size = 9\n"
+                               "[lock]\nwatchdog_timeout_ms = 6000\n",
+                               &fresh, err, sizeof(err)),
+                     0);
+    ck_assert_int_eq(config_apply_reload(&live, &fresh), 3);
+    ck_assert_int_eq(live.max_clients, 5);
+    ck_assert_str_eq(live.auth_token, "s3");
+    ck_assert_int_eq(live.watchdog_timeout_ms, 6000);
+    ck_assert_str_eq(live.listen, "127.0.0.1:7379");
+    ck_assert_int_eq(live.pool_size, 4);
+    ck_assert_int_eq(config_apply_reload(&live, &fresh), 0);
 }
 END_TEST
 
@@ -193,6 +254,8 @@ Suite *config_suite(void)
     tcase_add_test(tc, defaults_are_the_documented_ones);
     tcase_add_test(tc, shipped_conf_equals_defaults);
     tcase_add_test(tc, shipped_conf_lists_every_key);
+    tcase_add_test(tc, shipped_conf_marks_restart_keys);
+    tcase_add_test(tc, reload_applies_live_keys_and_keeps_the_rest);
     tcase_add_test(tc, values_are_applied);
     tcase_add_loop_test(tc, bad_values_name_line_and_reason, 0,
                         (int)(sizeof(bad_files) / sizeof(bad_files[0])));

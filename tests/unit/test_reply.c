@@ -81,6 +81,7 @@ START_TEST(error_code_names)
     ck_assert_str_eq(reply_error_code_name(REPLY_UNAVAILABLE), "UNAVAILABLE");
     ck_assert_str_eq(reply_error_code_name(REPLY_LIMIT), "LIMIT");
     ck_assert_str_eq(reply_error_code_name(REPLY_SHUTDOWN), "SHUTDOWN");
+    ck_assert_str_eq(reply_error_code_name(REPLY_NOAUTH), "NOAUTH");
 }
 END_TEST
 

@@ -1,0 +1,313 @@
+/*
+ * connection.c - librlock's connection to rlockd: the parsed address and
+ * options, opening (connect, then AUTH and CLIENTID), and one command's
+ * round trip with its reply mapped to an enum rlock_error, in one place.
+ *
+ * Never: keeps state beyond one struct rlock_conn, or decides what a
+ * broken connection means for the client's locks (rlock.c does that);
+ * installs a signal handler.
+ */
+#include "connection.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define DEFAULT_CONNECT_TIMEOUT_MS 2000
+/* Twice rlockd's own [redis] command_timeout_ms default, so that a slow
+ * Redis gets the caller -UNAVAILABLE (and keeps its session) instead of a
+ * dropped connection (which would end the session). */
+#define DEFAULT_COMMAND_TIMEOUT_MS 10000
+/* rlock_conn.timeout_ms until the first command sets one. */
+#define TIMEOUT_UNSET (-1)
+
+/* Error replies, by their code (the first word). */
+static const struct {
+    const char *code;
+    int err;
+} reply_errors[] = {
+    {"NOTOWNER", RLOCK_ENOTOWNER}, {"LOCKLOST", RLOCK_ELOCKLOST},
+    {"UNAVAILABLE", RLOCK_EREDIS}, {"LIMIT", RLOCK_ELIMIT},
+    {"SHUTDOWN", RLOCK_ESHUTDOWN}, {"NOAUTH", RLOCK_EAUTH},
+    {"ERR", RLOCK_EINVAL},
+};
+
+/* ---- the target ------------------------------------------------------ */
+
+static int random_uuid(char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[16];
+
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        return RLOCK_ESYSTEM;
+    b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
+    b[8] = (b[8] & 0x3f) | 0x80; /* RFC 4122 variant */
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *out++ = '-';
+        *out++ = hex[b[i] >> 4];
+        *out++ = hex[b[i] & 15];
+    }
+    *out = '\0';
+    return RLOCK_OK;
+}
+
+static bool valid_client_id(const char *id)
+{
+    size_t len = strlen(id);
+
+    return len >= 1 && len <= RLOCK_MAX_CLIENT_ID_LEN &&
+           strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789._-") == len;
+}
+
+/* "unix:/path", or "host:port" with an IPv6 host in brackets. */
+static int parse_address(struct rlock_target *target, const char *addr)
+{
+    bool bracketed = addr[0] == '[';
+    char *colon, *end;
+    long port;
+
+    if (strncmp(addr, "unix:", 5) == 0) {
+        if (addr[5] == '\0')
+            return RLOCK_EINVAL;
+        target->unix_path = strdup(addr + 5);
+        return target->unix_path != NULL ? RLOCK_OK : RLOCK_ESYSTEM;
+    }
+    target->host = strdup(addr + bracketed);
+    if (target->host == NULL)
+        return RLOCK_ESYSTEM;
+    colon = strrchr(target->host, ':');
+    if (colon == NULL || colon == target->host)
+        return RLOCK_EINVAL;
+    *colon = '\0';
+    if (bracketed) {
+        if (colon[-1] != ']' || colon - 1 == target->host)
+            return RLOCK_EINVAL;
+        colon[-1] = '\0';
+    }
+    errno = 0;
+    port = strtol(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || port < 1 ||
+        port > 65535)
+        return RLOCK_EINVAL;
+    target->port = (int)port;
+    return RLOCK_OK;
+}
+
+int rlock_target_init(struct rlock_target *target, const char *addr,
+                      const rlock_options *opts)
+{
+    const rlock_options defaults = {0};
+
+    memset(target, 0, sizeof *target);
+    if (opts == NULL)
+        opts = &defaults;
+    if (addr == NULL || opts->connect_timeout_ms < 0 ||
+        opts->command_timeout_ms < 0 ||
+        (opts->client_id != NULL && !valid_client_id(opts->client_id)))
+        return RLOCK_EINVAL;
+    target->connect_timeout_ms = opts->connect_timeout_ms
+                                     ? opts->connect_timeout_ms
+                                     : DEFAULT_CONNECT_TIMEOUT_MS;
+    target->command_timeout_ms = opts->command_timeout_ms
+                                     ? opts->command_timeout_ms
+                                     : DEFAULT_COMMAND_TIMEOUT_MS;
+    if (opts->client_id != NULL)
+        strcpy(target->client_id, opts->client_id);
+    else if (random_uuid(target->client_id) != RLOCK_OK)
+        return RLOCK_ESYSTEM;
+    if (opts->auth_token != NULL &&
+        (target->auth_token = strdup(opts->auth_token)) == NULL)
+        return RLOCK_ESYSTEM;
+    return parse_address(target, addr);
+}
+
+void rlock_target_free(struct rlock_target *target)
+{
+    free(target->host);
+    free(target->unix_path);
+    free(target->auth_token);
+}
+
+/* ---- one command ----------------------------------------------------- */
+
+static struct timeval ms_to_timeval(long long ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000};
+    return tv;
+}
+
+/*
+ * hiredis writes with write(), so a write to a connection rlockd has
+ * closed raises SIGPIPE, whose default action kills the program. The
+ * calling thread blocks SIGPIPE around the command and takes back one the
+ * command raised; one that was pending before stays pending (libpq does
+ * the same).
+ */
+struct sigpipe_guard {
+    sigset_t old_mask;
+    bool was_pending;
+};
+
+static void sigpipe_block(struct sigpipe_guard *g)
+{
+    sigset_t pipe_set, pending;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old_mask);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void sigpipe_restore(const struct sigpipe_guard *g)
+{
+    sigset_t pipe_set, pending;
+    const struct timespec no_wait = {0, 0};
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    if (!g->was_pending && sigismember(&pending, SIGPIPE))
+        sigtimedwait(&pipe_set, NULL, &no_wait);
+    pthread_sigmask(SIG_SETMASK, &g->old_mask, NULL);
+}
+
+static int error_reply_code(const redisReply *r)
+{
+    size_t len = strcspn(r->str, " ");
+
+    for (size_t i = 0; i < sizeof reply_errors / sizeof *reply_errors; i++)
+        if (strlen(reply_errors[i].code) == len &&
+            memcmp(reply_errors[i].code, r->str, len) == 0)
+            return reply_errors[i].err;
+    return RLOCK_EPROTOCOL;
+}
+
+static int reply_value(const redisReply *r, int want_type, long long *value)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        return error_reply_code(r);
+    if (r->type != want_type)
+        return RLOCK_EPROTOCOL;
+    if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") != 0)
+        return RLOCK_EPROTOCOL;
+    /* +OK means done: 1, as TRYLOCK's :1 */
+    *value = r->type == REDIS_REPLY_STATUS ? 1 : r->integer;
+    return RLOCK_OK;
+}
+
+/* Why redisCommandArgv() returned no reply: the context is unusable. */
+static int transport_error(const redisContext *ctx, int saved_errno)
+{
+    if (ctx->err == REDIS_ERR_IO &&
+        (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK))
+        return RLOCK_ETIMEOUT; /* SO_RCVTIMEO or SO_SNDTIMEO ran out */
+    if (ctx->err == REDIS_ERR_PROTOCOL)
+        return RLOCK_EPROTOCOL;
+    if (ctx->err == REDIS_ERR_OOM)
+        return RLOCK_ESYSTEM;
+    return RLOCK_ECONNLOST;
+}
+
+int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
+                        const size_t *lens, long long timeout_ms, int want_type,
+                        long long *value)
+{
+    struct sigpipe_guard guard;
+    redisReply *r;
+    int saved_errno, err;
+
+    /* setsockopt only when the timeout changes, not on every command */
+    if (conn->timeout_ms != timeout_ms) {
+        if (redisSetTimeout(conn->ctx, ms_to_timeval(timeout_ms)) != REDIS_OK)
+            return RLOCK_ESYSTEM;
+        conn->timeout_ms = timeout_ms;
+    }
+    sigpipe_block(&guard);
+    r = redisCommandArgv(conn->ctx, argc, argv, lens);
+    saved_errno = errno;
+    sigpipe_restore(&guard);
+    if (r == NULL)
+        return transport_error(conn->ctx, saved_errno);
+    err = reply_value(r, want_type, value);
+    freeReplyObject(r);
+    return err;
+}
+
+bool rlock_conn_broken(const struct rlock_conn *conn)
+{
+    return conn->ctx->err != 0;
+}
+
+/* ---- opening and closing --------------------------------------------- */
+
+/* A command of the set-up, answered +OK. */
+static int exchange_ok(struct rlock_conn *conn,
+                       const struct rlock_target *target, const char *command,
+                       const char *arg)
+{
+    const char *argv[] = {command, arg};
+    const size_t lens[] = {strlen(command), strlen(arg)};
+    long long done;
+
+    return rlock_conn_exchange(conn, 2, argv, lens, target->command_timeout_ms,
+                               REDIS_REPLY_STATUS, &done);
+}
+
+/* AUTH (if the client has a token) and CLIENTID go first, so that no lock
+ * command ever runs under the connection's own random client-id. TCP
+ * keepalive lets a LOCK waiting with no timeout notice a vanished host.
+ * Close-on-exec (hiredis 0.14 does not set it): a program the caller
+ * starts must not inherit the socket, or it would keep the session, and
+ * so the caller's locks, alive after the caller is gone. */
+int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target)
+{
+    struct timeval tv = ms_to_timeval(target->connect_timeout_ms);
+    int err;
+
+    conn->timeout_ms = TIMEOUT_UNSET;
+    conn->ctx = target->unix_path
+                    ? redisConnectUnixWithTimeout(target->unix_path, tv)
+                    : redisConnectWithTimeout(target->host, target->port, tv);
+    if (conn->ctx == NULL)
+        return RLOCK_ESYSTEM;
+    if (conn->ctx->err != 0) {
+        err = conn->ctx->err == REDIS_ERR_OOM ? RLOCK_ESYSTEM : RLOCK_EDAEMON;
+        goto fail;
+    }
+    if (fcntl(conn->ctx->fd, F_SETFD, FD_CLOEXEC) != 0 ||
+        (target->unix_path == NULL &&
+         redisEnableKeepAlive(conn->ctx) != REDIS_OK)) {
+        err = RLOCK_ESYSTEM;
+        goto fail;
+    }
+    if (target->auth_token != NULL) {
+        err = exchange_ok(conn, target, "AUTH", target->auth_token);
+        /* -ERR: a wrong token, or none configured in rlockd */
+        if (err == RLOCK_EINVAL)
+            err = RLOCK_EAUTH;
+        if (err != RLOCK_OK)
+            goto fail;
+    }
+    err = exchange_ok(conn, target, "CLIENTID", target->client_id);
+    if (err == RLOCK_OK)
+        return RLOCK_OK;
+fail:
+    rlock_conn_close(conn);
+    return err;
+}
+
+void rlock_conn_close(struct rlock_conn *conn)
+{
+    if (conn->ctx != NULL)
+        redisFree(conn->ctx);
+    conn->ctx = NULL;
+}

@@ -1,0 +1,61 @@
+/*
+ * connection.h - librlock's connection to rlockd: where it goes, how it is
+ * opened (connect, AUTH, CLIENTID), and one command sent on it with its
+ * reply mapped to an enum rlock_error.
+ *
+ * Internal to the library. The names start with rlock_ because the static
+ * library exports them to the program it is linked into.
+ */
+#ifndef RLOCK_CONNECTION_H
+#define RLOCK_CONNECTION_H
+
+#include <hiredis.h>
+#include <stdbool.h>
+
+#include "rlock.h"
+
+#define RLOCK_MAX_CLIENT_ID_LEN 64
+/* A reply timeout of 0 means none, as for SO_RCVTIMEO. */
+#define RLOCK_NO_TIMEOUT 0
+
+/* Where rlockd is and who the client is: what each of its connections
+ * needs. Filled from rlock_connect()'s arguments. */
+struct rlock_target {
+    char *host; /* TCP: host and port; or */
+    int port;
+    char *unix_path; /* a Unix socket */
+    char *auth_token;
+    int connect_timeout_ms;
+    int command_timeout_ms;
+    char client_id[RLOCK_MAX_CLIENT_ID_LEN + 1];
+};
+
+struct rlock_conn {
+    redisContext *ctx;    /* NULL: not open */
+    long long timeout_ms; /* what the socket's reply timeout is set to */
+};
+
+/* Checks and copies the address and options (NULL: defaults), making up a
+ * client-id if none is given. RLOCK_OK, RLOCK_EINVAL or RLOCK_ESYSTEM;
+ * rlock_target_free() is due either way. */
+int rlock_target_init(struct rlock_target *target, const char *addr,
+                      const rlock_options *opts);
+void rlock_target_free(struct rlock_target *target);
+
+/* Connects and prepares the connection for lock commands. RLOCK_OK, or an
+ * error with conn->ctx NULL. */
+int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target);
+
+/* Sends one command and waits up to timeout_ms (RLOCK_NO_TIMEOUT: for
+ * ever) for its reply, which must be of want_type (REDIS_REPLY_INTEGER, or
+ * REDIS_REPLY_STATUS for +OK) or an error. Stores an integer reply in
+ * *value, 1 for +OK. After a failure, rlock_conn_broken() tells whether
+ * the connection can still be used. */
+int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
+                        const size_t *lens, long long timeout_ms, int want_type,
+                        long long *value);
+
+bool rlock_conn_broken(const struct rlock_conn *conn);
+void rlock_conn_close(struct rlock_conn *conn);
+
+#endif

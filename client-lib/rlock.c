@@ -1,0 +1,495 @@
+/*
+ * rlock.c - librlock, the rlockd client behind rlock.h: the API, the
+ * table of each client's per-thread connections, and the record of the
+ * holds the client believes it has, which turns a lost connection into
+ * RLOCK_ELOCKLOST later.
+ *
+ * Never: holds the client's mutex during I/O (a thread blocked in LOCK
+ * must not delay another); lets two threads use one connection; retries
+ * a command by itself (after a lost connection its outcome is unknown,
+ * and the caller decides). Talking to rlockd is connection.c's.
+ */
+#include "rlock.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "connection.h"
+
+/* The protocol's bound on WAIT and LEASE; checked here so that WAIT plus
+ * the command timeout cannot overflow, and a bad value costs no trip. */
+#define MAX_TIME_MS 1000000000000LL
+/* request.wait_ms / lease_ms when the option is not sent. */
+#define OPTION_ABSENT (-2)
+#define MAX_ARGS 7 /* TRYLOCK name tid WAIT ms LEASE ms */
+
+/* A lock a thread of this client holds, as far as the library knows. */
+struct hold {
+    struct hold *next;
+    /* A connection went while the lock was held: it may be gone. */
+    bool suspect;
+    char name[];
+};
+
+/* One thread's state. Only thread tid uses conn; it sets conn.ctx under
+ * the client's mutex, since a lost connection looks at the others. */
+struct thread_state {
+    struct thread_state *next;
+    pid_t tid;
+    char tid_text[24];
+    struct rlock_conn conn; /* ctx NULL: closed, the next call reopens */
+    struct hold *holds;     /* guarded by the client's mutex */
+};
+
+struct rlock_client {
+    pthread_mutex_t mutex; /* guards threads and every thread's holds */
+    struct thread_state *threads;
+    struct rlock_target target;
+};
+
+/* What a command does to the record of holds. */
+enum hold_effect { HOLD_NONE, HOLD_ACQUIRE, HOLD_RELEASE };
+
+enum command_id {
+    CMD_LOCK,
+    CMD_TRYLOCK,
+    CMD_UNLOCK,
+    CMD_FORCEUNLOCK,
+    CMD_ISLOCKED,
+    CMD_ISHELD,
+    CMD_HOLDCOUNT,
+    CMD_PTTL,
+};
+
+/* The commands the API sends, and how each is sent and answered. */
+static const struct command {
+    const char *name;
+    bool with_thread; /* the caller's thread-id follows the lock name */
+    bool blocks;      /* waits with no limit: no reply timeout */
+    int reply_type;   /* REDIS_REPLY_INTEGER, or STATUS for +OK */
+    enum hold_effect effect;
+} commands[] = {
+    [CMD_LOCK] = {"LOCK", true, true, REDIS_REPLY_STATUS, HOLD_ACQUIRE},
+    [CMD_TRYLOCK] = {"TRYLOCK", true, false, REDIS_REPLY_INTEGER, HOLD_ACQUIRE},
+    [CMD_UNLOCK] = {"UNLOCK", true, false, REDIS_REPLY_INTEGER, HOLD_RELEASE},
+    [CMD_FORCEUNLOCK] = {"FORCEUNLOCK", false, false, REDIS_REPLY_INTEGER,
+                         HOLD_NONE},
+    [CMD_ISLOCKED] = {"ISLOCKED", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
+    [CMD_ISHELD] = {"ISHELD", true, false, REDIS_REPLY_INTEGER, HOLD_NONE},
+    [CMD_HOLDCOUNT] = {"HOLDCOUNT", true, false, REDIS_REPLY_INTEGER,
+                       HOLD_NONE},
+    [CMD_PTTL] = {"PTTL", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
+};
+
+/* One API call: a command, its lock name and its options. */
+struct request {
+    const struct command *command;
+    const char *name;
+    long long wait_ms;  /* WAIT, or OPTION_ABSENT */
+    long long lease_ms; /* LEASE, or OPTION_ABSENT */
+};
+
+static const char *const error_texts[] = {
+    [-RLOCK_OK] = "success",
+    [-RLOCK_ENOTOWNER] = "lock not held by this thread",
+    [-RLOCK_ELOCKLOST] = "lock was lost while held",
+    [-RLOCK_EDAEMON] = "cannot connect to rlockd",
+    [-RLOCK_EREDIS] = "rlockd cannot reach Redis",
+    [-RLOCK_ETIMEOUT] = "no reply from rlockd in time",
+    [-RLOCK_ECONNLOST] = "connection to rlockd lost",
+    [-RLOCK_EINVAL] = "invalid argument",
+    [-RLOCK_ELIMIT] = "a limit of rlockd was reached",
+    [-RLOCK_ESHUTDOWN] = "rlockd is shutting down",
+    [-RLOCK_EAUTH] = "authentication with rlockd failed",
+    [-RLOCK_ESYSTEM] = "out of memory or system error",
+    [-RLOCK_EPROTOCOL] = "unexpected reply from rlockd",
+};
+
+/* ---- the table of threads ------------------------------------------- */
+
+static pid_t current_tid(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 30)
+    return gettid();
+#else
+    return (pid_t)syscall(SYS_gettid);
+#endif
+}
+
+static void holds_free(struct hold *h)
+{
+    while (h != NULL) {
+        struct hold *next = h->next;
+        free(h);
+        h = next;
+    }
+}
+
+static void thread_states_free(struct thread_state *t)
+{
+    while (t != NULL) {
+        struct thread_state *next = t->next;
+        rlock_conn_close(&t->conn);
+        holds_free(t->holds);
+        free(t);
+        t = next;
+    }
+}
+
+static bool thread_exited(pid_t tid)
+{
+    return syscall(SYS_tgkill, getpid(), tid, 0) == -1 && errno == ESRCH;
+}
+
+/* Unlinks the states of threads that have exited and returns them, for
+ * closing after the mutex is released. Caller holds the mutex. Their
+ * holds go too: no thread can unlock them any more. */
+static struct thread_state *unlink_exited_threads(rlock_client *c)
+{
+    struct thread_state *exited = NULL, **link = &c->threads;
+
+    while (*link != NULL) {
+        struct thread_state *t = *link;
+        if (thread_exited(t->tid)) {
+            *link = t->next;
+            t->next = exited;
+            exited = t;
+        } else {
+            link = &t->next;
+        }
+    }
+    return exited;
+}
+
+static struct thread_state *thread_state_find(const rlock_client *c, pid_t tid)
+{
+    struct thread_state *t;
+
+    for (t = c->threads; t != NULL && t->tid != tid; t = t->next)
+        ;
+    return t;
+}
+
+/*
+ * The calling thread's state with an open connection. The mutex covers
+ * only the table; connecting happens outside it. A thread new to the
+ * table first sweeps out the states of exited threads, which keeps the
+ * table as small as the set of live threads that used the client.
+ */
+static int thread_state_get(rlock_client *c, struct thread_state **out)
+{
+    pid_t tid = current_tid();
+    struct thread_state *t, *exited = NULL;
+    struct rlock_conn conn;
+    bool is_new = false;
+    int err;
+
+    pthread_mutex_lock(&c->mutex);
+    t = thread_state_find(c, tid);
+    pthread_mutex_unlock(&c->mutex);
+    if (t != NULL && t->conn.ctx != NULL) {
+        *out = t;
+        return RLOCK_OK;
+    }
+    err = rlock_conn_open(&conn, &c->target);
+    if (err != RLOCK_OK)
+        return err;
+    if (t == NULL) {
+        t = calloc(1, sizeof *t);
+        if (t == NULL) {
+            rlock_conn_close(&conn);
+            return RLOCK_ESYSTEM;
+        }
+        t->tid = tid;
+        snprintf(t->tid_text, sizeof t->tid_text, "%d", (int)tid);
+        is_new = true;
+    }
+    pthread_mutex_lock(&c->mutex);
+    t->conn = conn;
+    if (is_new) {
+        exited = unlink_exited_threads(c);
+        t->next = c->threads;
+        c->threads = t;
+    }
+    pthread_mutex_unlock(&c->mutex);
+    thread_states_free(exited);
+    *out = t;
+    return RLOCK_OK;
+}
+
+/*
+ * The thread's connection broke or timed out: close it, and mark the
+ * holds that may have gone with it. If no other connection of the client
+ * is open, rlockd saw the session end and may have released them all;
+ * otherwise the session goes on, and only this thread's are in doubt.
+ */
+static void thread_state_lost(rlock_client *c, struct thread_state *t)
+{
+    struct rlock_conn lost = t->conn;
+    struct thread_state *other;
+    bool session_ended = true;
+
+    pthread_mutex_lock(&c->mutex);
+    t->conn.ctx = NULL;
+    for (other = c->threads; other != NULL; other = other->next)
+        if (other->conn.ctx != NULL)
+            session_ended = false;
+    for (other = c->threads; other != NULL; other = other->next)
+        if (session_ended || other == t)
+            for (struct hold *h = other->holds; h != NULL; h = h->next)
+                h->suspect = true;
+    pthread_mutex_unlock(&c->mutex);
+    rlock_conn_close(&lost);
+}
+
+/* ---- the record of holds --------------------------------------------- */
+
+static struct hold **hold_find(struct thread_state *t, const char *name)
+{
+    struct hold **link = &t->holds;
+
+    while (*link != NULL && strcmp((*link)->name, name) != 0)
+        link = &(*link)->next;
+    return link;
+}
+
+/*
+ * Brings the record in line with what rlockd answered. An acquisition
+ * adds the hold (spare: allocated before the command went out, so that a
+ * lock rlockd granted is never left unrecorded); an UNLOCK that released
+ * it, or that rlockd refused, drops it. An UNLOCK refused with -NOTOWNER
+ * of a hold marked suspect is a lock lost with a connection.
+ */
+static int holds_update(rlock_client *c, struct thread_state *t,
+                        const struct request *rq, int err, long long value,
+                        struct hold **spare)
+{
+    struct hold **link, *h;
+
+    pthread_mutex_lock(&c->mutex);
+    link = hold_find(t, rq->name);
+    h = *link;
+    if (rq->command->effect == HOLD_ACQUIRE && err == RLOCK_OK && value == 1 &&
+        h == NULL) {
+        *link = *spare;
+        *spare = NULL;
+    } else if (rq->command->effect == HOLD_RELEASE && h != NULL &&
+               (err == RLOCK_ENOTOWNER || err == RLOCK_ELOCKLOST ||
+                (err == RLOCK_OK && value == 1))) {
+        if (err == RLOCK_ENOTOWNER && h->suspect)
+            err = RLOCK_ELOCKLOST;
+        *link = h->next;
+        free(h);
+    }
+    pthread_mutex_unlock(&c->mutex);
+    return err;
+}
+
+/* ---- the one path every API call takes ------------------------------- */
+
+static long long reply_timeout(const rlock_client *c, const struct request *rq)
+{
+    if (rq->command->blocks || rq->wait_ms == RLOCK_WAIT_FOREVER)
+        return RLOCK_NO_TIMEOUT;
+    if (rq->wait_ms > 0)
+        return rq->wait_ms + c->target.command_timeout_ms;
+    return c->target.command_timeout_ms;
+}
+
+struct argv_builder {
+    const char *argv[MAX_ARGS];
+    size_t lens[MAX_ARGS];
+    int argc;
+    char numbers[2][24]; /* the values of WAIT and LEASE */
+    int numbers_used;
+};
+
+static void add_arg(struct argv_builder *b, const char *arg)
+{
+    b->argv[b->argc] = arg;
+    b->lens[b->argc] = strlen(arg);
+    b->argc++;
+}
+
+static void add_option(struct argv_builder *b, const char *option, long long ms)
+{
+    char *text = b->numbers[b->numbers_used++];
+
+    if (ms == OPTION_ABSENT)
+        return;
+    snprintf(text, sizeof b->numbers[0], "%lld", ms);
+    add_arg(b, option);
+    add_arg(b, text);
+}
+
+/*
+ * Sends a command on the calling thread's connection and stores its
+ * reply's value in *value. A broken connection is closed here, and the
+ * record of holds follows the outcome. A watchdog lease is sent as no
+ * LEASE, rlockd's default.
+ */
+static int execute(rlock_client *c, enum command_id id, const char *name,
+                   long long wait_ms, long long lease_ms, long long *value)
+{
+    const struct request rq = {&commands[id], name, wait_ms,
+                               lease_ms == RLOCK_WATCHDOG ? OPTION_ABSENT
+                                                          : lease_ms};
+    struct argv_builder b = {.argc = 0};
+    struct thread_state *t;
+    struct hold *spare = NULL;
+    long long reply = 0;
+    int err;
+
+    if (c == NULL || name == NULL || name[0] == '\0')
+        return RLOCK_EINVAL;
+    if (rq.command->effect == HOLD_ACQUIRE) {
+        spare = calloc(1, sizeof *spare + strlen(name) + 1);
+        if (spare == NULL)
+            return RLOCK_ESYSTEM;
+        strcpy(spare->name, name);
+    }
+    err = thread_state_get(c, &t);
+    if (err != RLOCK_OK)
+        goto out;
+    add_arg(&b, rq.command->name);
+    add_arg(&b, name);
+    if (rq.command->with_thread)
+        add_arg(&b, t->tid_text);
+    add_option(&b, "WAIT", rq.wait_ms);
+    add_option(&b, "LEASE", rq.lease_ms);
+    err = rlock_conn_exchange(&t->conn, b.argc, b.argv, b.lens,
+                              reply_timeout(c, &rq), rq.command->reply_type,
+                              &reply);
+    if (err != RLOCK_OK && rlock_conn_broken(&t->conn))
+        thread_state_lost(c, t);
+    err = holds_update(c, t, &rq, err, reply, &spare);
+    if (err == RLOCK_OK)
+        *value = reply;
+out:
+    free(spare);
+    return err;
+}
+
+/* A command answered with a count or a boolean: the value or an error. */
+static long long execute_value(rlock_client *c, enum command_id id,
+                               const char *name, long long wait_ms,
+                               long long lease_ms)
+{
+    long long value;
+    int err = execute(c, id, name, wait_ms, lease_ms, &value);
+
+    return err != RLOCK_OK ? err : value;
+}
+
+static bool valid_lease(long long lease_ms)
+{
+    return lease_ms == RLOCK_WATCHDOG ||
+           (lease_ms > 0 && lease_ms <= MAX_TIME_MS);
+}
+
+/* ---- the API --------------------------------------------------------- */
+
+rlock_client *rlock_connect(const char *addr, const rlock_options *opts,
+                            int *err)
+{
+    rlock_client *c = calloc(1, sizeof *c);
+    struct thread_state *t;
+    int e = RLOCK_ESYSTEM;
+
+    if (c != NULL) {
+        pthread_mutex_init(&c->mutex, NULL);
+        e = rlock_target_init(&c->target, addr, opts);
+    }
+    if (e == RLOCK_OK)
+        e = thread_state_get(c, &t);
+    if (err != NULL)
+        *err = e;
+    if (e == RLOCK_OK)
+        return c;
+    rlock_close(c);
+    return NULL;
+}
+
+void rlock_close(rlock_client *c)
+{
+    if (c == NULL)
+        return;
+    thread_states_free(c->threads);
+    pthread_mutex_destroy(&c->mutex);
+    rlock_target_free(&c->target);
+    free(c);
+}
+
+const char *rlock_client_id(const rlock_client *c)
+{
+    return c != NULL ? c->target.client_id : NULL;
+}
+
+int rlock_lock(rlock_client *c, const char *name, long long lease_ms)
+{
+    long long done;
+
+    if (!valid_lease(lease_ms))
+        return RLOCK_EINVAL;
+    return execute(c, CMD_LOCK, name, OPTION_ABSENT, lease_ms, &done);
+}
+
+int rlock_trylock(rlock_client *c, const char *name, long long wait_ms,
+                  long long lease_ms)
+{
+    if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > MAX_TIME_MS ||
+        !valid_lease(lease_ms))
+        return RLOCK_EINVAL;
+    return (int)execute_value(c, CMD_TRYLOCK, name, wait_ms, lease_ms);
+}
+
+int rlock_unlock(rlock_client *c, const char *name)
+{
+    return (int)execute_value(c, CMD_UNLOCK, name, OPTION_ABSENT,
+                              OPTION_ABSENT);
+}
+
+int rlock_force_unlock(rlock_client *c, const char *name)
+{
+    return (int)execute_value(c, CMD_FORCEUNLOCK, name, OPTION_ABSENT,
+                              OPTION_ABSENT);
+}
+
+int rlock_is_locked(rlock_client *c, const char *name)
+{
+    return (int)execute_value(c, CMD_ISLOCKED, name, OPTION_ABSENT,
+                              OPTION_ABSENT);
+}
+
+int rlock_is_held(rlock_client *c, const char *name)
+{
+    return (int)execute_value(c, CMD_ISHELD, name, OPTION_ABSENT,
+                              OPTION_ABSENT);
+}
+
+long long rlock_hold_count(rlock_client *c, const char *name)
+{
+    return execute_value(c, CMD_HOLDCOUNT, name, OPTION_ABSENT, OPTION_ABSENT);
+}
+
+int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms)
+{
+    if (ttl_ms == NULL)
+        return RLOCK_EINVAL;
+    /* -1 and -2 are answers here, not errors */
+    return execute(c, CMD_PTTL, name, OPTION_ABSENT, OPTION_ABSENT, ttl_ms);
+}
+
+const char *rlock_strerror(int err)
+{
+    if (err > 0 || -err >= (int)(sizeof error_texts / sizeof *error_texts))
+        return "unknown error";
+    return error_texts[-err];
+}

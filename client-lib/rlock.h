@@ -1,0 +1,169 @@
+/*
+ * rlock.h - librlock, the C client of rlockd: distributed, reentrant locks
+ * in the manner of Redisson's RLock.
+ *
+ *     int err;
+ *     rlock_client *c = rlock_connect("127.0.0.1:7379", NULL, &err);
+ *     if (c == NULL)
+ *         ... rlock_strerror(err) ...
+ *     if (rlock_lock(c, "orders", RLOCK_WATCHDOG) == RLOCK_OK) {
+ *         ... work under the lock ...
+ *         rlock_unlock(c, "orders");
+ *     }
+ *     rlock_close(c);
+ *
+ * An rlock_client is one rlockd client: one client-id (by default a random
+ * UUID, so each process is one client). A lock is owned by the client-id
+ * plus the calling thread's kernel thread id (gettid), so ownership is per
+ * thread exactly as in Redisson, and reentrancy is per thread too.
+ *
+ * Thread safety: every function may be called from any thread. Each thread
+ * talks to rlockd over a connection of its own, opened on the thread's
+ * first call, so a thread blocked in rlock_lock() never delays another.
+ * rlock_close() must not race with calls in other threads. The connection
+ * of a thread that exits stays open (and the session with it) until
+ * another thread makes its first call on the client, which closes the
+ * connections of exited threads, or until rlock_close().
+ *
+ * Signals: a write to a connection rlockd has closed would raise SIGPIPE;
+ * the library blocks SIGPIPE in the calling thread around each command
+ * and discards one it caused, so the program needs no handler for it.
+ *
+ * Errors: functions return a negative enum rlock_error; rlock_strerror()
+ * gives its text. Functions that answer a yes/no question return 1 or 0.
+ */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility: only what is marked
+ * RLOCK_API is exported. */
+#if defined(__GNUC__)
+#define RLOCK_API __attribute__((visibility("default")))
+#else
+#define RLOCK_API
+#endif
+
+#define RLOCK_VERSION_MAJOR 0
+#define RLOCK_VERSION_MINOR 1
+#define RLOCK_VERSION_PATCH 0
+
+/* lease_ms: keep the lock alive with rlockd's watchdog until unlocked. */
+#define RLOCK_WATCHDOG (-1LL)
+/* wait_ms: wait as long as it takes. */
+#define RLOCK_WAIT_FOREVER (-1LL)
+
+enum rlock_error {
+    RLOCK_OK = 0,
+    /* UNLOCK of a lock this thread does not hold (rlockd: -NOTOWNER). */
+    RLOCK_ENOTOWNER = -1,
+    /* This thread held the lock but it is gone: its lease expired, it was
+     * force-unlocked, or rlockd (or the connection to it) went away while
+     * it was held. Work done under it is suspect. */
+    RLOCK_ELOCKLOST = -2,
+    /* rlockd cannot be reached: connect refused or timed out. */
+    RLOCK_EDAEMON = -3,
+    /* rlockd is up but Redis is not (rlockd: -UNAVAILABLE). Retry later. */
+    RLOCK_EREDIS = -4,
+    /* No reply within the command timeout (plus the WAIT of a TRYLOCK);
+     * the connection was dropped, as for RLOCK_ECONNLOST, and the outcome
+     * of the command is unknown. */
+    RLOCK_ETIMEOUT = -5,
+    /* The connection to rlockd broke during the call; the outcome of the
+     * command is unknown. The next call by this thread reconnects.
+     * Holds that may have gone with the connection are marked: if it was
+     * the client's last open connection, rlockd ended the session and
+     * every hold of the client is marked; otherwise the session goes on
+     * and only the calling thread's holds are. The same applies after
+     * RLOCK_ETIMEOUT. A later rlock_unlock() of a marked hold that rlockd
+     * no longer knows reports RLOCK_ELOCKLOST, not RLOCK_ENOTOWNER. */
+    RLOCK_ECONNLOST = -6,
+    /* A bad argument (NULL, empty or over-long name, out-of-range time),
+     * or a request rlockd refused as malformed (-ERR). */
+    RLOCK_EINVAL = -7,
+    /* A limit of rlockd refused the request (-LIMIT). */
+    RLOCK_ELIMIT = -8,
+    /* rlockd is shutting down (-SHUTDOWN). */
+    RLOCK_ESHUTDOWN = -9,
+    /* rlockd refused the auth token, or wants one and none was given. */
+    RLOCK_EAUTH = -10,
+    /* Out of memory, or a system call failed. */
+    RLOCK_ESYSTEM = -11,
+    /* rlockd sent a reply this library does not understand. */
+    RLOCK_EPROTOCOL = -12,
+};
+
+typedef struct rlock_client rlock_client;
+
+/* Options for rlock_connect(). Zero/NULL fields take the defaults, so
+ * `rlock_options o = {0};` is a valid start. */
+typedef struct rlock_options {
+    const char *client_id;  /* NULL: a random UUID (1-64 of A-Za-z0-9._-) */
+    const char *auth_token; /* NULL: none; sent with AUTH on each connect */
+    int connect_timeout_ms; /* 0: 2000 */
+    /* Longest wait for a reply, beyond a TRYLOCK's own WAIT; 0: 10000.
+     * rlock_lock() and a TRYLOCK with RLOCK_WAIT_FOREVER have none. */
+    int command_timeout_ms;
+} rlock_options;
+
+/* Opens the calling thread's connection to rlockd at addr ("host:port",
+ * "[ipv6]:port" or "unix:/path") and returns the client, or NULL with *err
+ * (if err is not NULL) set to the reason: RLOCK_EINVAL (a bad address,
+ * client_id or negative timeout), RLOCK_EDAEMON (nothing answers at addr),
+ * RLOCK_EAUTH, ... opts may be NULL. */
+RLOCK_API rlock_client *rlock_connect(const char *addr,
+                                      const rlock_options *opts, int *err);
+
+/* Closes every connection of the client and frees it. The session ends in
+ * rlockd: locks still held are released or expire per its on_disconnect. */
+RLOCK_API void rlock_close(rlock_client *c);
+
+/* The client-id this client uses (valid until rlock_close); NULL if c is
+ * NULL. */
+RLOCK_API const char *rlock_client_id(const rlock_client *c);
+
+/* Acquires the lock for the calling thread, waiting as long as it takes.
+ * lease_ms > 0: the lock expires lease_ms after acquisition; RLOCK_WATCHDOG:
+ * rlockd keeps it alive until unlocked. Reentrant. RLOCK_OK or an error. */
+RLOCK_API int rlock_lock(rlock_client *c, const char *name, long long lease_ms);
+
+/* As rlock_lock, waiting at most wait_ms (0: one attempt; RLOCK_WAIT_FOREVER:
+ * no limit). 1 held, 0 not held when the wait ran out, or an error. */
+RLOCK_API int rlock_trylock(rlock_client *c, const char *name,
+                            long long wait_ms, long long lease_ms);
+
+/* Releases one hold of the calling thread. 1 released (count reached 0),
+ * 0 still held (reentrant), or an error (RLOCK_ENOTOWNER,
+ * RLOCK_ELOCKLOST, ...). */
+RLOCK_API int rlock_unlock(rlock_client *c, const char *name);
+
+/* Deletes the lock whoever holds it. 1 it existed, 0 it did not, or an
+ * error. */
+RLOCK_API int rlock_force_unlock(rlock_client *c, const char *name);
+
+/* 1 if anyone holds the lock, 0 if not, or an error. */
+RLOCK_API int rlock_is_locked(rlock_client *c, const char *name);
+
+/* 1 if the calling thread holds the lock, 0 if not, or an error. */
+RLOCK_API int rlock_is_held(rlock_client *c, const char *name);
+
+/* The calling thread's hold count (0 if not held), or an error. */
+RLOCK_API long long rlock_hold_count(rlock_client *c, const char *name);
+
+/* Stores in *ttl_ms the lock's remaining time to live in ms, -2 if there
+ * is no such lock, -1 if its key has no TTL. RLOCK_OK or an error. */
+RLOCK_API int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms);
+
+/* The text of an enum rlock_error. Never NULL. */
+RLOCK_API const char *rlock_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * service.c - sd_notify and sd_listen_fds.
+ *
+ * STATUS= is a one-line summary (clients, locks, waiters, Redis) that
+ * `systemctl status rlockd` shows; it is sent at each state change and
+ * refreshed every STATUS_INTERVAL_MS while something changed.
+ */
+#include "service.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <systemd/sd-daemon.h>
+
+#include "client.h"
+#include "lock_table.h"
+#include "locking.h"
+#include "log.h"
+#include "redis_pool.h"
+
+#define STATUS_INTERVAL_MS 5000
+
+static struct {
+    bool enabled; /* NOTIFY_SOCKET is set */
+    bool ready;
+    bool stopping;
+    bool reload_failed; /* the last SIGHUP kept the old config */
+    uv_timer_t status_timer;
+    char last_status[160];
+} SV;
+
+static void describe(char *buf, size_t size)
+{
+    unsigned up = redis_pool_ready_count(), all = redis_pool_size();
+
+    snprintf(buf, size,
+             "%s%s; %zu clients, %zu locks held, %zu waiting; "
+             "Redis %s (%u/%u connections)",
+             SV.stopping ? "Stopping"
+             : SV.ready  ? "Ready"
+                         : "Starting",
+             SV.reload_failed ? " (last reload failed, see the log)" : "",
+             client_count(), hold_count(), locking_waiter_count(),
+             up == all ? "up"
+             : up == 0 ? "unreachable"
+                       : "partly up",
+             up, all);
+}
+
+/* Sends the given state lines plus STATUS=, if the status changed or a
+ * state line is given. */
+static void notify(const char *state)
+{
+    char status[sizeof(SV.last_status)], msg[256];
+    int err;
+
+    if (!SV.enabled)
+        return;
+    describe(status, sizeof(status));
+    if (state == NULL && strcmp(status, SV.last_status) == 0)
+        return;
+    memcpy(SV.last_status, status, sizeof(status));
+    snprintf(msg, sizeof(msg), "%s%sSTATUS=%s", state ? state : "",
+             state ? "\n" : "", status);
+    err = sd_notify(0, msg);
+    if (err < 0)
+        log_warn("sd_notify: %s", strerror(-err));
+}
+
+static void on_status_timer(uv_timer_t *timer)
+{
+    (void)timer;
+    notify(NULL);
+}
+
+int service_init(uv_loop_t *loop)
+{
+    int err;
+
+    SV.enabled = getenv("NOTIFY_SOCKET") != NULL;
+    err = uv_timer_init(loop, &SV.status_timer);
+    if (err != 0 || !SV.enabled)
+        return err;
+    uv_unref((uv_handle_t *)&SV.status_timer);
+    return uv_timer_start(&SV.status_timer, on_status_timer, STATUS_INTERVAL_MS,
+                          STATUS_INTERVAL_MS);
+}
+
+void service_close(void)
+{
+    uv_timer_stop(&SV.status_timer);
+    uv_close((uv_handle_t *)&SV.status_timer, NULL);
+}
+
+int service_passed_sockets(int *first)
+{
+    *first = SD_LISTEN_FDS_START;
+    return sd_listen_fds(1);
+}
+
+int service_socket_kind(int fd)
+{
+    if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) > 0)
+        return 1;
+    if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) > 0)
+        return 0;
+    return -1;
+}
+
+void service_ready(void)
+{
+    if (SV.ready || SV.stopping)
+        return;
+    SV.ready = true;
+    notify("READY=1");
+}
+
+void service_reloading(void)
+{
+    notify("RELOADING=1");
+}
+
+void service_reloaded(bool ok)
+{
+    SV.reload_failed = !ok;
+    /* Still starting: READY=1 comes with service_ready(). */
+    notify(SV.ready ? "READY=1" : NULL);
+}
+
+void service_stopping(void)
+{
+    SV.stopping = true;
+    notify("STOPPING=1");
+}

@@ -1,0 +1,44 @@
+/*
+ * in_thread.h - runs one librlock call on a thread of its own, so that a
+ * test can be several owners (thread-ids) of one client, or keep a call
+ * blocked while it does something else.
+ *
+ * The thread never asserts (a failed check in another thread cannot end a
+ * Check test cleanly): it stores the result and the time the call took,
+ * and the test checks them after thread_call_join().
+ */
+#ifndef RLOCK_TEST_IN_THREAD_H
+#define RLOCK_TEST_IN_THREAD_H
+
+#include <pthread.h>
+
+#include "rlock.h"
+
+enum thread_op {
+    OP_LOCK,      /* rlock_lock(name, lease_ms) */
+    OP_TRYLOCK,   /* rlock_trylock(name, wait_ms, lease_ms) */
+    OP_UNLOCK,    /* rlock_unlock(name) */
+    OP_IS_LOCKED, /* rlock_is_locked(name) */
+    OP_IS_HELD,   /* rlock_is_held(name) */
+};
+
+struct thread_call {
+    rlock_client *client;
+    enum thread_op op;
+    const char *name;
+    long long wait_ms;
+    long long lease_ms;
+    /* set by the thread */
+    long long result;
+    long long elapsed_ms;
+    pthread_t thread;
+};
+
+void thread_call_start(struct thread_call *call);
+/* Waits for the call's thread; its result. */
+long long thread_call_join(struct thread_call *call);
+/* Starts and joins one call: its result. */
+long long in_new_thread(rlock_client *c, enum thread_op op, const char *name,
+                        long long wait_ms, long long lease_ms);
+
+#endif

@@ -1,0 +1,527 @@
+"""The rlock command (flock(1) for rlockd locks), run as a shell would run it.
+
+Each test names the exit status or behaviour it proves; the statuses are
+the ones `rlock -h` documents.
+"""
+
+import fcntl
+import os
+import re
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+from harness import (HOST, Env, TempDir, _spawn, assert_eq, free_port, holds_for, rlock_bin,
+                     wait_until)
+
+# A short watchdog TTL: "kept alive" and "lost" show within a second or two.
+# rlock then checks the lock every third of it (333 ms).
+CONFIG = {"lock": {"watchdog_timeout_ms": 1000}}
+
+EXIT_NOT_ACQUIRED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SOFTWARE, EXIT_LOCK_LOST = 1, 64, 69, 70, 75
+OWNER_RE = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:%d$"
+
+# COMMANDs. Each writes its pid (= its process group) to ./pid first, so a
+# failed test can still stop it, then ./ready.
+WAIT_FOR_GO = 'echo $$ > pid; touch ready; while [ ! -e go ]; do sleep 0.02; done'
+TRAP_TERM = ('trap "echo TERM > trapped; exit 42" TERM; echo $$ > pid; touch ready; '
+             'while :; do sleep 0.05; done')
+IGNORE_TERM = 'trap "" TERM; echo $$ > pid; touch ready; while :; do sleep 0.05; done'
+
+
+def _addr(env):
+    return "%s:%d" % (HOST, env.port)
+
+
+def _bin():
+    exe = rlock_bin()
+    assert os.access(exe, os.X_OK), "rlock binary not found or not executable: %s (set RLOCK_BIN)" % exe
+    return exe
+
+
+def run_rlock(args, cwd=None, env=None, timeout=10.0):
+    """rlock ARGS to the end: CompletedProcess with text stdout and stderr."""
+    return subprocess.run([_bin()] + args, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+class Background:
+    """rlock ARGS started in dir (its output in dir/rlock.log), stopped by pid on exit."""
+
+    def __init__(self, dir, args):
+        self.dir = dir
+        self.logpath = os.path.join(dir, "rlock.log")
+        self.proc = _spawn([_bin()] + args, self.logpath, dir)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        pidfile = os.path.join(self.dir, "pid")
+        if os.path.exists(pidfile):
+            try:
+                os.killpg(int(open(pidfile).read()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        return False
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def wait_ready(self, timeout=3.0):
+        wait_until(lambda: os.path.exists(self.path("ready")) or self.proc.poll() is not None,
+                   timeout, what="COMMAND started under rlock")
+        assert self.proc.poll() is None, "rlock exited with %s before COMMAND was ready:\n%s" % (
+            self.proc.returncode, self.output())
+
+    def go(self):
+        open(self.path("go"), "w").close()
+
+    def wait(self, timeout):
+        """rlock's exit status, failing if it still runs after timeout seconds."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("rlock still running after %.1fs:\n%s" % (timeout, self.output()))
+
+    def output(self):
+        with open(self.logpath) as f:
+            return f.read()
+
+
+def _gone(env, name):
+    return lambda: env.redis("EXISTS", name) == 0
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_help_exits_0_and_documents_options_statuses_and_env():
+    r = run_rlock(["-h"])
+    assert_eq(r.returncode, 0, "rlock -h exit status")
+    for word in ["-s ADDR", "-w MS", "-n", "-l MS", "-k SECS", "status NAME", "force-unlock NAME",
+                 "RLOCK_ADDR", "127.0.0.1:7379", "SIGINT, SIGTERM and SIGHUP", "Exit status:"]:
+        assert word in r.stdout, "rlock -h does not mention %r:\n%s" % (word, r.stdout)
+    statuses = r.stdout.split("Exit status:")[1]
+    for status in ["N", "128+S", "1", "64", "69", "70", "75", "126/127"]:
+        assert re.search(r"^\s+%s\s" % re.escape(status), statuses, re.M), \
+            "rlock -h does not list exit status %s:\n%s" % (status, statuses)
+
+
+def test_usage_errors_exit_64_with_a_message():
+    cases = [
+        [],
+        ["name"],
+        ["name", "true"],                      # no "--"
+        ["name", "--"],                        # no COMMAND
+        ["-w", "abc", "n", "--", "true"],
+        ["-w", "-1", "n", "--", "true"],
+        ["-w", " 5", "n", "--", "true"],
+        ["-w", "5ms", "n", "--", "true"],
+        ["-w", "1000000000001", "n", "--", "true"],
+        ["-w", "99999999999999999999", "n", "--", "true"],
+        ["-l", "0", "n", "--", "true"],
+        ["-l", "+5", "n", "--", "true"],
+        ["-k", "86401", "n", "--", "true"],
+        ["-k"],
+        ["-s", "", "n", "--", "true"],
+        ["-x", "n", "--", "true"],
+        ["", "--", "true"],                    # empty NAME
+        ["status"],
+        ["status", "a", "b"],
+        ["-n", "status", "n"],                 # -n makes no sense for status
+        ["force-unlock"],
+    ]
+    for args in cases:
+        r = run_rlock(["-s", "127.0.0.1:1"] + args)
+        assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
+        assert r.stderr.startswith("rlock: ") and "rlock -h" in r.stderr, \
+            "rlock %r: expected a message and a hint on stderr, got %r" % (args, r.stderr)
+        assert_eq(r.stdout, "", "stdout of rlock %r" % (args,))
+
+
+def test_unreachable_rlockd_exits_69_and_does_not_run_command():
+    with TempDir() as d:
+        port = free_port()   # nothing listens there
+        for args in (["-s", "%s:%d" % (HOST, port), "n", "--", "touch", "ran"],
+                     ["-s", "unix:" + os.path.join(d, "no.sock"), "n", "--", "touch", "ran"],
+                     ["-s", "%s:%d" % (HOST, port), "status", "n"]):
+            t0 = time.monotonic()
+            r = run_rlock(args, cwd=d)
+            assert_eq(r.returncode, EXIT_UNAVAILABLE, "exit status of rlock %r" % (args,))
+            assert args[1] in r.stderr, "message should name the address: %r" % r.stderr
+            dt = time.monotonic() - t0
+            assert dt < 3.0, "rlock took %.1fs to give up on a refused connection" % dt
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+
+
+def test_address_comes_from_s_else_rlock_addr(env):
+    n = env.name("addr")
+    env.redis("HSET", n, "someone:1", "1")
+    good = dict(os.environ, RLOCK_ADDR=_addr(env))
+    bad = dict(os.environ, RLOCK_ADDR="%s:%d" % (HOST, free_port()))
+    r = run_rlock(["status", n], env=good)
+    assert_eq((r.returncode, r.stdout), (0, "locked pttl_ms=-1\n"), "status via $RLOCK_ADDR")
+    r = run_rlock(["-s", _addr(env), "status", n], env=bad)
+    assert_eq(r.returncode, 0, "-s wins over $RLOCK_ADDR")
+    r = run_rlock(["status", n], env=bad)
+    assert_eq(r.returncode, EXIT_UNAVAILABLE, "status via a $RLOCK_ADDR where nothing listens")
+    # (the built-in default, 127.0.0.1:7379, is only checked in -h: something
+    # not started by the tests may listen there)
+
+
+def test_auth_token_comes_from_rlock_auth():
+    with Env({"server": {"auth_token": "tok-1"}}) as env, TempDir() as d:
+        args = ["-s", _addr(env), env.name("auth"), "--", "touch", "ran"]
+        r = run_rlock(args, cwd=d, env={k: v for k, v in os.environ.items() if k != "RLOCK_AUTH"})
+        assert_eq(r.returncode, EXIT_SOFTWARE, "exit status without RLOCK_AUTH")
+        assert "auth" in r.stderr.lower(), "message should say it is about auth: %r" % r.stderr
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+        r = run_rlock(args, cwd=d, env=dict(os.environ, RLOCK_AUTH="tok-1"))
+        assert_eq((r.returncode, r.stderr), (0, ""), "rlock with the right RLOCK_AUTH")
+        assert os.path.exists(os.path.join(d, "ran")), "COMMAND did not run"
+
+
+# ---------------------------------------------------------------- status, force-unlock
+
+
+def test_status_prints_locked_with_pttl_or_unlocked_and_exits_0(env):
+    n = env.name("status")
+    a = env.client()
+    r = run_rlock(["-s", _addr(env), "status", n])
+    assert_eq((r.returncode, r.stdout), (0, "unlocked\n"), "status of a free lock")
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
+    r = run_rlock(["-s", _addr(env), "status", n])
+    m = re.match(r"^locked pttl_ms=(\d+)\n$", r.stdout)
+    assert r.returncode == 0 and m, "status of a held lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
+    assert 0 < int(m.group(1)) <= env.watchdog_ms, "pttl_ms %s not within the watchdog TTL" % m.group(1)
+    assert_eq(a.call("HOLDCOUNT", n, 1), 1, "status must not touch the lock")
+
+
+def test_force_unlock_deletes_anyones_lock_and_says_whether_it_existed(env):
+    n = env.name("force")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
+    r = run_rlock(["-s", _addr(env), "force-unlock", n])
+    assert_eq((r.returncode, r.stdout), (0, "force-unlocked\n"), "force-unlock of a held lock")
+    assert_eq(env.redis("EXISTS", n), 0, "key after force-unlock")
+    r = run_rlock(["-s", _addr(env), "force-unlock", n])
+    assert_eq((r.returncode, r.stdout), (0, "not locked\n"), "force-unlock of a free lock")
+
+
+# ---------------------------------------------------------------- running COMMAND
+
+
+def test_command_runs_under_watchdog_lock_kept_past_its_ttl_then_released(env):
+    n = env.name("run")
+    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+        rl.wait_ready()
+        h = env.redis_hash(n)
+        assert_eq(len(h), 1, "owners in the Redis hash while COMMAND runs")
+        owner = list(h)[0]
+        # the owner is rlock's client-id and its main thread, whose tid is rlock's pid
+        assert re.match(OWNER_RE % rl.proc.pid, owner), "owner field %r is not <uuid>:<rlock pid %d>" % (
+            owner, rl.proc.pid)
+        assert_eq(h[owner], "1", "hold count")
+        assert 0 < env.redis("PTTL", n) <= env.watchdog_ms, "PTTL should be the watchdog's TTL"
+        # longer than the TTL: only the watchdog's renewals keep it
+        holds_for(lambda: env.redis_hash(n) == {owner: "1"}, env.watchdog_ms / 1000.0 * 1.6,
+                  what="lock held while COMMAND runs")
+        rl.go()
+        assert_eq(rl.wait(3.0), 0, "rlock's exit status after COMMAND exited 0")
+        assert_eq(env.redis("EXISTS", n), 0, "lock key once rlock has exited")
+        assert_eq(rl.output(), "", "rlock's output")
+
+
+def test_exit_status_of_command_passes_through(env):
+    n = env.name("status")
+    with TempDir() as d:
+        open(os.path.join(d, "not-executable"), "w").close()
+        cases = [
+            (["true"], 0),
+            (["sh", "-c", "exit 7"], 7),
+            (["sh", "-c", "exit 255"], 255),
+            (["sh", "-c", "kill -KILL $$"], 128 + signal.SIGKILL),
+            (["sh", "-c", "kill -USR1 $$"], 128 + signal.SIGUSR1),
+            (["no-such-command-rlock-test"], 127),
+            ([os.path.join(d, "not-executable")], 126),
+        ]
+        for command, want in cases:
+            r = run_rlock(["-s", _addr(env), n, "--"] + command, cwd=d)
+            assert_eq(r.returncode, want, "rlock's exit status for COMMAND %r (stderr %r)" % (command, r.stderr))
+            assert_eq(env.redis("EXISTS", n), 0, "lock key after COMMAND %r" % (command,))
+        r = run_rlock(["-s", _addr(env), n, "--", "no-such-command-rlock-test"], cwd=d)
+        assert "no-such-command-rlock-test" in r.stderr, "no message for a missing COMMAND: %r" % r.stderr
+
+
+def test_command_gets_arguments_stdin_and_no_rlock_file_descriptors(env):
+    n = env.name("fds")
+    script = ("import os, sys\n"
+              "print(sys.argv[1:])\n"
+              "print(sys.stdin.read())\n"
+              "for fd in sorted(int(f) for f in os.listdir('/proc/self/fd')):\n"
+              "    try:\n"
+              "        print(fd, os.readlink('/proc/self/fd/%d' % fd))\n"
+              "    except OSError:\n"
+              "        pass\n")
+    r = subprocess.run([_bin(), "-s", _addr(env), n, "--", sys.executable, "-c", script, "-n", "--", "a b"],
+                       input="from stdin", capture_output=True, text=True, timeout=10)
+    assert_eq(r.returncode, 0, "exit status (stderr %r)" % r.stderr)
+    lines = r.stdout.splitlines()
+    assert_eq(lines[0], "['-n', '--', 'a b']", "COMMAND's arguments")
+    assert_eq(lines[1], "from stdin", "COMMAND's stdin")
+    inherited = [l for l in lines[2:] if "socket:" in l or "anon_inode:" in l]
+    # (a socket here is librlock's connection to rlockd: hiredis does not set
+    # FD_CLOEXEC, so librlock must; a COMMAND holding it keeps the session open)
+    assert_eq(inherited, [], "rlock's sockets or signalfd/eventfd leaked into COMMAND")
+
+
+def test_concurrent_runs_never_overlap(env):
+    n, runs = env.name("mx"), 5
+    step = 'echo start $1 $(date +%s%N) >> log; sleep 0.3; echo end $1 $(date +%s%N) >> log'
+    with TempDir() as d:
+        procs = [subprocess.Popen([_bin(), "-s", _addr(env), n, "--", "sh", "-c", step, "sh", str(i)],
+                                  cwd=d, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) for i in range(runs)]
+        try:
+            outs = [p.communicate(timeout=10)[0] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        assert_eq([p.returncode for p in procs], [0] * runs, "exit statuses (output %r)" % outs)
+        spans = {}
+        for line in open(os.path.join(d, "log")):
+            what, who, ns = line.split()
+            spans.setdefault(who, {})[what] = int(ns)
+    assert_eq(sorted(spans), [str(i) for i in range(runs)], "runs that wrote both lines")
+    ordered = sorted((s["start"], s["end"], who) for who, s in spans.items())
+    for (s1, e1, w1), (s2, e2, w2) in zip(ordered, ordered[1:]):
+        assert e1 < s2, "run %s [%d, %d] overlaps run %s [%d, %d]" % (w1, s1, e1, w2, s2, e2)
+    assert_eq(env.redis("EXISTS", n), 0, "lock key after all runs")
+
+
+def test_no_wait_fails_at_once_with_1_while_another_client_holds(env):
+    n = env.name("nowait")
+    a = env.client()
+    a_id = a.call("CLIENTID")
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
+    with TempDir() as d:
+        t0 = time.monotonic()
+        r = run_rlock(["-s", _addr(env), "-n", n, "--", "touch", "ran"], cwd=d)
+        dt = time.monotonic() - t0
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "exit status of rlock -n")
+        assert dt < 0.5, "rlock -n took %.3fs (want at once)" % dt
+        assert n in r.stderr and "held" in r.stderr, "rlock -n message: %r" % r.stderr
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+    assert_eq(env.redis_hash(n), {"%s:1" % a_id: "1"}, "holder's lock untouched")
+
+
+def test_wait_gives_up_after_wait_ms_or_runs_once_released(env):
+    n = env.name("wait")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
+    with TempDir() as d:
+        t0 = time.monotonic()
+        r = run_rlock(["-s", _addr(env), "-w", "300", n, "--", "touch", "ran"], cwd=d)
+        dt = time.monotonic() - t0
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "exit status of rlock -w 300")
+        assert 0.28 <= dt <= 1.0, "rlock -w 300 gave up after %.3fs (want about 0.3s)" % dt
+        assert "300 ms" in r.stderr, "rlock -w message: %r" % r.stderr
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+
+        with Background(d, ["-s", _addr(env), "-w", "3000", n, "--", "touch", "ran"]) as rl:
+            time.sleep(0.3)
+            assert rl.proc.poll() is None and not os.path.exists(rl.path("ran")), "rlock -w 3000 did not wait"
+            assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by the other client")
+            assert_eq(rl.wait(2.0), 0, "rlock -w 3000 after the lock was released")
+            assert os.path.exists(rl.path("ran")), "COMMAND did not run"
+
+
+def test_int_term_hup_are_passed_to_command_which_decides_the_status(env):
+    n = env.name("sig")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        command = ('trap "echo %s > trapped; exit 42" %s; echo $$ > pid; touch ready; '
+                   'while :; do sleep 0.05; done') % (sig.name, sig.name[3:])
+        with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", command]) as rl:
+            rl.wait_ready()
+            assert_eq(env.redis("EXISTS", n), 1, "lock while COMMAND runs")
+            t0 = time.monotonic()
+            rl.proc.send_signal(sig)
+            assert_eq(rl.wait(3.0), 42, "rlock's exit status after %s (COMMAND's trap exits 42)" % sig.name)
+            assert time.monotonic() - t0 < 1.0, "%s took too long to reach COMMAND" % sig.name
+            assert_eq(open(rl.path("trapped")).read().strip(), sig.name, "what COMMAND's trap saw")
+            assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock exited")
+
+
+def test_command_killed_by_forwarded_signal_gives_128_plus_n(env):
+    n = env.name("sig")
+    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+        rl.wait_ready()
+        rl.proc.send_signal(signal.SIGTERM)
+        assert_eq(rl.wait(3.0), 128 + signal.SIGTERM, "rlock's exit status, COMMAND killed by SIGTERM")
+        assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock exited")
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_ctrl_c_on_the_terminal_reaches_command_through_rlock(env):
+    # rlock is the terminal's foreground process group, COMMAND is not: the
+    # terminal's SIGINT goes to rlock, which passes it on - also to a
+    # COMMAND stopped (SIGTTIN) for reading the terminal.
+    n = env.name("tty")
+    for command, state in ((["sleep", "30"], "S"), (["cat"], "T")):
+        master, slave = os.openpty()
+        proc = subprocess.Popen([_bin(), "-s", _addr(env), n, "--"] + command, stdin=slave,
+                                stdout=slave, stderr=slave, start_new_session=True,
+                                preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        os.close(slave)
+        kids = []
+        try:
+            kids = wait_until(lambda: _children(proc.pid), 2.0, what="COMMAND started")
+            wait_until(lambda: _state(kids[0]) == state, 2.0, what="%s in state %s" % (command[0], state))
+            assert_eq(env.redis("EXISTS", n), 1, "lock while %s runs" % command[0])
+            os.write(master, b"\x03")
+            assert_eq(proc.wait(3), 128 + signal.SIGINT, "rlock's exit status after Ctrl-C, COMMAND %s"
+                      % command[0])
+            assert_eq(env.redis("EXISTS", n), 0, "lock after Ctrl-C")
+        finally:
+            if proc.poll() is None:   # the child is not reaped while rlock lives: its pid is its own
+                for pid in kids:
+                    os.kill(pid, signal.SIGKILL)
+                proc.kill()
+                proc.wait()
+            os.close(master)
+
+
+def test_rlock_killed_stops_command_and_lock_is_released(env):
+    n = env.name("pdeath")
+    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        rl.wait_ready()
+        rl.proc.kill()
+        rl.proc.wait(2)
+        wait_until(lambda: os.path.exists(rl.path("trapped")), 2.0, what="COMMAND got SIGTERM after rlock died")
+        wait_until(_gone(env, n), 2.0, what="lock released after rlock died")
+
+
+# ---------------------------------------------------------------- losing the lock
+
+
+def test_force_unlock_while_running_stops_command_and_exits_75(env):
+    n = env.name("lost")
+    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        rl.wait_ready()
+        t0 = time.monotonic()
+        assert_eq(env.client().call("FORCEUNLOCK", n), 1, "FORCEUNLOCK by another client")
+        assert_eq(rl.wait(3.0), EXIT_LOCK_LOST, "rlock's exit status once the lock was lost")
+        dt = time.monotonic() - t0
+        assert dt < 1.0, "rlock noticed the lost lock after %.3fs (checks every 333 ms)" % dt
+        assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+        out = rl.output()
+        assert "lost" in out and n in out and "SIGTERM" in out, "rlock's warning: %r" % out
+        assert "SIGKILL after 5 s" in out, "default grace not announced: %r" % out
+
+
+def test_command_ignoring_sigterm_is_killed_after_the_grace(env):
+    n = env.name("lost")
+    with TempDir() as d, Background(d, ["-s", _addr(env), "-k", "1", n, "--", "sh", "-c", IGNORE_TERM]) as rl:
+        rl.wait_ready()
+        t0 = time.monotonic()
+        assert_eq(env.client().call("FORCEUNLOCK", n), 1, "FORCEUNLOCK by another client")
+        assert_eq(rl.wait(4.0), EXIT_LOCK_LOST, "rlock's exit status once the lock was lost")
+        dt = time.monotonic() - t0
+        assert 1.0 <= dt <= 2.0, "COMMAND ignoring SIGTERM ended %.3fs after the force-unlock " \
+            "(want the 1 s grace after a check, < 2s)" % dt
+        assert "SIGKILL" in rl.output(), "no word of the SIGKILL: %r" % rl.output()
+
+
+def test_lease_running_out_while_command_runs_counts_as_lost(env):
+    n = env.name("lease")
+    with TempDir() as d, Background(d, ["-s", _addr(env), "-l", "600", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        rl.wait_ready()
+        pttl = env.redis("PTTL", n)
+        assert 0 < pttl <= 600, "PTTL %d should be the -l lease" % pttl
+        t0 = time.monotonic()
+        assert_eq(rl.wait(3.0), EXIT_LOCK_LOST, "rlock's exit status once the lease ran out")
+        dt = time.monotonic() - t0 + (600 - pttl) / 1000.0
+        assert 0.45 <= dt <= 1.0, "lost %.3fs after the lock was taken (want the 0.6 s lease)" % dt
+        assert "lease" in rl.output(), "rlock's warning should name the lease: %r" % rl.output()
+
+
+def test_rlockd_unreachable_past_the_lock_ttl_counts_as_lost():
+    with Env(CONFIG, label="rlock-crash") as env, TempDir() as d:
+        n = env.name("crash")
+        with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            env.rlockd.proc.kill()   # a crash: nobody releases the lock, it stays to its TTL
+            env.rlockd.proc.wait(2)
+            t0 = time.monotonic()
+            assert_eq(len(env.redis_hash(n)), 1, "lock still in Redis after rlockd died")
+            assert_eq(rl.wait(env.watchdog_ms / 1000.0 + 2.0), EXIT_LOCK_LOST, "rlock's exit status")
+            dt = time.monotonic() - t0
+            # the TTL left at the last confirmation: at least 2/3 of it minus a check interval
+            assert 0.25 <= dt <= env.watchdog_ms / 1000.0 + 0.3, \
+                "rlock gave up %.3fs after rlockd died (want within the 1 s TTL)" % dt
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+            out = rl.output()
+            assert "lost" in out and "rlockd has not confirmed it" in out, \
+                "rlock's warning should say rlockd could not confirm the lock: %r" % out
+            wait_until(_gone(env, n), 1.0, what="the lock's TTL running out in Redis")
+
+
+def test_rlockd_stopped_in_order_counts_as_lost_at_once_not_at_the_ttl():
+    # A long TTL: only the unreachable-rlockd grace (1 s) can end this in time.
+    config = {"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release"}}
+    with Env(config, label="rlock-stop") as env, TempDir() as d:
+        n = env.name("stop")
+        with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            t0 = time.monotonic()
+            env.rlockd.signal(signal.SIGTERM)   # an orderly stop releases the lock in Redis
+            assert_eq(env.rlockd.wait_exit(5.0), 0, "rlockd's exit status")
+            assert_eq(env.redis("EXISTS", n), 0, "lock released by the stopping rlockd")
+            assert_eq(rl.wait(5.0), EXIT_LOCK_LOST, "rlock's exit status")
+            dt = time.monotonic() - t0
+            assert dt < 3.0, "rlock ran COMMAND %.1fs after its lock was released (TTL 20 s)" % dt
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+
+
+def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
+    config = {"lock": {"watchdog_timeout_ms": 1500}}
+    with Env(config, label="rlock-restart") as env, TempDir() as d:
+        n = env.name("restart")
+        with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+            rl.wait_ready()
+            owner = list(env.redis_hash(n))[0]
+            env.rlockd.proc.kill()
+            env.rlockd.proc.wait(2)
+            t0 = time.monotonic()
+            env.rlockd.start()   # same port
+            # rlock finds the lock it still holds and takes it a second time through the new rlockd
+            wait_until(lambda: env.redis_hash(n) == {owner: "2"}, 1.5, what="hold count 2 after the restart")
+            # past the TTL the crashed rlockd left: only the new rlockd's renewals keep it
+            while time.monotonic() - t0 < 1.5 * env.watchdog_ms / 1000.0:
+                assert_eq(env.redis_hash(n), {owner: "2"}, "lock after the restart")
+                time.sleep(0.05)
+            assert rl.proc.poll() is None, "rlock exited: %r" % rl.output()
+            rl.go()
+            assert_eq(rl.wait(3.0), 0, "rlock's exit status")
+            assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock released both holds")
+            assert "lost" not in rl.output(), "rlock's output: %r" % rl.output()
