@@ -161,6 +161,35 @@ status=0
 wait "$bench_pid" || status=$?
 bench_pid=
 
+# per_run_ms RUNS COMMAND...: mean wall time of one run of COMMAND, in ms.
+per_run_ms() {
+    local runs=$1 start end
+    shift
+    start=$(date +%s%N)
+    for ((i = 0; i < runs; i++)); do
+        "$@" >/dev/null
+    done
+    end=$(date +%s%N)
+    awk -v ns=$((end - start)) -v runs="$runs" 'BEGIN { printf "%.2f", ns / runs / 1e6 }'
+}
+
+# The rlock command against flock(1), each running `true` under a lock:
+# what a shell script pays per locked run (process start, connect, LOCK,
+# fork/exec, UNLOCK) beside a local file lock.
+if [ -x "$build/rlock" ] && command -v flock >/dev/null; then
+    cli_runs=300
+    echo
+    echo "== rlock command vs flock(1): $cli_runs runs of \`true\` under a lock, one after another"
+    printf '  %-34s %8s ms per run\n' "flock FILE true" \
+        "$(per_run_ms $cli_runs flock "$tmp/flock.lock" true)"
+    printf '  %-34s %8s ms per run\n' "rlock NAME -- true" \
+        "$(per_run_ms $cli_runs "$build/rlock" -s "127.0.0.1:$rlockd_port" bench-cli -- true)"
+    printf '  %-34s %8s ms per run\n' "rlock status NAME" \
+        "$(per_run_ms $cli_runs "$build/rlock" -s "127.0.0.1:$rlockd_port" status bench-cli)"
+else
+    echo "bench/run.sh: SKIP rlock vs flock (needs $build/rlock and flock)" >&2
+fi
+
 # A daemon that crashed or complained during the run is worth knowing
 # about even when every reply looked right.
 for name in rlockd rlockd-held; do
