@@ -12,6 +12,7 @@
 
 #include "client.h"
 #include "command.h"
+#include "listener.h"
 #include "lock_table.h"
 #include "locking.h"
 #include "redis_pool.h"
@@ -137,8 +138,11 @@ static void info_write(struct info_writer *w)
         info_line(w, "process_id", "%d", (int)getpid());
         info_line(w, "uptime_in_seconds", "%" PRIu64,
                   (uv_now(K.loop) - K.started_ms) / 1000);
-        info_line(w, "listen", "%s", cfg->listen);
-        info_line(w, "unix_socket", "%s", cfg->unix_socket);
+        /* Under socket activation the configured addresses are unused. */
+        info_line(w, "socket_activated", "%d", listener_activated());
+        info_line(w, "listen", "%s", listener_activated() ? "" : cfg->listen);
+        info_line(w, "unix_socket", "%s",
+                  listener_activated() ? "" : cfg->unix_socket);
         info_line(w, "config_file", "%s", K.config_path ? K.config_path : "");
     }
     if (info_section(w, "Clients")) {

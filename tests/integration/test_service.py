@@ -26,6 +26,7 @@ def test_sighup_applies_live_keys_and_keeps_restart_keys():
         log = env.rlockd.log_text()
         assert re.search(r"\[redis\] pool_size changed to '7': takes effect after a restart; keeping '4'", log), log
         assert_eq(env.info_int("config_reloads"), 1, "config_reloads")
+        assert_eq(env.info_int("socket_activated"), 0, "socket_activated without LISTEN_FDS")
         assert_eq(env.info_int("redis_pool_size"), 4, "pool size kept until a restart")
         assert_eq(env.info_int("watchdog_timeout_ms"), 4000, "INFO watchdog_timeout_ms")
         # The new watchdog timeout applies to locks taken from now on ...
@@ -212,7 +213,9 @@ def test_socket_activation_listens_on_passed_sockets_only():
             wait_until(lambda: _pings(tcp_port), 5.0, what="rlockd answering on the passed TCP socket")
             u = RespClient(0, unix_path=unix_path, label="passed-unix")
             assert_eq(u.call("PING"), "PONG", "PING on the passed Unix socket")
+            info = u.call("INFO", "server")
             u.close()
+            assert "socket_activated:1" in info and "listen:\r\n" in info, info
             try:
                 RespClient(configured.port, timeout=0.5, label="configured").close()
                 raise AssertionError("rlockd listened on the configured port under socket activation")
