@@ -64,19 +64,14 @@ all: $(BUILD)/rlockd $(CLIENT_ALL)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS) -MMD -MP -c -o $@ $<
+
+# What includes rlock.h (the command, the client tests) builds as librlock does.
+$(BUILD)/obj/client-lib/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
-
-$(BUILD)/obj/tests/client/%.o: tests/client/%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -MMD -MP -c -o $@ $<
-
-$(BUILD)/obj/client-lib/rlock_cli.o: client-lib/rlock_cli.c
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/librlock.so.$(RLOCK_SO_VERSION): $(CLIENT_LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(RLOCK_SONAME) -o $@ $^ \

@@ -251,6 +251,11 @@ void config_set_defaults(struct config *cfg)
     }
 }
 
+static bool is_string(const struct config_row *row)
+{
+    return row->kind == KIND_STRING || row->kind == KIND_ADDR;
+}
+
 /* The value as the ini file spells it; secrets are not shown. */
 static const char *value_text(const struct config_row *row,
                               const struct config *cfg, char *buf, size_t size)
@@ -260,7 +265,7 @@ static const char *value_text(const struct config_row *row,
 
     if (row->flags & SECRET)
         return "(secret)";
-    if (row->kind == KIND_STRING || row->kind == KIND_ADDR)
+    if (is_string(row))
         return field;
     memcpy(&v, field, sizeof(v));
     if (row->kind == KIND_ENUM)
@@ -276,7 +281,7 @@ static bool value_equal(const struct config_row *row, const struct config *a,
     const char *fa = (const char *)a + row->offset;
     const char *fb = (const char *)b + row->offset;
 
-    if (row->kind == KIND_STRING || row->kind == KIND_ADDR)
+    if (is_string(row))
         return strcmp(fa, fb) == 0;
     return memcmp(fa, fb, sizeof(int64_t)) == 0;
 }

@@ -407,19 +407,21 @@ DEFAULT_CONFIG = {
 }
 
 
-def rlockd_bin():
-    b = os.environ.get("RLOCKD_BIN")
+def _built(env_var, name):
+    """A program under test: $env_var, else build/name in this tree."""
+    b = os.environ.get(env_var)
     if not b:
-        b = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "rlockd")
+        b = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", name)
     return os.path.abspath(b)
+
+
+def rlockd_bin():
+    return _built("RLOCKD_BIN", "rlockd")
 
 
 def rlock_bin():
-    """The rlock command (client-lib/rlock_cli.c): $RLOCK_BIN, else build/rlock."""
-    b = os.environ.get("RLOCK_BIN")
-    if not b:
-        b = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "rlock")
-    return os.path.abspath(b)
+    """The rlock command (client-lib/rlock_cli.c)."""
+    return _built("RLOCK_BIN", "rlock")
 
 
 def write_config(path, sections):
@@ -512,15 +514,11 @@ class Rlockd:
 
     def wait_log(self, pattern, timeout=3.0):
         """Waits until the log matches the regex; returns the match."""
-        deadline = time.monotonic() + timeout
-        while True:
-            m = re.search(pattern, self.log_text())
-            if m:
-                return m
-            if time.monotonic() >= deadline:
-                raise AssertionError("rlockd log never matched %r within %.1fs:\n%s"
-                                     % (pattern, timeout, self.log_tail()))
-            time.sleep(0.02)
+        try:
+            return wait_until(lambda: re.search(pattern, self.log_text()), timeout,
+                              what="rlockd's log to match %r" % pattern)
+        except AssertionError as e:
+            raise AssertionError("%s; its log:\n%s" % (e, self.log_tail())) from None
 
     def signal(self, sig):
         os.kill(self.proc.pid, sig)
