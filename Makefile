@@ -24,7 +24,7 @@ LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 PROTOCOL_SRC = $(wildcard protocol/*.c)
-SERVER_SRC   = $(wildcard server/*.c)
+SERVER_SRC   = $(wildcard server/*.c server/*/*.c)
 # Objects the unit tests link: everything but the daemon's main().
 LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(PROTOCOL_SRC) $(filter-out server/main.c,$(SERVER_SRC)))
 MAIN_OBJ = $(BUILD)/obj/server/main.o

@@ -22,22 +22,22 @@
 
 #include <uv.h>
 
-#include "client.h"
-#include "commands.h"
-#include "config.h"
-#include "hashmap.h"
-#include "listener.h"
-#include "lock_table.h"
-#include "locking.h"
-#include "log.h"
-#include "redis_link.h"
-#include "redis_pool.h"
+#include "front/client.h"
+#include "front/commands.h"
+#include "base/config.h"
+#include "base/hashmap.h"
+#include "front/listener.h"
+#include "engine/lock_table.h"
+#include "engine/locking.h"
+#include "base/log.h"
+#include "backend/redis_link.h"
+#include "backend/redis_pool.h"
 #include "service.h"
-#include "session.h"
-#include "stats.h"
-#include "subscriber.h"
-#include "version.h"
-#include "watchdog.h"
+#include "engine/session.h"
+#include "base/stats.h"
+#include "backend/subscriber.h"
+#include "base/version.h"
+#include "engine/watchdog.h"
 
 #define SHUTDOWN_GRACE_MS 3000
 #define SHUTDOWN_POLL_MS 10

@@ -14,11 +14,11 @@
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
-#include "client.h"
-#include "lock_table.h"
-#include "locking.h"
-#include "log.h"
-#include "redis_pool.h"
+#include "front/client.h"
+#include "engine/lock_table.h"
+#include "engine/locking.h"
+#include "base/log.h"
+#include "backend/redis_pool.h"
 
 #define STATUS_INTERVAL_MS 5000
 

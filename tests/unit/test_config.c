@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "suites.h"
 
 static const char *shipped_conf(void)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hashmap.h"
+#include "base/hashmap.h"
 #include "suites.h"
 
 START_TEST(siphash13_reference_value)

@@ -5,7 +5,7 @@
 #include <check.h>
 
 #include "suites.h"
-#include "waiter_queue.h"
+#include "engine/waiter_queue.h"
 
 struct waiter {
     int id;

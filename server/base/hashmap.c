@@ -1,7 +1,7 @@
 /*
  * hashmap.c - separate chaining, doubling when the load passes 1.
  */
-#include "hashmap.h"
+#include "base/hashmap.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "config.h"
+#include "base/config.h"
 
 struct lock;
 

@@ -11,7 +11,7 @@
 
 #include <uv.h>
 
-#include "config.h"
+#include "base/config.h"
 
 struct client;
 struct lock_call;

@@ -11,17 +11,17 @@
  * holds a pointer to it (after the unsubscribe reply, or the NULL reply
  * hiredis delivers to every channel when the connection goes).
  */
-#include "subscriber.h"
+#include "backend/subscriber.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashmap.h"
-#include "list.h"
-#include "lock_table.h"
-#include "log.h"
-#include "redis_link.h"
-#include "stats.h"
+#include "base/hashmap.h"
+#include "base/list.h"
+#include "engine/lock_table.h"
+#include "base/log.h"
+#include "backend/redis_link.h"
+#include "base/stats.h"
 
 enum sub_state { SUB_IDLE, SUB_SUBSCRIBING, SUB_ACTIVE, SUB_UNSUBSCRIBING };
 

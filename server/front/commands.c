@@ -2,7 +2,7 @@
  * commands.c - dispatch from the command table, and the commands that
  * need no lock: AUTH, CLIENTID, PING, INFO, QUIT.
  */
-#include "commands.h"
+#include "front/commands.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,18 +10,18 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "front/client.h"
 #include "command.h"
-#include "listener.h"
-#include "lock_table.h"
-#include "locking.h"
-#include "redis_pool.h"
+#include "front/listener.h"
+#include "engine/lock_table.h"
+#include "engine/locking.h"
+#include "backend/redis_pool.h"
 #include "reply.h"
-#include "session.h"
-#include "stats.h"
-#include "subscriber.h"
-#include "version.h"
-#include "watchdog.h"
+#include "engine/session.h"
+#include "base/stats.h"
+#include "backend/subscriber.h"
+#include "base/version.h"
+#include "engine/watchdog.h"
 
 static struct {
     uv_loop_t *loop;

@@ -22,7 +22,7 @@
 #include <uv.h>
 
 #include "buffer.h"
-#include "config.h"
+#include "base/config.h"
 
 struct redis_request;
 typedef void redis_request_fn(struct redis_request *req, redisReply *reply);

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "list.h"
+#include "base/list.h"
 
 struct waiter_queue {
     struct list_node head;

@@ -6,7 +6,7 @@
  * defaults are applied by feeding those strings through the same setter
  * the ini file uses, so a default can never bypass validation.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* KIND_MODE: a file mode, an integer written in octal. */
 enum config_kind { KIND_INT, KIND_MODE, KIND_STRING, KIND_ENUM, KIND_ADDR };

@@ -13,7 +13,7 @@
 
 #include <uv.h>
 
-#include "config.h"
+#include "base/config.h"
 
 int listener_start(uv_loop_t *loop, const struct config *cfg);
 void listener_close(void);

@@ -1,7 +1,7 @@
 /*
  * waiter_queue.c - see waiter_queue.h.
  */
-#include "waiter_queue.h"
+#include "engine/waiter_queue.h"
 
 void waiter_queue_init(struct waiter_queue *q)
 {

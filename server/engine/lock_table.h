@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "command.h"
-#include "list.h"
-#include "waiter_queue.h"
+#include "base/list.h"
+#include "engine/waiter_queue.h"
 
 /* "<client-id>:<thread-id>": 64 + 1 + 20 digits + NUL */
 #define OWNER_FIELD_SIZE (CLIENT_ID_MAX_LEN + 22)

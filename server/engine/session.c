@@ -1,17 +1,17 @@
 /*
  * session.c - sessions by client-id, and what happens when one ends.
  */
-#include "session.h"
+#include "engine/session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "hashmap.h"
-#include "lock_table.h"
-#include "locking.h"
-#include "log.h"
+#include "base/hashmap.h"
+#include "engine/lock_table.h"
+#include "engine/locking.h"
+#include "base/log.h"
 
 static struct hashmap sessions;
 static const struct config *config;

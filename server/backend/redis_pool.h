@@ -19,8 +19,8 @@
 #include <hiredis.h>
 #include <uv.h>
 
-#include "config.h"
-#include "scripts.h"
+#include "base/config.h"
+#include "engine/scripts.h"
 
 /* reply is NULL when the connection was lost before the reply came. */
 typedef void redis_pool_fn(redisReply *reply, void *arg);

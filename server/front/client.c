@@ -1,19 +1,19 @@
 /*
  * client.c - reading requests, running them in order, writing replies.
  */
-#include "client.h"
+#include "front/client.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "lock_table.h"
-#include "locking.h"
-#include "log.h"
+#include "front/commands.h"
+#include "engine/lock_table.h"
+#include "engine/locking.h"
+#include "base/log.h"
 #include "reply.h"
-#include "session.h"
-#include "stats.h"
+#include "engine/session.h"
+#include "base/stats.h"
 
 #define READ_CHUNK 16384
 

@@ -6,16 +6,16 @@
  * too: renewing a little early is harmless, and it turns many timers
  * that would fire milliseconds apart into one Redis call.
  */
-#include "watchdog.h"
+#include "engine/watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_table.h"
-#include "log.h"
-#include "redis_link.h"
-#include "redis_pool.h"
-#include "stats.h"
+#include "engine/lock_table.h"
+#include "base/log.h"
+#include "backend/redis_link.h"
+#include "backend/redis_pool.h"
+#include "base/stats.h"
 
 /* Retry a renewal that could not be sent or answered this soon. */
 #define RENEW_RETRY_MS 500

@@ -7,7 +7,7 @@
  * from Redis always finds its call alive, even after the client is gone,
  * which is how an acquire that lands after its client left is undone.
  */
-#include "locking.h"
+#include "engine/locking.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -15,17 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "lock_table.h"
-#include "log.h"
-#include "redis_link.h"
-#include "redis_pool.h"
+#include "front/client.h"
+#include "engine/lock_table.h"
+#include "base/log.h"
+#include "backend/redis_link.h"
+#include "backend/redis_pool.h"
 #include "reply.h"
-#include "scripts.h"
-#include "session.h"
-#include "stats.h"
-#include "subscriber.h"
-#include "watchdog.h"
+#include "engine/scripts.h"
+#include "engine/session.h"
+#include "base/stats.h"
+#include "backend/subscriber.h"
+#include "engine/watchdog.h"
 
 /* A waiter whose attempt found Redis unreachable tries again this soon. */
 #define UNAVAILABLE_RETRY_MS 100

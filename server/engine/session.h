@@ -15,8 +15,8 @@
 #include <stddef.h>
 
 #include "command.h"
-#include "config.h"
-#include "list.h"
+#include "base/config.h"
+#include "base/list.h"
 
 struct hold;
 

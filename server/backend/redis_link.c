@@ -8,15 +8,15 @@
  * hangs in "connecting" forever. Here an error status is handed to
  * hiredis as readable+writable, and hiredis finds the socket error itself.
  */
-#include "redis_link.h"
+#include "backend/redis_link.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "list.h"
-#include "log.h"
+#include "base/list.h"
+#include "base/log.h"
 
 #define BACKOFF_START_MS 50
 #define LIVENESS_CHECK_MS 250

@@ -1,16 +1,16 @@
 /*
  * redis_pool.c - shards, script loading, EVALSHA with NOSCRIPT fallback.
  */
-#include "redis_pool.h"
+#include "backend/redis_pool.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashmap.h"
-#include "log.h"
-#include "redis_link.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "backend/redis_link.h"
 
 #define MAX_CALL_ARGS 3100 /* renew_batch_size (<= 1000) keys, 2 args each */
 

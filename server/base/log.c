@@ -9,7 +9,7 @@
  * The whole line is built in one stack buffer and written with a single
  * write(2), so lines from a dying process are never interleaved.
  */
-#include "log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

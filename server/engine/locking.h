@@ -18,7 +18,7 @@
 
 #include "buffer.h"
 #include "command.h"
-#include "config.h"
+#include "base/config.h"
 
 struct client;
 struct lock;

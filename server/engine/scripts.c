@@ -1,7 +1,7 @@
 /*
  * scripts.c - script sources, as Redisson (3.x) writes them.
  */
-#include "scripts.h"
+#include "engine/scripts.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * unix_socket, or, under socket activation, the ones systemd passed: then
  * both keys are ignored, since the socket unit says where to listen.
  */
-#include "listener.h"
+#include "front/listener.h"
 
 #include <errno.h>
 #include <string.h>
@@ -14,8 +14,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "log.h"
+#include "front/client.h"
+#include "base/log.h"
 #include "service.h"
 
 #define BACKLOG 511

@@ -15,7 +15,7 @@
 
 #include <uv.h>
 
-#include "config.h"
+#include "base/config.h"
 
 struct hold;
 

@@ -21,8 +21,8 @@
 #include <uv.h>
 
 #include "buffer.h"
-#include "config.h"
-#include "list.h"
+#include "base/config.h"
+#include "base/list.h"
 #include "request.h"
 
 struct lock_call;

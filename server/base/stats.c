@@ -1,7 +1,7 @@
 /*
  * stats.c - the counters and their INFO lines.
  */
-#include "stats.h"
+#include "base/stats.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,20 +1,20 @@
 /*
  * lock_table.c - lock entries by name, and hold records.
  */
-#include "lock_table.h"
+#include "engine/lock_table.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashmap.h"
-#include "log.h"
-#include "redis_pool.h"
-#include "scripts.h"
-#include "session.h"
-#include "stats.h"
-#include "watchdog.h"
+#include "base/hashmap.h"
+#include "base/log.h"
+#include "backend/redis_pool.h"
+#include "engine/scripts.h"
+#include "engine/session.h"
+#include "base/stats.h"
+#include "engine/watchdog.h"
 
 static struct hashmap locks;
 static size_t holds_live;
