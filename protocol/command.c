@@ -16,7 +16,7 @@
 #include <strings.h>
 
 static const struct command command_table[COMMAND_COUNT] = {
-#define COMMAND_ENTRY(id, name, min, max, syntax, flags)                       \
+#define COMMAND_ENTRY(id, name, handler, min, max, syntax, flags)                       \
     [CMD_##id] = {CMD_##id, name, min, max, syntax, flags},
     COMMAND_LIST(COMMAND_ENTRY)
 #undef COMMAND_ENTRY
@@ -197,18 +197,4 @@ int command_parse_args(const struct command *cmd, size_t argc,
                            ? OPTION_WAIT | OPTION_LEASE
                            : OPTION_LEASE;
     return parse_options(3, argc, argv, argv_len, allowed, out, err, err_size);
-}
-
-bool command_client_id_valid(const char *id, size_t len)
-{
-    if (len == 0 || len > CLIENT_ID_MAX_LEN)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = id[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        if (!ok)
-            return false;
-    }
-    return true;
 }

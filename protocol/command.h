@@ -3,7 +3,7 @@
  * arity and argument syntax, listed once.
  *
  * COMMAND_LIST is the single list. protocol/command.c turns it into the
- * lookup table; server/commands.c turns it into the handler table. This
+ * lookup table; server/front/commands.c into the handler table. This
  * file also validates and decodes arguments (names, thread-ids, WAIT and
  * LEASE options) into a struct command_args, so that handlers receive
  * only well-formed values. Nothing here knows about clients or Redis.
@@ -27,29 +27,35 @@ enum command_syntax {
 };
 
 /* command flags */
-#define CMD_NEEDS_REDIS 0x1 /* answered -UNAVAILABLE while Redis is down */
+#define CMD_ALONE 0x1       /* waits until nothing else of its connection is
+                               in flight, and holds later commands back until
+                               it is answered (it may wait for a lock) */
 #define CMD_BEFORE_AUTH 0x2 /* allowed before AUTH when a token is set */
 
+/*
+ * One row per command: its id, its name, its handler (the server's
+ * command_<handler> function), its arity counting the name, its
+ * argument syntax and flags.
+ */
 /* clang-format off */
-/*      id           name           min max syntax                 flags */
-#define COMMAND_LIST(X)                                                     \
-    X(LOCK,        "lock",        3, 5, SYNTAX_LOCK,          CMD_NEEDS_REDIS) \
-    X(TRYLOCK,     "trylock",     3, 7, SYNTAX_TRYLOCK,       CMD_NEEDS_REDIS) \
-    X(UNLOCK,      "unlock",      3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
-    X(FORCEUNLOCK, "forceunlock", 2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
-    X(ISLOCKED,    "islocked",    2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
-    X(ISHELD,      "isheld",      3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
-    X(HOLDCOUNT,   "holdcount",   3, 3, SYNTAX_NAME_THREAD,   CMD_NEEDS_REDIS) \
-    X(PTTL,        "pttl",        2, 2, SYNTAX_NAME,          CMD_NEEDS_REDIS) \
-    X(CLIENTID,    "clientid",    1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
-    X(PING,        "ping",        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
-    X(INFO,        "info",        1, 2, SYNTAX_OPTIONAL_TEXT, 0)               \
-    X(AUTH,        "auth",        2, 2, SYNTAX_TEXT,          CMD_BEFORE_AUTH) \
-    X(QUIT,        "quit",        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH)
+#define COMMAND_LIST(X)                                                          \
+    X(LOCK,        "lock",        lock,        3, 5, SYNTAX_LOCK,          CMD_ALONE) \
+    X(TRYLOCK,     "trylock",     lock,        3, 7, SYNTAX_TRYLOCK,       CMD_ALONE) \
+    X(UNLOCK,      "unlock",      unlock,      3, 3, SYNTAX_NAME_THREAD,   0)         \
+    X(FORCEUNLOCK, "forceunlock", forceunlock, 2, 2, SYNTAX_NAME,          0)         \
+    X(ISLOCKED,    "islocked",    islocked,    2, 2, SYNTAX_NAME,          0)         \
+    X(ISHELD,      "isheld",      isheld,      3, 3, SYNTAX_NAME_THREAD,   0)         \
+    X(HOLDCOUNT,   "holdcount",   holdcount,   3, 3, SYNTAX_NAME_THREAD,   0)         \
+    X(PTTL,        "pttl",        pttl,        2, 2, SYNTAX_NAME,          0)         \
+    X(CLIENTID,    "clientid",    clientid,    1, 2, SYNTAX_OPTIONAL_TEXT, CMD_ALONE) \
+    X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
+    X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
+    X(AUTH,        "auth",        auth,        2, 2, SYNTAX_TEXT,          CMD_BEFORE_AUTH) \
+    X(QUIT,        "quit",        quit,        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH)
 
 /* (clang-format takes COMMAND_COUNT for a continuation of the macro) */
 enum command_id {
-#define COMMAND_ENUM(id, name, min, max, syntax, flags) CMD_##id,
+#define COMMAND_ENUM(id, name, handler, min, max, syntax, flags) CMD_##id,
     COMMAND_LIST(COMMAND_ENUM)
 #undef COMMAND_ENUM
     COMMAND_COUNT
@@ -99,8 +105,10 @@ int command_parse_args(const struct command *cmd, size_t argc,
                        size_t max_name_len, struct command_args *out, char *err,
                        size_t err_size);
 
-/* Client-ids are 1..64 of [A-Za-z0-9._-]. */
-#define CLIENT_ID_MAX_LEN 64
-bool command_client_id_valid(const char *id, size_t len);
+/* Client-ids: the rule and CLIENT_ID_MAX_LEN live in client_id.h, shared
+ * with librlock. command_client_id_valid is its former name, kept until
+ * every caller says client_id_valid. */
+#include "client_id.h"
+#define command_client_id_valid client_id_valid
 
 #endif

@@ -1,8 +1,12 @@
 /*
  * main.c - start-up, signals, reload and orderly shutdown.
  *
- * Owns the event loop, the live configuration and the order in which
- * subsystems start and stop.
+ * Owns the event loop, the live configuration, the order in which
+ * subsystems start and stop, and the wiring of the three layers: the
+ * front end runs commands through the lock engine, the engine talks to
+ * the Redis backend through struct backend and to time through the
+ * clock below (the loop's time and one uv_timer), and the backend's
+ * "can serve more now" reaches the engine and the service manager here.
  * Shutdown (SIGTERM, SIGINT): stop accepting, answer waiters with
  * -SHUTDOWN, close clients once their replies are written (their
  * sessions end, so locks are released or left to expire per
@@ -13,6 +17,7 @@
  * on the old one. Either way the outcome is logged.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,22 +27,18 @@
 
 #include <uv.h>
 
-#include "front/client.h"
-#include "front/commands.h"
+#include "backend/redis_backend.h"
 #include "base/config.h"
 #include "base/hashmap.h"
-#include "front/listener.h"
-#include "engine/lock_table.h"
-#include "engine/locking.h"
 #include "base/log.h"
-#include "backend/redis_link.h"
-#include "backend/redis_pool.h"
-#include "service.h"
-#include "engine/session.h"
+#include "base/service.h"
 #include "base/stats.h"
-#include "backend/subscriber.h"
 #include "base/version.h"
-#include "engine/watchdog.h"
+#include "engine/lock_engine.h"
+#include "front/client.h"
+#include "front/commands.h"
+#include "front/info.h"
+#include "front/listener.h"
 
 #define SHUTDOWN_GRACE_MS 3000
 #define SHUTDOWN_POLL_MS 10
@@ -49,8 +50,9 @@ static struct {
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t shutdown_timer;
     uint64_t shutdown_deadline;
+    uv_timer_t engine_timer; /* the lock engine's clock */
     bool shutting_down;
-} D;
+} rlockd;
 
 static void usage(FILE *out)
 {
@@ -63,47 +65,48 @@ static void usage(FILE *out)
 
 static void close_everything(void)
 {
-    uv_timer_stop(&D.shutdown_timer);
-    uv_close((uv_handle_t *)&D.shutdown_timer, NULL);
-    uv_close((uv_handle_t *)&D.sigint, NULL);
-    uv_close((uv_handle_t *)&D.sigterm, NULL);
-    uv_close((uv_handle_t *)&D.sighup, NULL);
+    uv_timer_stop(&rlockd.shutdown_timer);
+    uv_close((uv_handle_t *)&rlockd.shutdown_timer, NULL);
+    uv_close((uv_handle_t *)&rlockd.sigint, NULL);
+    uv_close((uv_handle_t *)&rlockd.sigterm, NULL);
+    uv_close((uv_handle_t *)&rlockd.sighup, NULL);
+    uv_timer_stop(&rlockd.engine_timer);
+    uv_close((uv_handle_t *)&rlockd.engine_timer, NULL);
     service_close();
-    watchdog_close();
-    subscriber_close();
-    redis_pool_close();
-    redis_links_close();
+    client_close_ready_list();
+    redis_backend_close();
 }
 
 /* Waits for clients to go and releases to be answered, within the grace. */
 static void shutdown_poll(uv_timer_t *timer)
 {
-    bool done = client_count() == 0 && redis_pool_inflight() == 0;
+    bool done =
+        stats.connected_clients == 0 && redis_backend_inflight() == 0;
 
     (void)timer;
-    if (!done && uv_now(&D.loop) < D.shutdown_deadline)
+    if (!done && uv_now(&rlockd.loop) < rlockd.shutdown_deadline)
         return;
     if (!done)
-        log_warn("shutdown: gave up waiting for %zu client(s) and %u Redis "
-                 "replies",
-                 client_count(), redis_pool_inflight());
+        log_warn("shutdown: gave up waiting for %" PRIu64
+                 " client(s) and %u Redis replies",
+                 stats.connected_clients, redis_backend_inflight());
     close_everything();
 }
 
 static void on_signal(uv_signal_t *handle, int signum)
 {
     (void)handle;
-    if (D.shutting_down)
+    if (rlockd.shutting_down)
         return;
-    D.shutting_down = true;
+    rlockd.shutting_down = true;
     log_info("received %s, shutting down", strsignal(signum));
     service_stopping();
     listener_close();
     client_stop_all();
-    locking_shutdown();
+    lock_engine_shutdown();
     client_quit_all();
-    D.shutdown_deadline = uv_now(&D.loop) + SHUTDOWN_GRACE_MS;
-    uv_timer_start(&D.shutdown_timer, shutdown_poll, 0, SHUTDOWN_POLL_MS);
+    rlockd.shutdown_deadline = uv_now(&rlockd.loop) + SHUTDOWN_GRACE_MS;
+    uv_timer_start(&rlockd.shutdown_timer, shutdown_poll, 0, SHUTDOWN_POLL_MS);
 }
 
 static void on_sighup(uv_signal_t *handle, int signum)
@@ -114,32 +117,65 @@ static void on_sighup(uv_signal_t *handle, int signum)
 
     (void)handle;
     (void)signum;
-    if (D.shutting_down)
+    if (rlockd.shutting_down)
         return;
-    if (D.config_path == NULL) {
+    if (rlockd.config_path == NULL) {
         log_warn("reload: started without -c, nothing to reload");
         return;
     }
     service_reloading();
-    if (config_load(&fresh, D.config_path, err, sizeof(err)) != 0) {
+    if (config_load(&fresh, rlockd.config_path, err, sizeof(err)) != 0) {
         stats.config_reload_failures++;
         log_error("reload failed, keeping the running configuration: %s", err);
         service_reloaded(false);
         return;
     }
-    changed = config_apply_reload(&D.cfg, &fresh);
-    log_set_level((enum log_level)D.cfg.log_level);
+    changed = config_apply_reload(&rlockd.cfg, &fresh);
+    log_set_level((enum log_level)rlockd.cfg.log_level);
     stats.config_reloads++;
-    log_info("reload: %s read, %d setting(s) changed", D.config_path, changed);
+    log_info("reload: %s read, %d setting(s) changed", rlockd.config_path, changed);
     service_reloaded(true);
 }
 
-/* READY=1 waits for the whole pool, so that a client let in by systemd
- * finds every lock name's connection up. */
-static void on_shard_ready(unsigned shard)
+/* ---- the lock engine's clock ------------------------------------------ */
+
+static uint64_t loop_now_ms(void)
 {
-    locking_shard_ready(shard);
-    if (redis_pool_ready_count() == redis_pool_size())
+    return uv_now(&rlockd.loop);
+}
+
+static uint64_t clock_now_ms(void *ctx)
+{
+    (void)ctx;
+    return loop_now_ms();
+}
+
+static void on_engine_timer(uv_timer_t *timer)
+{
+    (void)timer;
+    lock_engine_run_timers();
+}
+
+static void clock_arm(void *ctx, uint64_t due_ms)
+{
+    uint64_t now = uv_now(&rlockd.loop);
+
+    (void)ctx;
+    if (due_ms == TIMER_NEVER)
+        uv_timer_stop(&rlockd.engine_timer);
+    else
+        uv_timer_start(&rlockd.engine_timer, on_engine_timer,
+                       due_ms > now ? due_ms - now : 0, 0);
+}
+
+static const struct engine_clock loop_clock = {clock_now_ms, clock_arm, NULL};
+
+/* A Redis connection came or went. READY=1 waits for the whole pool, so
+ * that a client let in by systemd finds every lock name's connection up. */
+static void on_backend_change(void)
+{
+    lock_engine_backend_ready();
+    if (redis_backend_ready())
         service_ready();
 }
 
@@ -151,33 +187,28 @@ static int start(void)
     if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
         hashmap_seed(seed);
     signal(SIGPIPE, SIG_IGN);
-    err = uv_loop_init(&D.loop);
-    if (err != 0)
+    if ((err = uv_loop_init(&rlockd.loop)) != 0 ||
+        (err = uv_timer_init(&rlockd.loop, &rlockd.engine_timer)) != 0 ||
+        (err = client_init(&rlockd.loop, &rlockd.cfg, commands_execute)) !=
+            0 ||
+        (err = service_init(&rlockd.loop)) != 0 ||
+        (err = redis_backend_init(&rlockd.loop, &rlockd.cfg,
+                                  on_backend_change)) != 0 ||
+        (err = lock_engine_init(&rlockd.cfg, redis_backend(), &loop_clock)) !=
+            0 ||
+        (err = uv_timer_init(&rlockd.loop, &rlockd.shutdown_timer)) != 0 ||
+        (err = uv_signal_init(&rlockd.loop, &rlockd.sigint)) != 0 ||
+        (err = uv_signal_init(&rlockd.loop, &rlockd.sigterm)) != 0 ||
+        (err = uv_signal_init(&rlockd.loop, &rlockd.sighup)) != 0 ||
+        (err = uv_signal_start(&rlockd.sigint, on_signal, SIGINT)) != 0 ||
+        (err = uv_signal_start(&rlockd.sigterm, on_signal, SIGTERM)) != 0 ||
+        (err = uv_signal_start(&rlockd.sighup, on_sighup, SIGHUP)) != 0)
         return err;
-    lock_table_init();
-    session_init(&D.cfg);
-    client_init(&D.loop, &D.cfg);
-    locking_init(&D.loop, &D.cfg);
-    commands_init(&D.loop, &D.cfg, D.config_path);
-    if ((err = service_init(&D.loop)) != 0 ||
-        (err = redis_links_init(&D.loop)) != 0 ||
-        (err = redis_pool_init(&D.loop, &D.cfg, on_shard_ready)) != 0 ||
-        (err = subscriber_init(&D.loop, &D.cfg, locking_wake_head)) != 0 ||
-        (err = watchdog_init(&D.loop, &D.cfg)) != 0 ||
-        (err = uv_timer_init(&D.loop, &D.shutdown_timer)) != 0 ||
-        (err = uv_signal_init(&D.loop, &D.sigint)) != 0 ||
-        (err = uv_signal_init(&D.loop, &D.sigterm)) != 0 ||
-        (err = uv_signal_init(&D.loop, &D.sighup)) != 0 ||
-        (err = uv_signal_start(&D.sigint, on_signal, SIGINT)) != 0 ||
-        (err = uv_signal_start(&D.sigterm, on_signal, SIGTERM)) != 0 ||
-        (err = uv_signal_start(&D.sighup, on_sighup, SIGHUP)) != 0)
+    commands_init(&rlockd.cfg);
+    info_init(&rlockd.cfg, rlockd.config_path, loop_now_ms);
+    if ((err = listener_start(&rlockd.loop, &rlockd.cfg)) != 0)
         return err;
-    err = listener_start(&D.loop, &D.cfg);
-    if (err != 0)
-        return err;
-    redis_pool_start();
-    subscriber_start();
-    return 0;
+    return redis_backend_start();
 }
 
 int main(int argc, char **argv)
@@ -189,7 +220,7 @@ int main(int argc, char **argv)
     while ((opt = getopt(argc, argv, "c:thV")) != -1) {
         switch (opt) {
         case 'c':
-            D.config_path = optarg;
+            rlockd.config_path = optarg;
             break;
         case 't':
             check_only = true;
@@ -209,31 +240,31 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    config_set_defaults(&D.cfg);
-    if (D.config_path != NULL &&
-        config_load(&D.cfg, D.config_path, err_text, sizeof(err_text)) != 0) {
+    config_set_defaults(&rlockd.cfg);
+    if (rlockd.config_path != NULL &&
+        config_load(&rlockd.cfg, rlockd.config_path, err_text, sizeof(err_text)) != 0) {
         fprintf(stderr, "rlockd: %s\n", err_text);
         return 1;
     }
     if (check_only) {
         printf("rlockd: configuration %s is valid\n",
-               D.config_path ? D.config_path : "(defaults)");
+               rlockd.config_path ? rlockd.config_path : "(defaults)");
         return 0;
     }
     log_init();
-    log_set_level((enum log_level)D.cfg.log_level);
+    log_set_level((enum log_level)rlockd.cfg.log_level);
     log_info("rlockd %s starting (redis %s:%lld, pool %lld)", RLOCKD_VERSION,
-             D.cfg.redis_host, (long long)D.cfg.redis_port,
-             (long long)D.cfg.pool_size);
+             rlockd.cfg.redis_host, (long long)rlockd.cfg.redis_port,
+             (long long)rlockd.cfg.pool_size);
     err = start();
     if (err != 0) {
         log_error("start-up failed: %s", uv_strerror(err));
         return 1;
     }
-    uv_run(&D.loop, UV_RUN_DEFAULT);
-    session_free_all();
-    lock_table_free();
-    err = uv_loop_close(&D.loop);
+    uv_run(&rlockd.loop, UV_RUN_DEFAULT);
+    lock_engine_free();
+    redis_backend_free();
+    err = uv_loop_close(&rlockd.loop);
     if (err != 0)
         log_warn("loop closed with handles still open: %s", uv_strerror(err));
     log_info("rlockd stopped");

@@ -17,14 +17,10 @@
 
 #include "base/list.h"
 #include "base/log.h"
+#include "base/stats.h"
 
 #define BACKOFF_START_MS 50
 #define LIVENESS_CHECK_MS 250
-
-uint64_t now_ms(uv_loop_t *loop)
-{
-    return uv_now(loop);
-}
 
 /* ---- hiredis <-> libuv ------------------------------------------------ */
 
@@ -188,7 +184,7 @@ static void link_connect(struct redis_link *link);
 static void timer_fired(uv_timer_t *timer)
 {
     struct redis_link *link = timer->data;
-    uint64_t now = now_ms(link->loop);
+    uint64_t now = uv_now(link->loop);
 
     switch (link->state) {
     case LINK_DOWN:
@@ -227,7 +223,7 @@ static void link_lost(struct redis_link *link, const char *why)
     if (link->state == LINK_CLOSED)
         return;
     if (was_ready)
-        link->reconnects++;
+        stats.redis_reconnects++;
     if (was_ready || link->state == LINK_HANDSHAKE)
         log_warn("redis %s: connection lost: %s", link->label, why);
     else
@@ -282,9 +278,12 @@ static void on_connect(const redisAsyncContext *ac, int status)
         link_lost(link, ac->errstr);
         return;
     }
-    redisEnableKeepAlive((redisContext *)&ac->c);
+    /* Keepalive notices a vanished host; a Unix socket has none, and
+     * asking for it there fails and poisons the context (EOPNOTSUPP). */
+    if (link->cfg->redis_unix_socket[0] == '\0')
+        redisEnableKeepAlive((redisContext *)&ac->c);
     link->state = LINK_HANDSHAKE;
-    link->last_progress_ms = now_ms(link->loop);
+    link->last_progress_ms = uv_now(link->loop);
     send_handshake(link);
     link->on_connected(link);
 }
@@ -355,27 +354,50 @@ bool redis_link_ready(const struct redis_link *link)
     return link->state == LINK_READY;
 }
 
+static void note_progress(struct redis_link *link, redisAsyncContext *ac,
+                          bool answered)
+{
+    if (link->ac != ac)
+        return;
+    if (answered && link->inflight > 0)
+        link->inflight--;
+    link->last_progress_ms = uv_now(link->loop);
+}
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct redis_request *req = privdata;
-    struct redis_link *link = req->link;
 
-    if (link->ac == ac && link->inflight > 0) {
-        link->inflight--;
-        link->last_progress_ms = now_ms(link->loop);
-    }
+    note_progress(req->link, ac, true);
+    req->on_reply(req, reply);
+}
+
+/* A pub/sub reply answers a request only when it confirms one; a message
+ * is progress all the same. */
+static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    struct redis_request *req = privdata;
+    redisReply *reply = r;
+    bool confirms = reply != NULL && reply->type == REDIS_REPLY_ARRAY &&
+                    reply->elements == 3 &&
+                    reply->element[0]->type == REDIS_REPLY_STRING &&
+                    strcmp(reply->element[0]->str, "message") != 0;
+
+    note_progress(req->link, ac, confirms);
     req->on_reply(req, reply);
 }
 
 /*
  * Encodes a command as a RESP array of bulk strings. hiredis's own
  * redisFormatCommandArgv builds it with sdscatfmt, which was the largest
- * single cost of a lock command in rlockd's profile.
+ * single cost of a lock command in rlockd's profile. The text is
+ * NUL-terminated (the NUL not counted), as hiredis's own is: hiredis
+ * walks a SUBSCRIBE's channel names with strchr.
  */
 static int format_command(struct buffer *out, int argc, const char **argv,
                           const size_t *argv_len)
 {
-    size_t need = FORMAT_INT_MAX + 4;
+    size_t need = FORMAT_INT_MAX + 4 + 1;
     int err;
 
     for (int i = 0; i < argc; i++)
@@ -390,11 +412,13 @@ static int format_command(struct buffer *out, int argc, const char **argv,
         buffer_append(out, argv[i], argv_len[i]);
         buffer_append(out, "\r\n", 2);
     }
+    out->data[out->len] = '\0';
     return 0;
 }
 
-int redis_link_send(struct redis_link *link, struct redis_request *req,
-                    int argc, const char **argv, const size_t *argv_len)
+static int link_send(struct redis_link *link, struct redis_request *req,
+                     redisCallbackFn *callback, int argc, const char **argv,
+                     const size_t *argv_len)
 {
     int err;
 
@@ -405,12 +429,24 @@ int redis_link_send(struct redis_link *link, struct redis_request *req,
     if (err != 0)
         return err;
     req->link = link;
-    if (redisAsyncFormattedCommand(link->ac, on_reply, req, io.command.data,
+    if (redisAsyncFormattedCommand(link->ac, callback, req, io.command.data,
                                    io.command.len) != REDIS_OK)
         return -ENOTCONN;
     if (link->inflight++ == 0)
-        link->last_progress_ms = now_ms(link->loop);
+        link->last_progress_ms = uv_now(link->loop);
     return 0;
+}
+
+int redis_link_send(struct redis_link *link, struct redis_request *req,
+                    int argc, const char **argv, const size_t *argv_len)
+{
+    return link_send(link, req, on_reply, argc, argv, argv_len);
+}
+
+int redis_link_send_pubsub(struct redis_link *link, struct redis_request *req,
+                           int argc, const char **argv, const size_t *argv_len)
+{
+    return link_send(link, req, on_pubsub_reply, argc, argv, argv_len);
 }
 
 void redis_link_reset(struct redis_link *link, const char *why)

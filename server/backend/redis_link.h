@@ -7,9 +7,15 @@
  * Redis stops answering for command_timeout_ms. The pool and the
  * subscriber each build on links; neither touches connection state.
  *
- * Every request sent through a link gets exactly one call of its
+ * Every request sent with redis_link_send gets exactly one call of its
  * on_reply: with Redis's reply, or with NULL when the connection is lost
- * before the reply arrives.
+ * before the reply arrives. A SUBSCRIBE or UNSUBSCRIBE sent with
+ * redis_link_send_pubsub gets a call for its confirmation and for every
+ * message on its channel (hiredis hands UNSUBSCRIBE's confirmation to the
+ * channel's SUBSCRIBE request). Both kinds count as in flight until
+ * answered, so command_timeout_ms drops a link that stops answering
+ * either, and the pool and the subscriber never touch hiredis or
+ * connection state themselves.
  */
 #ifndef RLOCKD_REDIS_LINK_H
 #define RLOCKD_REDIS_LINK_H
@@ -51,7 +57,6 @@ struct redis_link {
     int64_t backoff_ms;
     unsigned inflight; /* requests sent, replies not yet received */
     uint64_t last_progress_ms;
-    uint64_t reconnects; /* times a ready connection was lost */
     /* Connected and authenticated: the owner sends what it needs, then
      * calls redis_link_set_ready. */
     void (*on_connected)(struct redis_link *link);
@@ -75,12 +80,13 @@ bool redis_link_ready(const struct redis_link *link);
  * -ENOMEM (in which cases on_reply is not called). */
 int redis_link_send(struct redis_link *link, struct redis_request *req,
                     int argc, const char **argv, const size_t *argv_len);
+/* The same for SUBSCRIBE/UNSUBSCRIBE channel (argv), as described above. */
+int redis_link_send_pubsub(struct redis_link *link, struct redis_request *req,
+                           int argc, const char **argv, const size_t *argv_len);
 /* Drops the connection (pending requests get NULL) and reconnects later. */
 void redis_link_reset(struct redis_link *link, const char *why);
 /* Final: disconnects, stops the timer; the link may be freed after the
  * loop has run its close callbacks. */
 void redis_link_close(struct redis_link *link);
-
-uint64_t now_ms(uv_loop_t *loop);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * redis_pool.c - shards, script loading, EVALSHA with NOSCRIPT fallback.
+ * redis_pool.c - which link serves a key, script loading, EVALSHA with
+ * the NOSCRIPT fallback, and Redis replies as backend values.
  */
 #include "backend/redis_pool.h"
 
@@ -8,18 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/redis_link.h"
 #include "base/hashmap.h"
 #include "base/log.h"
-#include "backend/redis_link.h"
-
-#define MAX_CALL_ARGS 3100 /* renew_batch_size (<= 1000) keys, 2 args each */
+#include "base/stats.h"
 
 /* One call in flight: the caller's arguments are kept so that a NOSCRIPT
  * reply can be answered by resending them as EVAL. */
 struct pool_call {
     struct redis_request req;
-    enum script_id script;
-    redis_pool_fn *fn;
+    struct backend_script *script;
+    backend_reply_fn *fn;
     void *arg;
     int nkeys;
     int argc;
@@ -30,22 +30,79 @@ struct pool_call {
 
 struct script_load {
     struct redis_request req;
-    enum script_id script;
+    struct backend_script *script;
 };
 
 struct pool_link {
     struct redis_link link;
-    unsigned shard;
-    struct script_load loads[SCRIPT_COUNT];
-    unsigned loads_pending;
+    struct script_load *loads; /* one per script */
+    size_t loads_pending;
 };
 
 static struct {
     struct pool_link *links;
     unsigned size;
-    void (*on_shard_ready)(unsigned shard);
-    unsigned long long script_reloads;
+    struct backend_script **scripts;
+    size_t script_count;
+    void (*on_change)(void);
 } pool;
+
+/* ---- Redis replies as backend values ----------------------------------- */
+
+static const enum backend_value_type value_types[] = {
+    [REDIS_REPLY_STRING] = VALUE_STRING, [REDIS_REPLY_ARRAY] = VALUE_ARRAY,
+    [REDIS_REPLY_INTEGER] = VALUE_INTEGER, [REDIS_REPLY_NIL] = VALUE_NIL,
+    [REDIS_REPLY_STATUS] = VALUE_STATUS, [REDIS_REPLY_ERROR] = VALUE_ERROR,
+};
+
+static void value_free(struct backend_value *v)
+{
+    struct backend_value *element = (struct backend_value *)v->element;
+
+    for (size_t i = 0; i < v->elements; i++)
+        value_free(&element[i]);
+    free(element);
+}
+
+/* 0 or -ENOMEM; an array's elements are allocated (value_free). */
+static int value_from_reply(const redisReply *r, struct backend_value *v)
+{
+    struct backend_value *element;
+
+    *v = (struct backend_value){.type = value_types[r->type],
+                                .integer = r->integer,
+                                .str = r->str,
+                                .len = r->len};
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
+        return 0;
+    element = calloc(r->elements, sizeof(*element));
+    if (element == NULL)
+        return -ENOMEM;
+    v->element = element;
+    v->elements = r->elements;
+    for (size_t i = 0; i < r->elements; i++)
+        if (value_from_reply(r->element[i], &element[i]) != 0)
+            return -ENOMEM;
+    return 0;
+}
+
+static void answer(struct pool_call *call, const redisReply *reply)
+{
+    struct backend_value value;
+
+    if (reply == NULL) {
+        call->fn(call->arg, NULL);
+    } else if (value_from_reply(reply, &value) != 0) {
+        log_error("out of memory reading a Redis reply");
+        call->fn(call->arg, NULL);
+        value_free(&value);
+    } else {
+        call->fn(call->arg, &value);
+        value_free(&value);
+    }
+}
+
+/* ---- connections ------------------------------------------------------ */
 
 static void on_script_loaded(struct redis_request *req, redisReply *reply)
 {
@@ -56,29 +113,30 @@ static void on_script_loaded(struct redis_request *req, redisReply *reply)
         return; /* the link is gone; it reloads on reconnect */
     if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
         log_error("redis %s: SCRIPT LOAD %s: %s", pl->link.label,
-                  scripts[load->script].name,
+                  load->script->name,
                   reply->type == REDIS_REPLY_ERROR ? reply->str : "bad reply");
         redis_link_reset(&pl->link, "cannot load scripts");
         return;
     }
-    memcpy(scripts[load->script].sha, reply->str, 40);
-    scripts[load->script].sha[40] = '\0';
-    if (--pl->loads_pending == 0) {
-        redis_link_set_ready(&pl->link);
-        pool.on_shard_ready(pl->shard);
-    }
+    memcpy(load->script->sha, reply->str, 40);
+    load->script->sha[40] = '\0';
+    if (--pl->loads_pending > 0)
+        return;
+    redis_link_set_ready(&pl->link);
+    stats.redis_pool_ready++;
+    pool.on_change();
 }
 
 static void on_link_connected(struct redis_link *link)
 {
     struct pool_link *pl = (struct pool_link *)link;
 
-    pl->loads_pending = SCRIPT_COUNT;
-    for (int i = 0; i < SCRIPT_COUNT; i++) {
-        const char *argv[] = {"SCRIPT", "LOAD", scripts[i].source};
-        size_t len[] = {6, 4, strlen(scripts[i].source)};
+    pl->loads_pending = pool.script_count;
+    for (size_t i = 0; i < pool.script_count; i++) {
+        const char *argv[] = {"SCRIPT", "LOAD", pool.scripts[i]->source};
+        size_t len[] = {6, 4, strlen(pool.scripts[i]->source)};
 
-        pl->loads[i].script = (enum script_id)i;
+        pl->loads[i].script = pool.scripts[i];
         pl->loads[i].req.on_reply = on_script_loaded;
         if (redis_link_send(link, &pl->loads[i].req, 3, argv, len) != 0) {
             redis_link_reset(link, "cannot send SCRIPT LOAD");
@@ -87,14 +145,22 @@ static void on_link_connected(struct redis_link *link)
     }
 }
 
+static void on_link_lost(struct redis_link *link)
+{
+    (void)link;
+    stats.redis_pool_ready--;
+    pool.on_change();
+}
+
 int redis_pool_init(uv_loop_t *loop, const struct config *cfg,
-                    void (*on_shard_ready)(unsigned shard))
+                    void (*on_change)(void))
 {
     pool.size = (unsigned)cfg->pool_size;
-    pool.on_shard_ready = on_shard_ready;
+    pool.on_change = on_change;
     pool.links = calloc(pool.size, sizeof(*pool.links));
     if (pool.links == NULL)
         return -ENOMEM;
+    stats.redis_pool_size = pool.size;
     for (unsigned i = 0; i < pool.size; i++) {
         char label[32];
         int err;
@@ -103,16 +169,36 @@ int redis_pool_init(uv_loop_t *loop, const struct config *cfg,
         err = redis_link_init(&pool.links[i].link, loop, cfg, label);
         if (err != 0)
             return err;
-        pool.links[i].shard = i;
         pool.links[i].link.on_connected = on_link_connected;
+        pool.links[i].link.on_lost = on_link_lost;
     }
     return 0;
 }
 
-void redis_pool_start(void)
+int redis_pool_add_script(struct backend_script *script)
 {
+    size_t n = pool.script_count + 1;
+    struct backend_script **scripts =
+        realloc(pool.scripts, n * sizeof(*scripts));
+
+    if (scripts == NULL)
+        return -ENOMEM;
+    pool.scripts = scripts;
+    pool.scripts[pool.script_count++] = script;
+    return 0;
+}
+
+int redis_pool_start(void)
+{
+    for (unsigned i = 0; i < pool.size; i++) {
+        pool.links[i].loads =
+            calloc(pool.script_count, sizeof(*pool.links[i].loads));
+        if (pool.links[i].loads == NULL)
+            return -ENOMEM;
+    }
     for (unsigned i = 0; i < pool.size; i++)
         redis_link_start(&pool.links[i].link);
+    return 0;
 }
 
 void redis_pool_close(void)
@@ -121,37 +207,27 @@ void redis_pool_close(void)
         redis_link_close(&pool.links[i].link);
 }
 
-unsigned redis_pool_size(void)
+void redis_pool_free(void)
 {
-    return pool.size;
-}
-
-unsigned redis_pool_shard(const char *name, size_t len)
-{
-    return (unsigned)(hashmap_hash(name, len) % pool.size);
-}
-
-bool redis_pool_ready(unsigned shard)
-{
-    return redis_link_ready(&pool.links[shard].link);
-}
-
-unsigned redis_pool_ready_count(void)
-{
-    unsigned n = 0;
-
     for (unsigned i = 0; i < pool.size; i++)
-        n += redis_pool_ready(i);
-    return n;
+        free(pool.links[i].loads);
+    free(pool.links);
+    free(pool.scripts);
 }
 
-unsigned long long redis_pool_reconnects(void)
+static struct redis_link *link_for(const char *key, size_t len)
 {
-    unsigned long long n = 0;
+    return &pool.links[hashmap_hash(key, len) % pool.size].link;
+}
 
-    for (unsigned i = 0; i < pool.size; i++)
-        n += pool.links[i].link.reconnects;
-    return n;
+bool redis_pool_key_ready(const char *key, size_t len)
+{
+    return redis_link_ready(link_for(key, len));
+}
+
+bool redis_pool_all_ready(void)
+{
+    return stats.redis_pool_ready == pool.size;
 }
 
 unsigned redis_pool_inflight(void)
@@ -163,10 +239,7 @@ unsigned redis_pool_inflight(void)
     return n;
 }
 
-unsigned long long redis_pool_script_reloads(void)
-{
-    return pool.script_reloads;
-}
+/* ---- calls ------------------------------------------------------------- */
 
 static int call_send(struct pool_call *call, struct redis_link *link,
                      bool as_eval);
@@ -176,77 +249,70 @@ static void on_call_reply(struct redis_request *req, redisReply *reply)
     struct pool_call *call = (struct pool_call *)req;
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-        call->script != SCRIPT_COUNT &&
-        strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        pool.script_reloads++;
+        call->script != NULL && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        stats.script_reloads++;
         log_info("redis %s: script %s was flushed; sending it again",
-                 req->link->label, scripts[call->script].name);
+                 req->link->label, call->script->name);
         if (call_send(call, req->link, true) == 0)
             return;
         reply = NULL;
     }
-    call->fn(reply, call->arg);
+    answer(call, reply);
     free(call);
 }
 
-/* EVALSHA sha nkeys args..., or EVAL source nkeys args..., or args... */
+/* EVALSHA sha nkeys args..., or EVAL source nkeys args..., or args...;
+ * the three words before the arguments are the call's own. */
 static int call_send(struct pool_call *call, struct redis_link *link,
                      bool as_eval)
 {
-    const char *argv[MAX_CALL_ARGS + 3];
-    size_t len[MAX_CALL_ARGS + 3];
+    const char **argv = (const char **)call->argv - 3;
+    size_t *len = call->argv_len - 3;
     char nkeys[FORMAT_INT_MAX];
-    int n = 0;
 
-    if (call->script != SCRIPT_COUNT) {
-        const struct script *s = &scripts[call->script];
-        argv[n] = as_eval ? "EVAL" : "EVALSHA";
-        len[n] = strlen(argv[n]);
-        n++;
-        argv[n] = as_eval ? s->source : s->sha;
-        len[n] = strlen(argv[n]);
-        n++;
-        len[n] = format_int64(nkeys, call->nkeys);
-        argv[n++] = nkeys;
-    }
-    for (int i = 0; i < call->argc; i++, n++) {
-        argv[n] = call->argv[i];
-        len[n] = call->argv_len[i];
-    }
     call->req.on_reply = on_call_reply;
-    return redis_link_send(link, &call->req, n, argv, len);
+    if (call->script == NULL)
+        return redis_link_send(link, &call->req, call->argc, argv + 3,
+                               len + 3);
+    argv[0] = as_eval ? "EVAL" : "EVALSHA";
+    len[0] = as_eval ? 4 : 7;
+    argv[1] = as_eval ? call->script->source : call->script->sha;
+    len[1] = strlen(argv[1]);
+    len[2] = format_int64(nkeys, call->nkeys);
+    argv[2] = nkeys;
+    return redis_link_send(link, &call->req, call->argc + 3, argv, len);
 }
 
-int redis_pool_call(unsigned shard, enum script_id script, int nkeys, int argc,
-                    const char **argv, const size_t *argv_len,
-                    redis_pool_fn *fn, void *arg)
+int redis_pool_eval(const struct backend_call *c, backend_reply_fn *fn,
+                    void *arg)
 {
-    struct redis_link *link = &pool.links[shard].link;
+    struct redis_link *link = link_for(c->key, c->key_len);
+    size_t n = (size_t)c->argc + 3, bytes = 0;
     struct pool_call *call;
-    size_t bytes = 0;
     char *data;
     int err;
 
     if (!redis_link_ready(link))
         return -ENOTCONN;
-    if (argc > MAX_CALL_ARGS)
-        return -E2BIG;
-    for (int i = 0; i < argc; i++)
-        bytes += argv_len[i];
-    call = malloc(sizeof(*call) +
-                  (size_t)argc * (sizeof(char *) + sizeof(size_t)) + bytes);
+    for (int i = 0; i < c->argc; i++)
+        bytes += c->argv_len[i];
+    call = malloc(sizeof(*call) + n * (sizeof(char *) + sizeof(size_t)) +
+                  bytes);
     if (call == NULL)
         return -ENOMEM;
-    *call = (struct pool_call){
-        .script = script, .fn = fn, .arg = arg, .nkeys = nkeys, .argc = argc};
-    call->argv = (char **)(call + 1);
-    call->argv_len = (size_t *)(call->argv + argc);
-    data = (char *)(call->argv_len + argc);
-    for (int i = 0; i < argc; i++) {
-        memcpy(data, argv[i], argv_len[i]);
+    *call = (struct pool_call){.script = c->script,
+                               .fn = fn,
+                               .arg = arg,
+                               .nkeys = c->nkeys,
+                               .argc = c->argc};
+    call->argv = (char **)(call + 1) + 3;
+    call->argv_len = (size_t *)(call->argv + c->argc) + 3;
+    data = (char *)(call->argv_len + c->argc);
+    for (int i = 0; i < c->argc; i++) {
+        memcpy(data, c->argv[i], c->argv_len[i]);
         call->argv[i] = data;
-        call->argv_len[i] = argv_len[i];
-        data += argv_len[i];
+        call->argv_len[i] = c->argv_len[i];
+        data += c->argv_len[i];
     }
     err = call_send(call, link, false);
     if (err != 0)

@@ -3,42 +3,42 @@
  *
  * Each channel moves IDLE -> SUBSCRIBING -> ACTIVE -> UNSUBSCRIBING ->
  * IDLE, and never has a SUBSCRIBE and an UNSUBSCRIBE in flight at once:
- * a lock that starts listening while the channel is being unsubscribed
- * waits for the unsubscribe reply, then subscribes again. hiredis keeps
- * one callback per channel and replaces or deletes it as replies arrive,
- * so overlapping the two could silently drop the callback of the newer
+ * a listener that arrives while the channel is being unsubscribed waits
+ * for the unsubscribe reply, then subscribes again. hiredis keeps one
+ * callback per channel and replaces or deletes it as replies arrive, so
+ * overlapping the two could silently drop the callback of the newer
  * subscription. A subscription is freed only once hiredis no longer
  * holds a pointer to it (after the unsubscribe reply, or the NULL reply
  * hiredis delivers to every channel when the connection goes).
  */
 #include "backend/subscriber.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hashmap.h"
-#include "base/list.h"
-#include "engine/lock_table.h"
-#include "base/log.h"
 #include "backend/redis_link.h"
+#include "base/hashmap.h"
+#include "base/log.h"
 #include "base/stats.h"
 
 enum sub_state { SUB_IDLE, SUB_SUBSCRIBING, SUB_ACTIVE, SUB_UNSUBSCRIBING };
 
 struct subscription {
-    char *channel; /* the map's key */
+    struct redis_request req; /* SUBSCRIBE's, which hiredis answers */
+    char *channel;            /* the map's key */
     size_t channel_len;
-    struct list_node listeners; /* struct lock.listen_link */
+    struct list_node listeners; /* struct backend_listener.link */
     enum sub_state state;
 };
 
 static struct {
     struct redis_link link;
     struct hashmap channels;
-    void (*on_notify)(struct lock *lock);
-} S;
+    void (*on_change)(void);
+} subscriber;
 
-static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata);
+static void on_pubsub_reply(struct redis_request *req, redisReply *reply);
 
 static void send_pubsub(struct subscription *sub, const char *verb,
                         enum sub_state next)
@@ -46,9 +46,9 @@ static void send_pubsub(struct subscription *sub, const char *verb,
     const char *argv[] = {verb, sub->channel};
     size_t len[] = {strlen(verb), sub->channel_len};
 
-    if (S.link.ac == NULL || !redis_link_ready(&S.link) ||
-        redisAsyncCommandArgv(S.link.ac, on_pubsub_reply, sub, 2, argv, len) !=
-            REDIS_OK) {
+    sub->req.on_reply = on_pubsub_reply;
+    if (redis_link_send_pubsub(&subscriber.link, &sub->req, 2, argv, len) !=
+        0) {
         /* Not connected: the reconnect resubscribes whoever listens. */
         sub->state = SUB_IDLE;
         return;
@@ -60,16 +60,23 @@ static void sub_free_if_unused(struct subscription *sub)
 {
     if (sub->state != SUB_IDLE || !list_empty(&sub->listeners))
         return;
-    hashmap_remove(&S.channels, sub->channel, sub->channel_len);
+    hashmap_remove(&subscriber.channels, sub->channel, sub->channel_len);
+    stats.subscribed_channels--;
     free(sub);
 }
 
-static void notify_listeners(struct subscription *sub)
+/* Hands a message (payload NULL: "look again") to every listener. A
+ * listener may leave (and another join) while being told. */
+static void notify_listeners(struct subscription *sub, const char *payload,
+                             size_t len)
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &sub->listeners)
-        S.on_notify(list_entry(pos, struct lock, listen_link));
+    list_for_each_safe(pos, tmp, &sub->listeners) {
+        struct backend_listener *l =
+            list_entry(pos, struct backend_listener, link);
+        l->on_message(l, payload, len);
+    }
 }
 
 /* Brings the channel's state in line with whether anyone listens. */
@@ -84,13 +91,15 @@ static void sub_settle(struct subscription *sub)
     sub_free_if_unused(sub);
 }
 
-static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata)
+static bool is_kind(const redisReply *reply, const char *kind)
 {
-    struct subscription *sub = privdata;
-    redisReply *reply = r;
-    const char *kind;
+    return strcmp(reply->element[0]->str, kind) == 0;
+}
 
-    (void)ac;
+static void on_pubsub_reply(struct redis_request *req, redisReply *reply)
+{
+    struct subscription *sub = (struct subscription *)req;
+
     if (reply == NULL) { /* connection gone */
         sub->state = SUB_IDLE;
         sub_free_if_unused(sub);
@@ -99,19 +108,20 @@ static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
         reply->element[0]->type != REDIS_REPLY_STRING)
         return;
-    kind = reply->element[0]->str;
-    if (strcmp(kind, "message") == 0) {
+    if (is_kind(reply, "message")) {
         stats.unlock_messages++;
-        notify_listeners(sub);
-    } else if (strcmp(kind, "subscribe") == 0) {
+        if (reply->element[2]->type == REDIS_REPLY_STRING)
+            notify_listeners(sub, reply->element[2]->str,
+                             reply->element[2]->len);
+    } else if (is_kind(reply, "subscribe")) {
         sub->state = SUB_ACTIVE;
-        /* Messages sent before this point were missed: look again. A lock
-         * that stops listening meanwhile settles the channel itself. */
+        /* Messages sent before this point were missed: look again. A
+         * listener that left meanwhile settles the channel itself. */
         if (list_empty(&sub->listeners))
             sub_settle(sub);
         else
-            notify_listeners(sub);
-    } else if (strcmp(kind, "unsubscribe") == 0) {
+            notify_listeners(sub, NULL, 0);
+    } else if (is_kind(reply, "unsubscribe")) {
         sub->state = SUB_IDLE;
         sub_settle(sub);
     }
@@ -126,72 +136,78 @@ static void resubscribe(void *value, void *arg)
 static void on_connected(struct redis_link *link)
 {
     redis_link_set_ready(link);
-    hashmap_foreach(&S.channels, resubscribe, NULL);
+    stats.redis_subscriber_ready = 1;
+    subscriber.on_change();
+    hashmap_foreach(&subscriber.channels, resubscribe, NULL);
+}
+
+static void on_lost(struct redis_link *link)
+{
+    (void)link;
+    stats.redis_subscriber_ready = 0;
+    subscriber.on_change();
 }
 
 int subscriber_init(uv_loop_t *loop, const struct config *cfg,
-                    void (*on_notify)(struct lock *lock))
+                    void (*on_change)(void))
 {
-    int err = redis_link_init(&S.link, loop, cfg, "subscriber");
+    int err = redis_link_init(&subscriber.link, loop, cfg, "subscriber");
 
-    hashmap_init(&S.channels);
-    S.on_notify = on_notify;
-    S.link.on_connected = on_connected;
+    hashmap_init(&subscriber.channels);
+    subscriber.on_change = on_change;
+    subscriber.link.on_connected = on_connected;
+    subscriber.link.on_lost = on_lost;
     return err;
 }
 
 void subscriber_start(void)
 {
-    redis_link_start(&S.link);
+    redis_link_start(&subscriber.link);
 }
 
 void subscriber_close(void)
 {
-    redis_link_close(&S.link);
+    redis_link_close(&subscriber.link);
+    hashmap_free(&subscriber.channels);
 }
 
-int subscriber_listen(struct lock *lock)
+int subscriber_listen(struct backend_listener *listener, const char *channel,
+                      size_t len)
 {
-    struct subscription *sub =
-        hashmap_get(&S.channels, lock->channel, lock->channel_len);
+    struct subscription *sub = hashmap_get(&subscriber.channels, channel, len);
 
     if (sub == NULL) {
-        sub = calloc(1, sizeof(*sub) + lock->channel_len + 1);
+        sub = calloc(1, sizeof(*sub) + len + 1);
         if (sub == NULL)
-            return -1;
+            return -ENOMEM;
         sub->channel = (char *)(sub + 1);
-        memcpy(sub->channel, lock->channel, lock->channel_len);
-        sub->channel_len = lock->channel_len;
+        memcpy(sub->channel, channel, len);
+        sub->channel_len = len;
         list_init(&sub->listeners);
-        if (hashmap_put(&S.channels, sub->channel, sub->channel_len, sub) !=
-            0) {
+        if (hashmap_put(&subscriber.channels, sub->channel, len, sub) != 0) {
             free(sub);
-            return -1;
+            return -ENOMEM;
         }
+        stats.subscribed_channels++;
     }
-    list_push_tail(&sub->listeners, &lock->listen_link);
-    lock->subscription = sub;
+    list_push_tail(&sub->listeners, &listener->link);
+    listener->subscription = sub;
     sub_settle(sub);
     return 0;
 }
 
-void subscriber_unlisten(struct lock *lock)
+void subscriber_unlisten(struct backend_listener *listener)
 {
-    struct subscription *sub = lock->subscription;
+    struct subscription *sub = listener->subscription;
 
     if (sub == NULL)
         return;
-    list_remove(&lock->listen_link);
-    lock->subscription = NULL;
+    list_remove(&listener->link);
+    listener->subscription = NULL;
     sub_settle(sub);
 }
 
 bool subscriber_ready(void)
 {
-    return redis_link_ready(&S.link);
-}
-
-size_t subscriber_channel_count(void)
-{
-    return S.channels.size;
+    return redis_link_ready(&subscriber.link);
 }

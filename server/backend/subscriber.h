@@ -1,16 +1,18 @@
 /*
- * subscriber.h - the one Redis connection in pub/sub mode, listening for
- * unlock messages on the channels of locks that have local waiters.
+ * subscriber.h - the one Redis connection in pub/sub mode, listening on
+ * the channels of locks that have local waiters.
  *
- * Owns the channel -> subscription map. Subscriptions are
- * reference-counted per lock: one SUBSCRIBE per channel however many
- * waiters, UNSUBSCRIBE when the last listener leaves. Two lock names can
- * share a channel ("a" and "{a}" both use redisson_lock__channel:{a}),
- * so a subscription fans a message out to every lock listening on it.
+ * Owns the channel -> subscription map. Listeners (struct
+ * backend_listener, embedded in whatever listens) are counted per
+ * channel: one SUBSCRIBE per channel however many listen, UNSUBSCRIBE
+ * when the last one leaves. Two lock names can share a channel ("a" and
+ * "{a}" both use redisson_lock__channel:{a}), so a subscription hands
+ * each message, with its payload, to every listener on it; and when a
+ * subscription is (re)confirmed it tells them to look again, since
+ * messages sent before may have been missed.
  *
- * It never touches lock keys: it only tells the lock table that a lock
- * may have been freed (a message, or a fresh subscription after which
- * the caller must look again because messages may have been missed).
+ * Everything it sends goes through its redis_link, so command_timeout_ms
+ * covers SUBSCRIBE and UNSUBSCRIBE like any command.
  */
 #ifndef RLOCKD_SUBSCRIBER_H
 #define RLOCKD_SUBSCRIBER_H
@@ -20,21 +22,20 @@
 
 #include <uv.h>
 
+#include "backend/backend.h"
 #include "base/config.h"
 
-struct lock;
-
-/* on_notify: the lock may be free now. */
+/* on_change: the connection became ready or was lost. */
 int subscriber_init(uv_loop_t *loop, const struct config *cfg,
-                    void (*on_notify)(struct lock *lock));
+                    void (*on_change)(void));
 void subscriber_start(void);
 void subscriber_close(void);
 
-/* The lock starts/stops listening on its channel. 0 or -ENOMEM. */
-int subscriber_listen(struct lock *lock);
-void subscriber_unlisten(struct lock *lock);
+/* 0 or -ENOMEM. */
+int subscriber_listen(struct backend_listener *listener, const char *channel,
+                      size_t len);
+void subscriber_unlisten(struct backend_listener *listener);
 
 bool subscriber_ready(void);
-size_t subscriber_channel_count(void);
 
 #endif

@@ -78,6 +78,8 @@ static const struct config_row config_rows[] = {
             "1048576", 1024, 1 << 30),
     INT_ROW("server", "max_output_buffer_bytes", LIVE, max_output_buffer_bytes,
             "8388608", 1024, 1 << 30),
+    INT_ROW("server", "max_commands_in_flight", LIVE, max_commands_in_flight,
+            "1024", 1, 1000000),
     INT_ROW("server", "max_name_length", LIVE, max_name_length, "1024", 1,
             65536),
     STR_ROW("redis", "host", 0, redis_host, "127.0.0.1", KIND_STRING),

@@ -26,6 +26,7 @@ struct config {
     int64_t max_request_args;
     int64_t max_input_buffer_bytes;
     int64_t max_output_buffer_bytes;
+    int64_t max_commands_in_flight;
     int64_t max_name_length;
     /* [redis] */
     char redis_host[256];

@@ -17,14 +17,15 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
-static enum log_level current_level = LOG_INFO;
+static enum log_level current_level = LOG_LEVEL_INFO;
 static bool to_journal;
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-/* syslog(3) priorities: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
-static const int level_priorities[] = {3, 4, 6, 7};
+static const int level_priorities[] = {LOG_ERR, LOG_WARNING, LOG_INFO,
+                                       LOG_DEBUG};
 
 /* True when JOURNAL_STREAM names the file stderr is: a redirected stderr
  * inherits the variable but not the stream. */

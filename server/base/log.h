@@ -8,7 +8,12 @@
 #ifndef RLOCKD_LOG_H
 #define RLOCKD_LOG_H
 
-enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+enum log_level {
+    LOG_LEVEL_ERROR,
+    LOG_LEVEL_WARN,
+    LOG_LEVEL_INFO,
+    LOG_LEVEL_DEBUG
+};
 
 /* Picks the line format for where stderr goes; call once at start-up. */
 void log_init(void);
@@ -17,13 +22,13 @@ int log_enabled(enum log_level level);
 void log_write(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define log_error(...) log_write(LOG_ERROR, __VA_ARGS__)
-#define log_warn(...) log_write(LOG_WARN, __VA_ARGS__)
-#define log_info(...) log_write(LOG_INFO, __VA_ARGS__)
+#define log_error(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define log_warn(...) log_write(LOG_LEVEL_WARN, __VA_ARGS__)
+#define log_info(...) log_write(LOG_LEVEL_INFO, __VA_ARGS__)
 #define log_debug(...)                                                         \
     do {                                                                       \
-        if (log_enabled(LOG_DEBUG))                                            \
-            log_write(LOG_DEBUG, __VA_ARGS__);                                 \
+        if (log_enabled(LOG_LEVEL_DEBUG))                                      \
+            log_write(LOG_LEVEL_DEBUG, __VA_ARGS__);                           \
     } while (0)
 
 #endif

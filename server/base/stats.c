@@ -1,22 +1,26 @@
 /*
- * stats.c - the counters and their INFO lines.
+ * stats.c - the figures and their INFO lines, generated from STATS_LIST.
  */
 #include "base/stats.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
 struct stats stats;
 
-int stats_append_counters(struct buffer *out)
+int stats_append_section(struct buffer *out, enum stats_section section)
 {
     char line[96];
     int n, err = 0;
 
-#define STATS_LINE(name)                                                       \
-    n = snprintf(line, sizeof(line), #name ":%" PRIu64 "\r\n", stats.name);    \
-    err |= buffer_append(out, line, (size_t)n);
-    STATS_COUNTERS(STATS_LINE)
+#define STATS_LINE(sec, type, name, help)                                      \
+    if (section == STATS_##sec) {                                              \
+        n = snprintf(line, sizeof(line), #name ":%" PRIu64 "\r\n",             \
+                     stats.name);                                              \
+        err |= buffer_append(out, line, (size_t)n);                            \
+    }
+    STATS_LIST(STATS_LINE)
 #undef STATS_LINE
-    return err ? -1 : 0;
+    return err ? -ENOMEM : 0;
 }

@@ -1,6 +1,16 @@
 /*
- * stats.h - counters, each listed once: the X-macro makes the struct
- * field and its INFO line.
+ * stats.h - every figure rlockd reports, listed once.
+ *
+ * STATS_LIST names each figure with its INFO section, its type and a
+ * line of help, as twemproxy's stats list does. The layers fill the
+ * struct (the front end its clients, the lock engine its locks, the Redis
+ * backend its connections); the observers (INFO, the service's STATUS
+ * line) only read it, so they depend on no layer. The list generates the
+ * struct and the INFO lines, and its help text is what a metrics endpoint
+ * needs.
+ *
+ * The type column: a COUNTER only grows; a GAUGE goes up and down with
+ * what it counts (a metrics exporter reads it; INFO prints both alike).
  */
 #ifndef RLOCKD_STATS_H
 #define RLOCKD_STATS_H
@@ -9,36 +19,71 @@
 
 #include "buffer.h"
 
-#define STATS_COUNTERS(X)                                                      \
-    X(total_connections_received)                                              \
-    X(rejected_connections)                                                    \
-    X(total_commands_processed)                                                \
-    X(protocol_errors)                                                         \
-    X(locks_acquired)                                                          \
-    X(locks_released)                                                          \
-    X(locks_force_released)                                                    \
-    X(locks_released_on_disconnect)                                            \
-    X(orphan_acquires_undone)                                                  \
-    X(locks_lost)                                                              \
-    X(lock_attempts)                                                           \
-    X(wait_timeouts)                                                           \
-    X(unlock_messages)                                                         \
-    X(watchdog_renewals)                                                       \
-    X(watchdog_batches)                                                        \
-    X(unavailable_replies)                                                     \
-    X(auth_failures)                                                           \
-    X(config_reloads)                                                          \
-    X(config_reload_failures)
+enum stats_section {
+    STATS_SERVER,
+    STATS_CLIENTS,
+    STATS_LOCKS,
+    STATS_COUNTS,
+    STATS_REDIS,
+};
+
+/* clang-format off */
+#define STATS_LIST(X)                                                          \
+    X(SERVER,  GAUGE,   socket_activated,                                      \
+      "1 when listening on sockets passed by systemd")                        \
+    X(CLIENTS, GAUGE,   connected_clients, "client connections open")         \
+    X(CLIENTS, GAUGE,   blocked_clients,                                       \
+      "connections whose LOCK or TRYLOCK waits for its lock")                  \
+    X(CLIENTS, GAUGE,   client_sessions, "client-ids with a connection")       \
+    X(CLIENTS, GAUGE,   commands_in_flight,                                    \
+      "client commands waiting for Redis")                                     \
+    X(LOCKS,   GAUGE,   held_locks, "holds taken through this daemon")         \
+    X(LOCKS,   GAUGE,   watchdog_locks, "holds renewed by the watchdog")       \
+    X(LOCKS,   GAUGE,   waiting_clients, "calls queued for a lock")            \
+    X(LOCKS,   GAUGE,   lock_entries, "lock names known to this daemon")       \
+    X(LOCKS,   GAUGE,   subscribed_channels, "pub/sub channels listened on")   \
+    X(COUNTS,  COUNTER, total_connections_received, "connections accepted")    \
+    X(COUNTS,  COUNTER, rejected_connections,                                  \
+      "connections refused (max_clients, shutdown)")                           \
+    X(COUNTS,  COUNTER, total_commands_processed, "commands run")              \
+    X(COUNTS,  COUNTER, protocol_errors, "malformed requests")                 \
+    X(COUNTS,  COUNTER, locks_acquired, "acquisitions, reentrant included")   \
+    X(COUNTS,  COUNTER, locks_released, "UNLOCKs that freed a lock")          \
+    X(COUNTS,  COUNTER, locks_force_released, "FORCEUNLOCKs that freed one")  \
+    X(COUNTS,  COUNTER, locks_released_on_disconnect,                          \
+      "releases sent because a client-id's last connection went")             \
+    X(COUNTS,  COUNTER, orphan_acquires_undone,                                \
+      "acquisitions undone because their client had gone")                    \
+    X(COUNTS,  COUNTER, locks_lost, "holds found gone from Redis")            \
+    X(COUNTS,  COUNTER, lock_attempts, "acquire scripts sent")                \
+    X(COUNTS,  COUNTER, wait_timeouts, "waits that ended without the lock")   \
+    X(COUNTS,  COUNTER, unlock_messages, "pub/sub messages received")         \
+    X(COUNTS,  COUNTER, watchdog_renewals, "holds sent for renewal")          \
+    X(COUNTS,  COUNTER, watchdog_batches, "renewal script calls")             \
+    X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
+    X(COUNTS,  COUNTER, auth_failures, "AUTH with a wrong token")             \
+    X(COUNTS,  COUNTER, config_reloads, "SIGHUP reloads applied")             \
+    X(COUNTS,  COUNTER, config_reload_failures,                                \
+      "SIGHUP reloads refused (bad file)")                                     \
+    X(REDIS,   GAUGE,   redis_connected,                                       \
+      "1 when every Redis connection is ready")                                \
+    X(REDIS,   GAUGE,   redis_pool_size, "Redis connections for commands")    \
+    X(REDIS,   GAUGE,   redis_pool_ready, "of which ready")                   \
+    X(REDIS,   GAUGE,   redis_subscriber_ready,                                \
+      "1 when the pub/sub connection is ready")                                \
+    X(REDIS,   COUNTER, redis_reconnects, "ready Redis connections lost")     \
+    X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")
+/* clang-format on */
 
 struct stats {
-#define STATS_FIELD(name) uint64_t name;
-    STATS_COUNTERS(STATS_FIELD)
+#define STATS_FIELD(section, type, name, help) uint64_t name;
+    STATS_LIST(STATS_FIELD)
 #undef STATS_FIELD
 };
 
 extern struct stats stats;
 
-/* Appends "name:value\r\n" for every counter. */
-int stats_append_counters(struct buffer *out);
+/* Appends "name:value\r\n" for every figure of one section. 0 or -ENOMEM. */
+int stats_append_section(struct buffer *out, enum stats_section section);
 
 #endif

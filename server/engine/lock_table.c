@@ -1,99 +1,89 @@
 /*
- * lock_table.c - lock entries by name, and hold records.
+ * lock_table.c - locks by kind and name, and hold records.
  */
 #include "engine/lock_table.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/hashmap.h"
 #include "base/log.h"
-#include "backend/redis_pool.h"
-#include "engine/scripts.h"
-#include "engine/session.h"
 #include "base/stats.h"
-#include "engine/watchdog.h"
+#include "engine/session.h"
 
-static struct hashmap locks;
-static size_t holds_live;
+static struct hashmap lock_map;
 
 void lock_table_init(void)
 {
-    hashmap_init(&locks);
+    hashmap_init(&lock_map);
 }
 
 void lock_table_free(void)
 {
-    hashmap_free(&locks);
+    hashmap_free(&lock_map);
 }
 
-size_t lock_table_size(void)
+static size_t kind_index(const struct lock_kind *kind)
 {
-    return locks.size;
+    size_t i = 0;
+
+    while (lock_kinds[i] != kind)
+        i++;
+    return i;
 }
 
-struct foreach_ctx {
-    void (*fn)(struct lock *lock, void *arg);
-    void *arg;
-};
-
-static void foreach_one(void *value, void *arg)
+/* One block: the struct, the table key (kind byte + name), the channel. */
+static struct lock *lock_create(const struct lock_kind *kind, const char *name,
+                                size_t len)
 {
-    struct foreach_ctx *ctx = arg;
-    ctx->fn(value, ctx->arg);
-}
-
-void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg)
-{
-    struct foreach_ctx ctx = {fn, arg};
-    hashmap_foreach(&locks, foreach_one, &ctx);
-}
-
-static struct lock *lock_create(const char *name, size_t len)
-{
-    struct lock *lock = calloc(1, sizeof(*lock) + len + 1);
+    struct lock *lock =
+        calloc(1, sizeof(*lock) + 1 + 2 * len + LOCK_KIND_CHANNEL_EXTRA);
+    char *channel;
 
     if (lock == NULL)
         return NULL;
-    lock->name = (char *)(lock + 1);
-    memcpy(lock->name, name, len);
+    lock->kind = kind;
+    lock->key[0] = (char)kind_index(kind);
+    memcpy(lock->key + 1, name, len);
+    lock->name = lock->key + 1;
     lock->name_len = len;
-    lock->channel = script_channel_name(name, len, &lock->channel_len);
-    if (lock->channel == NULL) {
-        free(lock);
-        return NULL;
-    }
-    lock->shard = redis_pool_shard(name, len);
+    channel = lock->key + 1 + len;
+    lock->channel_len = kind->channel(channel, name, len, NULL, 0);
+    lock->channel = channel;
     waiter_queue_init(&lock->waiters);
+    list_init(&lock->waiting_link);
     list_init(&lock->holds);
-    list_init(&lock->listen_link);
-    if (hashmap_put(&locks, lock->name, len, lock) != 0) {
-        free(lock->channel);
+    list_init(&lock->listener.link);
+    if (hashmap_put(&lock_map, lock->key, 1 + len, lock) != 0) {
         free(lock);
         return NULL;
     }
+    stats.lock_entries++;
     return lock;
 }
 
-struct lock *lock_acquire_ref(const char *name, size_t len)
+struct lock *lock_ref(const struct lock_kind *kind, const char *name,
+                      size_t len)
 {
-    struct lock *lock = hashmap_get(&locks, name, len);
+    char key[1 + len];
+    struct lock *lock;
 
+    key[0] = (char)kind_index(kind);
+    memcpy(key + 1, name, len);
+    lock = hashmap_get(&lock_map, key, 1 + len);
     if (lock == NULL)
-        lock = lock_create(name, len);
+        lock = lock_create(kind, name, len);
     if (lock != NULL)
         lock->refs++;
     return lock;
 }
 
-void lock_release_ref(struct lock *lock)
+void lock_unref(struct lock *lock)
 {
     if (--lock->refs > 0)
         return;
-    hashmap_remove(&locks, lock->name, lock->name_len);
-    free(lock->channel);
+    hashmap_remove(&lock_map, lock->key, 1 + lock->name_len);
+    stats.lock_entries--;
     free(lock);
 }
 
@@ -110,8 +100,7 @@ struct hold *hold_find(struct lock *lock, const struct session *session,
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &lock->holds)
-    {
+    list_for_each_safe(pos, tmp, &lock->holds) {
         struct hold *h = list_entry(pos, struct hold, lock_link);
         if (h->session == session && h->thread_id == thread_id)
             return h;
@@ -131,25 +120,31 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     h->thread_id = thread_id;
     h->field_len =
         owner_field(h->field, session->id, session->id_len, thread_id);
+    h->refs = 1;
     list_init(&h->watchdog_link);
     list_push_tail(&lock->holds, &h->lock_link);
-    session_add_hold(session, h);
+    list_push_tail(&session->holds, &h->session_link);
+    session->hold_count++;
     lock->refs++;
-    holds_live++;
+    stats.held_locks++;
     return h;
 }
 
 void hold_drop(struct hold *h)
 {
-    watchdog_stop(h);
     list_remove(&h->lock_link);
-    session_remove_hold(h->session, h);
-    lock_release_ref(h->lock);
+    list_remove(&h->session_link);
+    h->session->hold_count--;
+    lock_unref(h->lock);
     h->lock = NULL;
     h->session = NULL;
-    holds_live--;
-    /* A renewal batch still pointing at it frees it when it returns. */
-    if (h->renewals_inflight == 0)
+    stats.held_locks--;
+    hold_unref(h);
+}
+
+void hold_unref(struct hold *h)
+{
+    if (--h->refs == 0)
         free(h);
 }
 
@@ -158,13 +153,7 @@ void hold_mark_lost(struct hold *h, const char *why)
     if (h->lost)
         return;
     h->lost = true;
-    watchdog_stop(h);
     stats.locks_lost++;
     log_warn("lock '%.*s' held by %s lost: %s", (int)h->lock->name_len,
              h->lock->name, h->field, why);
-}
-
-size_t hold_count(void)
-{
-    return holds_live;
 }

@@ -1,24 +1,21 @@
 /*
  * session.h - clients as owners: a session is one client-id and the
- * connections that use it.
+ * number of connections that use it.
  *
- * Owns the client-id -> session map and each session's list of holds.
+ * Owns the client-id -> session map. Each session lists its holds,
+ * which the lock table links and unlinks.
  * Several connections that set the same client-id share one session, as
- * the threads of one program share a Redisson client. When the last
- * connection goes the session ends, and its locks are released at once
- * (on_disconnect = release) or left to expire by TTL (expire).
+ * the threads of one program share a Redisson client. What happens to a
+ * session's locks when its last connection goes is the lock engine's
+ * (lock_engine_leave); this file only keeps the records.
  */
 #ifndef RLOCKD_SESSION_H
 #define RLOCKD_SESSION_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
-#include "command.h"
-#include "base/config.h"
 #include "base/list.h"
-
-struct hold;
+#include "client_id.h"
 
 struct session {
     char id[CLIENT_ID_MAX_LEN + 1];
@@ -28,17 +25,12 @@ struct session {
     size_t hold_count;
 };
 
-void session_init(const struct config *cfg);
-void session_free_all(void);
-/* Joins (creating if needed) the session for id; NULL when out of memory. */
+void session_table_init(void);
+void session_table_free(void);
+/* Finds or creates the session for id and counts one more connection;
+ * NULL when out of memory. */
 struct session *session_join(const char *id, size_t len);
-/* A connection leaves; the last one ends the session. */
-void session_leave(struct session *s);
-/* Makes a random UUID v4 client-id; out must hold 37 bytes. */
-void session_random_id(char out[37]);
-size_t session_count(void);
-
-void session_add_hold(struct session *s, struct hold *h);
-void session_remove_hold(struct session *s, struct hold *h);
+/* Forgets a session whose last connection left and that holds nothing. */
+void session_free(struct session *s);
 
 #endif

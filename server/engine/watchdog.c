@@ -5,22 +5,31 @@
  * timer fires, every hold due within the next coalescing window is taken
  * too: renewing a little early is harmless, and it turns many timers
  * that would fire milliseconds apart into one Redis call.
+ *
+ * A batch in flight holds a reference on each of its holds (hold_unref
+ * frees), and remembers each hold's epoch: a hold dropped, lost, or lost
+ * and acquired again meanwhile is not judged by this batch's result.
  */
 #include "engine/watchdog.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/lock_table.h"
+#include "base/hashmap.h"
 #include "base/log.h"
-#include "backend/redis_link.h"
-#include "backend/redis_pool.h"
 #include "base/stats.h"
+#include "engine/lock_table.h"
+#include "engine/timer.h"
 
 /* Retry a renewal that could not be sent or answered this soon. */
 #define RENEW_RETRY_MS 500
+/* Holds due within interval / COALESCE_DIVISOR of the first go with it. */
+#define COALESCE_DIVISOR 8
 
 struct renew_batch {
+    const struct lock_kind *kind;
+    char key[sizeof(void *) + sizeof(unsigned)]; /* while open */
     size_t count;
     struct renew_entry {
         struct hold *hold;
@@ -29,55 +38,40 @@ struct renew_batch {
 };
 
 static struct {
-    uv_loop_t *loop;
     const struct config *cfg;
-    uv_timer_t timer;
+    const struct backend *backend;
+    struct timer timer;
     struct list_node due; /* struct hold.watchdog_link, by renew_due_ms */
-    size_t count;
-} wd;
-
-static void watchdog_fire(uv_timer_t *timer);
+} watchdog;
 
 static void arm_timer(void)
 {
-    struct list_node *first = list_first(&wd.due);
-    uint64_t now = now_ms(wd.loop), due;
+    struct list_node *first = list_first(&watchdog.due);
 
     if (first == NULL) {
-        uv_timer_stop(&wd.timer);
+        timer_stop(&watchdog.timer);
         return;
     }
-    due = list_entry(first, struct hold, watchdog_link)->renew_due_ms;
-    uv_timer_start(&wd.timer, watchdog_fire, due > now ? due - now : 0, 0);
+    if (timer_start(&watchdog.timer,
+                    list_entry(first, struct hold, watchdog_link)
+                        ->renew_due_ms) != 0)
+        log_error("watchdog: out of memory arming its timer");
 }
 
 /* Inserts by due time, scanning from the tail: renewals are almost always
  * scheduled "interval from now", which is the tail. */
 static void schedule(struct hold *h, uint64_t due)
 {
-    struct list_node *pos = wd.due.prev;
+    struct list_node *pos = watchdog.due.prev;
 
     h->renew_due_ms = due;
-    while (pos != &wd.due &&
+    while (pos != &watchdog.due &&
            list_entry(pos, struct hold, watchdog_link)->renew_due_ms > due)
         pos = pos->prev;
     list_insert_before(pos->next, &h->watchdog_link);
-    if (wd.due.next == &h->watchdog_link)
+    stats.watchdog_locks++;
+    if (watchdog.due.next == &h->watchdog_link)
         arm_timer();
-}
-
-int watchdog_init(uv_loop_t *loop, const struct config *cfg)
-{
-    wd.loop = loop;
-    wd.cfg = cfg;
-    list_init(&wd.due);
-    return uv_timer_init(loop, &wd.timer);
-}
-
-void watchdog_close(void)
-{
-    uv_timer_stop(&wd.timer);
-    uv_close((uv_handle_t *)&wd.timer, NULL);
 }
 
 static uint64_t interval_of(const struct hold *h)
@@ -87,10 +81,8 @@ static uint64_t interval_of(const struct hold *h)
 
 void watchdog_start(struct hold *h)
 {
-    if (list_linked(&h->watchdog_link))
-        return;
-    wd.count++;
-    schedule(h, now_ms(wd.loop) + interval_of(h));
+    if (!list_linked(&h->watchdog_link))
+        schedule(h, timers_now() + interval_of(h));
 }
 
 void watchdog_stop(struct hold *h)
@@ -98,159 +90,168 @@ void watchdog_stop(struct hold *h)
     if (!list_linked(&h->watchdog_link))
         return;
     list_remove(&h->watchdog_link);
-    wd.count--;
+    stats.watchdog_locks--;
 }
 
-size_t watchdog_count(void)
-{
-    return wd.count;
-}
-
-/* Puts a hold taken out for a batch back on the schedule. */
-static void reschedule(struct hold *h, uint64_t delay)
-{
-    wd.count++;
-    schedule(h, now_ms(wd.loop) + delay);
-}
-
-static void batch_done(redisReply *reply, void *arg)
+static void batch_done(void *arg, const struct backend_value *reply)
 {
     struct renew_batch *batch = arg;
-    bool valid = reply != NULL && reply->type == REDIS_REPLY_ARRAY &&
+    bool valid = reply != NULL && reply->type == VALUE_ARRAY &&
                  reply->elements == batch->count;
 
     if (!valid)
         log_warn("watchdog: renewal of %zu lock(s) failed: %s; retrying",
                  batch->count,
-                 reply == NULL                      ? "Redis unavailable"
-                 : reply->type == REDIS_REPLY_ERROR ? reply->str
-                                                    : "unexpected reply");
+                 reply == NULL                ? "Redis unavailable"
+                 : reply->type == VALUE_ERROR ? reply->str
+                                              : "unexpected reply");
     for (size_t i = 0; i < batch->count; i++) {
         struct hold *h = batch->entries[i].hold;
 
-        h->renewals_inflight--;
-        if (h->lock == NULL) { /* dropped while we were away */
-            if (h->renewals_inflight == 0)
-                free(h);
-            continue;
+        /* Dropped, lost, no longer renewed, or lost and acquired again
+         * (then already back on the schedule): not this result's to judge. */
+        if (h->lock != NULL && !h->lost && h->watchdog &&
+            h->epoch == batch->entries[i].epoch &&
+            !list_linked(&h->watchdog_link)) {
+            if (!valid)
+                schedule(h, timers_now() + RENEW_RETRY_MS);
+            else if (batch->kind->renewal.renewed(&reply->element[i]))
+                schedule(h, timers_now() + interval_of(h));
+            else
+                hold_mark_lost(h, "watchdog found the lock gone");
         }
-        /* Lost meanwhile, or lost and acquired again (then already back
-         * on the schedule, and this result is about the old hold). */
-        if (h->lost || !h->watchdog || h->epoch != batch->entries[i].epoch ||
-            list_linked(&h->watchdog_link))
-            continue;
-        if (!valid)
-            reschedule(h, RENEW_RETRY_MS);
-        else if (reply->element[i]->type == REDIS_REPLY_INTEGER &&
-                 reply->element[i]->integer == 1)
-            reschedule(h, interval_of(h));
-        else
-            hold_mark_lost(h, "watchdog found the lock gone");
+        hold_unref(h);
     }
     free(batch);
 }
 
-/* Builds the renewal script's arguments for n holds: KEYS name1..nameN,
- * ARGV field1, ms1, ..., fieldN, msN. One block, freed by the caller. */
-struct renew_args {
-    const char **argv;
-    size_t *len;
-    char (*ms)[24];
-};
-
-static int renew_args_build(struct renew_args *a, struct hold **holds, size_t n)
+/* Sends one batch; 0, or the holds go back on the schedule. */
+static void send_batch(struct renew_batch *batch)
 {
-    void *block = calloc(1, 3 * n * (sizeof(*a->argv) + sizeof(*a->len)) +
-                                n * sizeof(*a->ms));
+    const struct lock_kind_renewal *r = &batch->kind->renewal;
+    size_t n = batch->count, nkeys = n * (size_t)r->keys_per_hold,
+           argc = nkeys + n * (size_t)r->args_per_hold;
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *len = malloc(argc * sizeof(*len));
+    char(*numbers)[FORMAT_INT_MAX] = malloc(n * sizeof(*numbers));
+    int err = -ENOMEM;
 
-    if (block == NULL)
-        return -1;
-    a->argv = block;
-    a->len = (size_t *)(a->argv + 3 * n);
-    a->ms = (char(*)[24])(a->len + 3 * n);
-    for (size_t i = 0; i < n; i++) {
-        struct hold *h = holds[i];
-        a->argv[i] = h->lock->name;
-        a->len[i] = h->lock->name_len;
-        a->argv[n + 2 * i] = h->field;
-        a->len[n + 2 * i] = h->field_len;
-        a->argv[n + 2 * i + 1] = a->ms[i];
-        a->len[n + 2 * i + 1] = format_int64(a->ms[i], h->lease_ms);
+    if (argv != NULL && len != NULL && numbers != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            struct hold *h = batch->entries[i].hold;
+            struct lock_call_args a = {.name = h->lock->name,
+                                       .name_len = h->lock->name_len,
+                                       .field = h->field,
+                                       .field_len = h->field_len,
+                                       .lease_ms = h->lease_ms};
+            size_t k = i * (size_t)r->keys_per_hold,
+                   g = nkeys + i * (size_t)r->args_per_hold;
+
+            r->add(&a, argv + k, len + k, argv + g, len + g, numbers[i]);
+        }
+        err = watchdog.backend->eval(
+            &(struct backend_call){r->script, argv[0], len[0], (int)nkeys,
+                                   (int)argc, argv, len},
+            batch_done, batch);
     }
-    return 0;
-}
-
-/* Sends n due holds of one shard in one call; those it cannot send go
- * back on the schedule. */
-static void send_batch(struct hold **holds, size_t n, unsigned shard)
-{
-    struct renew_batch *batch =
-        malloc(sizeof(*batch) + n * sizeof(batch->entries[0]));
-    struct renew_args args = {0};
-    int err = -1;
-
-    if (batch != NULL && renew_args_build(&args, holds, n) == 0) {
-        batch->count = n;
-        for (size_t i = 0; i < n; i++)
-            batch->entries[i] = (struct renew_entry){holds[i], holds[i]->epoch};
-        err = redis_pool_call(shard, SCRIPT_RENEW_MANY, (int)n, (int)(3 * n),
-                              args.argv, args.len, batch_done, batch);
-        free(args.argv);
-    }
+    free(argv);
+    free(len);
+    free(numbers);
     if (err == 0) {
-        for (size_t i = 0; i < n; i++)
-            holds[i]->renewals_inflight++;
         stats.watchdog_batches++;
         stats.watchdog_renewals += n;
         return;
     }
+    for (size_t i = 0; i < n; i++) {
+        schedule(batch->entries[i].hold, timers_now() + RENEW_RETRY_MS);
+        hold_unref(batch->entries[i].hold);
+    }
     free(batch);
-    for (size_t i = 0; i < n; i++)
-        reschedule(holds[i], RENEW_RETRY_MS);
 }
 
-static void watchdog_fire(uv_timer_t *timer)
+/* The open batch for a hold's kind and key group, created when needed.
+ * The map's key is the kind's address and the group, as bytes. */
+static struct renew_batch *batch_for(struct hashmap *open, struct hold *h)
 {
-    unsigned shards = redis_pool_size();
-    size_t max = (size_t)wd.cfg->renew_batch_size;
-    uint64_t now = now_ms(wd.loop);
-    struct hold **pending[shards];
-    size_t filled[shards];
+    size_t max = (size_t)watchdog.cfg->renew_batch_size;
+    const struct lock_kind *kind = h->lock->kind;
+    unsigned group =
+        watchdog.backend->key_group(h->lock->name, h->lock->name_len);
+    char key[sizeof(kind) + sizeof(group)];
+    struct renew_batch *batch;
+
+    memcpy(key, &kind, sizeof(kind));
+    memcpy(key + sizeof(kind), &group, sizeof(group));
+    batch = hashmap_get(open, key, sizeof(key));
+    if (batch != NULL && batch->count < max)
+        return batch;
+    if (batch != NULL) { /* full: send it and start another */
+        hashmap_remove(open, key, sizeof(key));
+        send_batch(batch);
+    }
+    batch = malloc(sizeof(*batch) + max * sizeof(batch->entries[0]));
+    if (batch == NULL)
+        return NULL;
+    batch->kind = kind;
+    batch->count = 0;
+    memcpy(batch->key, key, sizeof(key));
+    if (hashmap_put(open, batch->key, sizeof(key), batch) != 0) {
+        free(batch);
+        return NULL;
+    }
+    return batch;
+}
+
+static void send_open_batch(void *value, void *arg)
+{
+    (void)arg;
+    send_batch(value);
+}
+
+static void watchdog_fire(struct timer *timer)
+{
+    uint64_t now = timers_now();
+    struct hashmap open;
     struct list_node *pos;
-    bool out_of_memory = false;
 
     (void)timer;
-    memset(filled, 0, sizeof(filled));
-    for (unsigned i = 0; i < shards; i++)
-        pending[i] = NULL;
-    while ((pos = list_first(&wd.due)) != NULL) {
+    hashmap_init(&open);
+    while ((pos = list_first(&watchdog.due)) != NULL) {
         struct hold *h = list_entry(pos, struct hold, watchdog_link);
-        uint64_t window = interval_of(h) / 8;
-        unsigned shard = h->lock->shard;
+        struct renew_batch *batch;
 
-        if (h->renew_due_ms > now + window)
+        if (h->renew_due_ms > now + interval_of(h) / COALESCE_DIVISOR)
             break;
-        if (pending[shard] == NULL) {
-            pending[shard] = malloc(max * sizeof(struct hold *));
-            if (pending[shard] == NULL) {
-                out_of_memory = true;
-                break;
-            }
+        batch = batch_for(&open, h);
+        if (batch == NULL) {
+            log_error("watchdog: out of memory; renewing later");
+            break;
         }
         watchdog_stop(h);
-        pending[shard][filled[shard]++] = h;
-        if (filled[shard] == max) {
-            send_batch(pending[shard], max, shard);
-            filled[shard] = 0;
-        }
+        h->refs++;
+        batch->entries[batch->count++] =
+            (struct renew_entry){h, h->epoch};
     }
-    for (unsigned i = 0; i < shards; i++) {
-        if (filled[i] > 0)
-            send_batch(pending[i], filled[i], i);
-        free(pending[i]);
-    }
-    if (out_of_memory) /* not a busy loop: try again a little later */
-        uv_timer_start(&wd.timer, watchdog_fire, RENEW_RETRY_MS, 0);
+    hashmap_foreach(&open, send_open_batch, NULL);
+    hashmap_free(&open);
+    /* After an out-of-memory stop the first hold is still due: not a
+     * busy loop, try again a little later. */
+    if (pos != NULL && list_entry(pos, struct hold, watchdog_link)
+                               ->renew_due_ms <= now)
+        timer_start(&watchdog.timer, now + RENEW_RETRY_MS);
     else
         arm_timer();
+}
+
+void watchdog_init(const struct config *cfg, const struct backend *backend)
+{
+    watchdog.cfg = cfg;
+    watchdog.backend = backend;
+    list_init(&watchdog.due);
+    timer_init(&watchdog.timer, watchdog_fire);
+}
+
+void watchdog_close(void)
+{
+    timer_stop(&watchdog.timer);
 }

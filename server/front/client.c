@@ -1,5 +1,13 @@
 /*
  * client.c - reading requests, running them in order, writing replies.
+ *
+ * A command that needs Redis gets a slot on its connection's pending
+ * list. The engine's done callback only writes the reply into the slot
+ * and puts the connection on the ready list; a check handle, which runs
+ * once per loop turn after I/O, moves answered slots' replies to the
+ * output in request order, resumes reading requests and writes. This is
+ * Redis's unblocked-clients list: one client's completion never runs
+ * another client's commands inside its stack.
  */
 #include "front/client.h"
 
@@ -7,15 +15,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front/commands.h"
-#include "engine/lock_table.h"
-#include "engine/locking.h"
 #include "base/log.h"
-#include "reply.h"
-#include "engine/session.h"
 #include "base/stats.h"
+#include "client_id.h"
+#include "engine/session.h"
+#include "reply.h"
 
 #define READ_CHUNK 16384
+
+/* One command in flight, or answered while one before it is not. */
+struct client_slot {
+    struct list_node link;  /* in client.pending */
+    struct client *client;
+    struct lock_call *call; /* while in flight, if the engine kept it */
+    bool answered;
+    struct buffer reply;
+    bool granted_is_ok;     /* LOCK answers +OK, TRYLOCK :1 */
+    bool alone;
+};
 
 struct client_write {
     uv_write_t req;
@@ -26,23 +43,141 @@ struct client_write {
 static struct {
     uv_loop_t *loop;
     const struct config *cfg;
+    client_execute_fn *execute;
     struct list_node all;
-    size_t count;
+    struct list_node ready; /* struct client.ready_link */
+    uv_check_t ready_check;
     uint64_t next_id;
     bool stopped; /* shutting down: no new commands */
-} C;
+} clients;
 
-void client_init(uv_loop_t *loop, const struct config *cfg)
+static void client_flush(struct client *c);
+static void client_process(struct client *c);
+
+/* ---- reply slots ------------------------------------------------------- */
+
+static void slot_free(struct client_slot *slot)
 {
-    C.loop = loop;
-    C.cfg = cfg;
-    list_init(&C.all);
+    list_remove(&slot->link);
+    buffer_free(&slot->reply);
+    free(slot);
 }
 
-size_t client_count(void)
+static struct client_slot *slot_add(struct client *c)
 {
-    return C.count;
+    struct client_slot *slot = calloc(1, sizeof(*slot));
+
+    if (slot == NULL) {
+        client_close(c, "out of memory");
+        return NULL;
+    }
+    slot->client = c;
+    buffer_init(&slot->reply);
+    list_push_tail(&c->pending, &slot->link);
+    return slot;
 }
+
+/* Moves the replies of answered slots at the head to the output. */
+static void slots_drain(struct client *c)
+{
+    struct list_node *node;
+
+    while ((node = list_first(&c->pending)) != NULL) {
+        struct client_slot *slot = list_entry(node, struct client_slot, link);
+
+        if (!slot->answered)
+            return;
+        if (buffer_append(&c->out, slot->reply.data, slot->reply.len) != 0) {
+            client_close(c, "out of memory");
+            return;
+        }
+        slot_free(slot);
+    }
+}
+
+struct buffer *client_reply_buffer(struct client *c)
+{
+    struct client_slot *slot;
+
+    if (list_empty(&c->pending))
+        return &c->out;
+    slot = slot_add(c);
+    if (slot == NULL)
+        return NULL;
+    slot->answered = true;
+    return &slot->reply;
+}
+
+static void on_ready_check(uv_check_t *check);
+
+static void mark_ready(struct client *c)
+{
+    if (list_linked(&c->ready_link))
+        return;
+    list_push_tail(&clients.ready, &c->ready_link);
+    uv_check_start(&clients.ready_check, on_ready_check);
+}
+
+static int write_result(struct buffer *out, const struct lock_result *r,
+                        bool granted_is_ok)
+{
+    switch (r->type) {
+    case RESULT_GRANTED:
+        return granted_is_ok ? reply_simple(out, "OK") : reply_integer(out, 1);
+    case RESULT_NOT_GRANTED:
+        return reply_integer(out, 0);
+    case RESULT_INTEGER:
+        return reply_integer(out, r->integer);
+    case RESULT_ERROR:
+        return reply_error(out, r->error, "%s", r->message);
+    }
+    return -EINVAL;
+}
+
+/* The engine's done: record the reply; the ready list does the rest. */
+static void on_call_done(void *ctx, const struct lock_result *result)
+{
+    struct client_slot *slot = ctx;
+    struct client *c = slot->client;
+
+    slot->answered = true;
+    slot->call = NULL;
+    c->in_flight--;
+    stats.commands_in_flight--;
+    if (slot->alone) {
+        c->alone = false;
+        stats.blocked_clients--;
+    }
+    /* A lost reply would misalign every later one: the ready list closes
+     * the connection instead (not here, inside the engine's call). */
+    if (write_result(&slot->reply, result, slot->granted_is_ok) != 0)
+        c->reply_failed = true;
+    mark_ready(c);
+}
+
+void client_start_call(struct client *c, const struct lock_request *req,
+                       bool alone, bool granted_is_ok)
+{
+    struct client_slot *slot = slot_add(c);
+    struct lock_call *call;
+
+    if (slot == NULL)
+        return;
+    slot->granted_is_ok = granted_is_ok;
+    slot->alone = alone;
+    /* Counted before the engine may answer at once. */
+    c->in_flight++;
+    stats.commands_in_flight++;
+    if (alone) {
+        c->alone = true;
+        stats.blocked_clients++;
+    }
+    call = lock_engine_start(c->session, req, on_call_done, slot);
+    if (!slot->answered)
+        slot->call = call;
+}
+
+/* ---- connection life ---------------------------------------------------- */
 
 static void on_closed(uv_handle_t *handle)
 {
@@ -54,21 +189,39 @@ static void on_closed(uv_handle_t *handle)
     free(c);
 }
 
+/* Abandons the calls still in flight and frees every slot. */
+static void slots_abandon(struct client *c)
+{
+    struct list_node *node;
+
+    while ((node = list_first(&c->pending)) != NULL) {
+        struct client_slot *slot = list_entry(node, struct client_slot, link);
+
+        if (!slot->answered) {
+            stats.commands_in_flight--;
+            if (slot->alone)
+                stats.blocked_clients--;
+            lock_engine_abandon(slot->call);
+        }
+        slot_free(slot);
+    }
+    c->in_flight = 0;
+}
+
 void client_close(struct client *c, const char *why)
 {
     if (c->closing)
         return;
     c->closing = true;
     log_debug("client %llu closed: %s", (unsigned long long)c->id, why);
-    if (c->call != NULL) {
-        locking_client_gone(c->call);
-        c->call = NULL;
-    }
+    slots_abandon(c);
     if (c->session != NULL)
-        session_leave(c->session);
+        lock_engine_leave(c->session);
     c->session = NULL;
     list_remove(&c->link);
-    C.count--;
+    if (list_linked(&c->ready_link))
+        list_remove(&c->ready_link);
+    stats.connected_clients--;
     uv_close(&c->io.handle, on_closed);
 }
 
@@ -82,8 +235,14 @@ static void on_written(uv_write_t *req, int status)
     free(w);
     if (status < 0)
         client_close(c, uv_strerror(status));
-    else if (c->quitting && c->writing == 0)
-        client_close(c, "quit");
+    else
+        client_flush(c);
+}
+
+static bool done_quitting(const struct client *c)
+{
+    return c->quitting && list_empty(&c->pending) && c->out.len == 0 &&
+           c->writing == 0;
 }
 
 /*
@@ -111,12 +270,13 @@ static void client_flush(struct client *c)
         if (err > 0)
             buffer_consume(&c->out, (size_t)err);
     }
-    if (c->out.len == 0) {
-        if (c->quitting && c->writing == 0)
-            client_close(c, "quit");
+    if (done_quitting(c)) {
+        client_close(c, "quit");
         return;
     }
-    if (c->writing + c->out.len > (size_t)C.cfg->max_output_buffer_bytes) {
+    if (c->out.len == 0)
+        return;
+    if (c->writing + c->out.len > (size_t)clients.cfg->max_output_buffer_bytes) {
         log_warn("client %llu: over max_output_buffer_bytes (not reading "
                  "its replies); closing it",
                  (unsigned long long)c->id);
@@ -148,13 +308,32 @@ void client_quit(struct client *c)
     uv_read_stop(&c->io.stream);
 }
 
-/* Runs buffered requests until one blocks or the input runs out. */
+/* Whether the next request may run now. */
+static bool can_run(const struct client *c)
+{
+    return !c->alone && !c->quitting && !c->closing && !clients.stopped &&
+           c->in_flight < (size_t)clients.cfg->max_commands_in_flight;
+}
+
+/* Runs the parked request, if any; false while it still has to wait. */
+static bool run_parked(struct client *c)
+{
+    if (!c->parked)
+        return true;
+    if (c->in_flight > 0 ||
+        clients.execute(c, c->parser.argc, c->parser.argv,
+                        c->parser.argv_len) == CLIENT_RUN_LATER)
+        return false;
+    c->parked = false;
+    return true;
+}
+
+/* Runs buffered requests until one must wait or the input runs out. */
 static void client_process(struct client *c)
 {
     size_t pos = 0;
 
-    while (c->call == NULL && !c->quitting && !c->closing && !C.stopped &&
-           pos < c->in.len) {
+    while (can_run(c) && run_parked(c) && can_run(c) && pos < c->in.len) {
         size_t consumed = 0;
         enum request_status st = request_parser_feed(
             &c->parser, c->in.data + pos, c->in.len - pos, &consumed);
@@ -163,24 +342,41 @@ static void client_process(struct client *c)
         if (st == REQUEST_INCOMPLETE)
             break;
         if (st == REQUEST_ERROR) {
+            struct buffer *out = client_reply_buffer(c);
+
             stats.protocol_errors++;
-            reply_error(&c->out, REPLY_ERR, "%s", c->parser.error);
+            if (out != NULL)
+                reply_error(out, REPLY_ERR, "%s", c->parser.error);
             client_quit(c);
             break;
         }
         stats.total_commands_processed++;
-        c->call = commands_execute(c, c->parser.argc, c->parser.argv,
-                                   c->parser.argv_len);
+        c->parked = clients.execute(c, c->parser.argc, c->parser.argv,
+                                    c->parser.argv_len) == CLIENT_RUN_LATER;
+        slots_drain(c);
     }
-    if (!c->closing)
-        buffer_consume(&c->in, pos);
+    if (c->closing)
+        return;
+    buffer_consume(&c->in, pos);
+    slots_drain(c);
     client_flush(c);
 }
 
-void client_command_done(struct client *c)
+/* Once per loop turn: clients whose calls were answered go on. */
+static void on_ready_check(uv_check_t *check)
 {
-    c->call = NULL;
-    client_process(c);
+    struct list_node *node;
+
+    while ((node = list_first(&clients.ready)) != NULL) {
+        struct client *c = list_entry(node, struct client, ready_link);
+
+        list_remove(node);
+        if (c->reply_failed)
+            client_close(c, "out of memory writing a reply");
+        else
+            client_process(c);
+    }
+    uv_check_stop(check);
 }
 
 static void on_alloc(uv_handle_t *handle, size_t hint, uv_buf_t *buf)
@@ -199,6 +395,7 @@ static void on_alloc(uv_handle_t *handle, size_t hint, uv_buf_t *buf)
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     struct client *c = stream->data;
+    struct buffer *out;
 
     (void)buf;
     if (nread < 0) {
@@ -208,19 +405,21 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     c->in.len += (size_t)nread;
     client_process(c);
-    if (!c->closing && !c->quitting &&
-        c->in.len > (size_t)C.cfg->max_input_buffer_bytes) {
-        reply_error(&c->out, REPLY_LIMIT,
+    if (c->closing || c->quitting ||
+        c->in.len <= (size_t)clients.cfg->max_input_buffer_bytes)
+        return;
+    out = client_reply_buffer(c);
+    if (out != NULL)
+        reply_error(out, REPLY_LIMIT,
                     "unprocessed input over max_input_buffer_bytes");
-        client_quit(c);
-        client_flush(c);
-    }
+    client_quit(c);
+    client_flush(c);
 }
 
 static void client_refuse(struct client *c)
 {
     stats.rejected_connections++;
-    if (C.stopped)
+    if (clients.stopped)
         reply_error(&c->out, REPLY_SHUTDOWN, "rlockd is shutting down");
     else
         reply_error(&c->out, REPLY_LIMIT, "max number of clients reached");
@@ -228,35 +427,47 @@ static void client_refuse(struct client *c)
     client_flush(c);
 }
 
-void client_accept(uv_stream_t *server)
+static int client_new(struct client **out, uv_stream_t *server)
 {
     struct client *c = calloc(1, sizeof(*c));
     struct request_limits limits;
-    char id[37];
     int err;
 
-    if (c == NULL) {
-        log_error("accept: out of memory");
-        return;
-    }
+    if (c == NULL)
+        return -ENOMEM;
     if (server->type == UV_TCP)
-        err = uv_tcp_init(C.loop, &c->io.tcp);
+        err = uv_tcp_init(clients.loop, &c->io.tcp);
     else
-        err = uv_pipe_init(C.loop, &c->io.pipe, 0);
+        err = uv_pipe_init(clients.loop, &c->io.pipe, 0);
     if (err != 0) {
-        log_error("accept: %s", uv_strerror(err));
         free(c);
-        return;
+        return err;
     }
     c->io.handle.data = c;
-    c->id = ++C.next_id;
-    limits.max_request_bytes = (size_t)C.cfg->max_request_bytes;
-    limits.max_args = (size_t)C.cfg->max_request_args;
+    c->id = ++clients.next_id;
+    limits.max_request_bytes = (size_t)clients.cfg->max_request_bytes;
+    limits.max_args = (size_t)clients.cfg->max_request_args;
     request_parser_init(&c->parser, &limits);
     buffer_init(&c->in);
     buffer_init(&c->out);
-    list_push_tail(&C.all, &c->link);
-    C.count++;
+    list_init(&c->pending);
+    list_init(&c->ready_link);
+    list_push_tail(&clients.all, &c->link);
+    stats.connected_clients++;
+    *out = c;
+    return 0;
+}
+
+void client_accept(uv_stream_t *server)
+{
+    char id[CLIENT_ID_RANDOM_SIZE];
+    struct client *c;
+    int err = client_new(&c, server);
+
+    if (err != 0) {
+        log_error("accept: %s", uv_strerror(err));
+        return;
+    }
     err = uv_accept(server, &c->io.stream);
     if (err != 0) {
         log_warn("accept: %s", uv_strerror(err));
@@ -264,14 +475,14 @@ void client_accept(uv_stream_t *server)
         return;
     }
     stats.total_connections_received++;
-    if (C.count > (size_t)C.cfg->max_clients || C.stopped) {
+    if (stats.connected_clients > (uint64_t)clients.cfg->max_clients ||
+        clients.stopped) {
         client_refuse(c);
         return;
     }
-    session_random_id(id);
-    c->session = session_join(id, strlen(id));
-    if (c->session == NULL) {
-        client_close(c, "out of memory");
+    if (client_id_random(id) != 0 ||
+        (c->session = lock_engine_join(id, strlen(id))) == NULL) {
+        client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
     if (server->type == UV_TCP)
@@ -279,41 +490,58 @@ void client_accept(uv_stream_t *server)
     uv_read_start(&c->io.stream, on_alloc, on_read);
 }
 
-int client_set_id(struct client *c, const char *id, size_t len)
+int client_set_id(struct client *c, const char *id, size_t len,
+                  struct buffer *out)
 {
     struct session *old = c->session, *next;
 
     if (old->id_len == len && memcmp(old->id, id, len) == 0)
         return 0;
     if (old->connections == 1 && old->hold_count > 0) {
-        reply_error(&c->out, REPLY_ERR,
+        reply_error(out, REPLY_ERR,
                     "cannot change client-id while holding locks as the "
                     "last connection of this client");
         return -1;
     }
-    next = session_join(id, len);
+    next = lock_engine_join(id, len);
     if (next == NULL) {
-        reply_error(&c->out, REPLY_ERR, "out of memory");
+        reply_error(out, REPLY_ERR, "out of memory");
         return -1;
     }
     c->session = next;
-    session_leave(old);
+    lock_engine_leave(old);
     return 0;
+}
+
+int client_init(uv_loop_t *loop, const struct config *cfg,
+                client_execute_fn *execute)
+{
+    clients.loop = loop;
+    clients.cfg = cfg;
+    clients.execute = execute;
+    list_init(&clients.all);
+    list_init(&clients.ready);
+    return uv_check_init(loop, &clients.ready_check);
 }
 
 void client_stop_all(void)
 {
-    C.stopped = true;
+    clients.stopped = true;
 }
 
 void client_quit_all(void)
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &C.all)
-    {
+    list_for_each_safe(pos, tmp, &clients.all) {
         struct client *c = list_entry(pos, struct client, link);
         client_quit(c);
         client_flush(c);
     }
+}
+
+void client_close_ready_list(void)
+{
+    uv_check_stop(&clients.ready_check);
+    uv_close((uv_handle_t *)&clients.ready_check, NULL);
 }

@@ -1,15 +1,24 @@
 /*
- * client.h - one client connection: its bytes in, its replies out.
+ * client.h - one client connection: its bytes in, its replies out, in
+ * request order.
  *
  * Owns struct client: the socket handle, the input buffer and request
  * parser, the reply buffer and the writes in flight, the session the
- * connection belongs to, and the one command in progress. Commands run
- * one at a time per connection, in order; a blocked LOCK holds back only
- * this connection's later requests, as BLPOP does in Redis.
+ * connection belongs to, and its commands in flight. Commands that need
+ * Redis may be in flight together on one connection, up to
+ * max_commands_in_flight; each gets a slot in request order, and a reply
+ * that comes early waits in its slot for the ones before it. A command
+ * the executor says must run alone (one that may wait for a lock, or
+ * changes the connection's owner) waits until nothing is in flight and
+ * holds later requests back until it is answered, as BLPOP does in Redis.
+ *
+ * A finished lock call never runs this connection's next commands from
+ * inside the call's stack: it records its reply and puts the client on
+ * the ready list, which the loop drains once per turn.
  *
  * Every limit on what one client may cost (request size, arguments,
- * unprocessed input, unsent output) is enforced here, and breaking one
- * closes that connection only.
+ * unprocessed input, unsent output, commands in flight) is enforced
+ * here, and breaking one closes that connection only.
  */
 #ifndef RLOCKD_CLIENT_H
 #define RLOCKD_CLIENT_H
@@ -20,12 +29,12 @@
 
 #include <uv.h>
 
-#include "buffer.h"
 #include "base/config.h"
 #include "base/list.h"
+#include "buffer.h"
+#include "engine/lock_engine.h"
 #include "request.h"
 
-struct lock_call;
 struct session;
 
 struct client {
@@ -39,30 +48,53 @@ struct client {
     uint64_t id;
     struct session *session; /* NULL only while refused at accept */
     struct request_parser parser;
-    struct buffer in;       /* read, not yet parsed */
-    struct buffer out;      /* replies not yet handed to libuv */
-    size_t writing;         /* bytes handed to libuv, not yet written */
-    struct lock_call *call; /* command in progress */
-    bool closing;           /* uv_close called */
-    bool quitting;          /* close once the replies are written */
-    bool authenticated;     /* sent the right AUTH (or none is needed) */
+    struct buffer in;         /* read, not yet parsed */
+    struct buffer out;        /* replies not yet handed to libuv */
+    size_t writing;           /* bytes handed to libuv, not yet written */
+    struct list_node pending; /* struct client_slot, in request order */
+    size_t in_flight;         /* slots whose lock call is not answered */
+    struct list_node ready_link;
+    bool alone;        /* a command that runs alone is in flight */
+    bool parked;       /* the parser holds a request waiting for idle */
+    bool closing;      /* uv_close called */
+    bool quitting;     /* close once the replies are written */
+    bool authenticated; /* sent the right AUTH (or none is needed) */
+    bool reply_failed;  /* a reply could not be written: close */
 };
 
-void client_init(uv_loop_t *loop, const struct config *cfg);
+/*
+ * Runs one parsed request. Returns CLIENT_RUN_LATER, having done nothing,
+ * when the request must run alone and something is in flight; the client
+ * then calls it again with the same request once nothing is.
+ */
+enum client_run { CLIENT_RAN, CLIENT_RUN_LATER };
+typedef enum client_run client_execute_fn(struct client *c, size_t argc,
+                                          char *const *argv,
+                                          const size_t *argv_len);
+
+int client_init(uv_loop_t *loop, const struct config *cfg,
+                client_execute_fn *execute);
 /* Accepts one connection from a listening stream (TCP or pipe). */
 void client_accept(uv_stream_t *server);
-/* A command that completed later has written its reply. */
-void client_command_done(struct client *c);
+
+/* Where the reply of a command answered now goes (behind any reply still
+ * awaited); NULL when out of memory, and the client is then closing. */
+struct buffer *client_reply_buffer(struct client *c);
+/* Hands a lock request to the engine; its reply comes in order. alone:
+ * later requests wait for it. */
+void client_start_call(struct client *c, const struct lock_request *req,
+                       bool alone, bool granted_is_ok);
 /* Replies what is buffered, then closes (QUIT, protocol errors). */
 void client_quit(struct client *c);
 void client_close(struct client *c, const char *why);
-/* Changes the connection's client-id; 0 or -1 (reply already written). */
-int client_set_id(struct client *c, const char *id, size_t len);
+/* Changes the connection's client-id; 0, or -1 with the reply written. */
+int client_set_id(struct client *c, const char *id, size_t len,
+                  struct buffer *out);
 
-size_t client_count(void);
-/* Stops reading from every client (shutdown). */
+/* Stops running commands of every client (shutdown). */
 void client_stop_all(void);
 /* Closes every client once its replies are written. */
 void client_quit_all(void);
+void client_close_ready_list(void);
 
 #endif

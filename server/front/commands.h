@@ -1,25 +1,20 @@
 /*
  * commands.h - runs one parsed request: looks the command up in the
- * command table, validates its arguments, and answers it or hands it to
- * the lock machinery. INFO is assembled here from every subsystem's
- * figures.
+ * command table, checks AUTH and its arguments, and calls the handler
+ * its row names. Lock commands become lock requests for the engine; the
+ * others (AUTH, CLIENTID, PING, INFO, QUIT) are answered here.
  */
 #ifndef RLOCKD_COMMANDS_H
 #define RLOCKD_COMMANDS_H
 
 #include <stddef.h>
 
-#include <uv.h>
-
 #include "base/config.h"
+#include "front/client.h"
 
-struct client;
-struct lock_call;
-
-void commands_init(uv_loop_t *loop, const struct config *cfg,
-                   const char *config_path);
-/* Returns the call still in progress, or NULL when the reply is written. */
-struct lock_call *commands_execute(struct client *c, size_t argc,
-                                   char *const *argv, const size_t *argv_len);
+void commands_init(const struct config *cfg);
+/* The client's executor (client_execute_fn). */
+enum client_run commands_execute(struct client *c, size_t argc,
+                                 char *const *argv, const size_t *argv_len);
 
 #endif

@@ -16,7 +16,8 @@
 
 #include "front/client.h"
 #include "base/log.h"
-#include "service.h"
+#include "base/stats.h"
+#include "base/service.h"
 
 #define BACKLOG 511
 /* Sockets a socket unit may pass; more are refused at start-up. */
@@ -29,14 +30,14 @@ struct listen_socket {
         uv_tcp_t tcp;
         uv_pipe_t pipe;
     } io;
-    char unix_path[108]; /* a socket file of ours, removed on close */
+    /* a socket file of ours, removed on close */
+    char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
 static struct {
     struct listen_socket sockets[LISTENER_MAX];
     int count;
-    bool activated;
-} LS;
+} listener;
 
 static void on_connection(uv_stream_t *server, int status)
 {
@@ -51,12 +52,12 @@ static void on_connection(uv_stream_t *server, int status)
  * listener_close) once listener_added() says it was initialised. */
 static struct listen_socket *next_socket(void)
 {
-    return LS.count < LISTENER_MAX ? &LS.sockets[LS.count] : NULL;
+    return listener.count < LISTENER_MAX ? &listener.sockets[listener.count] : NULL;
 }
 
 static void listener_added(void)
 {
-    LS.count++;
+    listener.count++;
 }
 
 static int start_listening(struct listen_socket *ls, const char *what)
@@ -208,7 +209,7 @@ int listener_start(uv_loop_t *loop, const struct config *cfg)
     }
     if (n == 0)
         return listen_configured(loop, cfg);
-    LS.activated = true;
+    stats.socket_activated = 1;
     log_info("socket activation: %d socket(s) passed; [server] listen and "
              "unix_socket are not used",
              n);
@@ -217,19 +218,14 @@ int listener_start(uv_loop_t *loop, const struct config *cfg)
     return err;
 }
 
-bool listener_activated(void)
-{
-    return LS.activated;
-}
-
 void listener_close(void)
 {
-    for (int i = 0; i < LS.count; i++) {
-        struct listen_socket *ls = &LS.sockets[i];
+    for (int i = 0; i < listener.count; i++) {
+        struct listen_socket *ls = &listener.sockets[i];
 
         uv_close(&ls->io.handle, NULL);
         if (ls->unix_path[0] != '\0')
             unlink(ls->unix_path);
     }
-    LS.count = 0;
+    listener.count = 0;
 }

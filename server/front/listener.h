@@ -3,13 +3,12 @@
  * those passed by systemd's socket activation.
  *
  * Owns the listening handles and accepting. Accepted connections become
- * clients (client.c); max_clients is enforced here, by answering the
- * connection one over with an error and closing it.
+ * clients (client.c, which enforces max_clients). Under socket
+ * activation the configured addresses are not used, and INFO says so
+ * (socket_activated).
  */
 #ifndef RLOCKD_LISTENER_H
 #define RLOCKD_LISTENER_H
-
-#include <stdbool.h>
 
 #include <uv.h>
 
@@ -17,7 +16,5 @@
 
 int listener_start(uv_loop_t *loop, const struct config *cfg);
 void listener_close(void);
-/* Listening on sockets systemd passed, not on the configured ones. */
-bool listener_activated(void);
 
 #endif

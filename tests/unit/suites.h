@@ -13,6 +13,7 @@
     X(request_suite)                                                           \
     X(reply_suite)                                                             \
     X(command_suite)                                                           \
+    X(client_id_suite)                                                         \
     X(config_suite)                                                            \
     X(waiter_queue_suite)                                                      \
     X(hashmap_suite)

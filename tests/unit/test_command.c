@@ -1,7 +1,7 @@
 /*
  * test_command.c - the command table and argument decoding: lookup,
- * arity of every command, each syntax, option errors, thread-id range
- * and client-id validation.
+ * arity of every command, each syntax, option errors and thread-id range.
+ * (Client-ids: test_client_id.c.)
  */
 #include <check.h>
 #include <errno.h>
@@ -95,10 +95,10 @@ START_TEST(lookup_table_contents)
     ck_assert_int_eq(lock->id, CMD_LOCK);
     ck_assert_str_eq(lock->name, "lock");
     ck_assert_int_eq(lock->syntax, SYNTAX_LOCK);
-    ck_assert_uint_eq(lock->flags & CMD_NEEDS_REDIS, CMD_NEEDS_REDIS);
+    ck_assert_uint_eq(lock->flags & CMD_ALONE, CMD_ALONE);
     const struct command *ping = command_lookup("Ping", 4);
     ck_assert_ptr_nonnull(ping);
-    ck_assert_uint_eq(ping->flags & CMD_NEEDS_REDIS, 0);
+    ck_assert_uint_eq(ping->flags & CMD_ALONE, 0);
 }
 END_TEST
 
@@ -416,30 +416,6 @@ START_TEST(error_text_truncated_to_buffer)
 }
 END_TEST
 
-START_TEST(client_id_validation)
-{
-    char longest[CLIENT_ID_MAX_LEN + 2];
-    memset(longest, 'a', sizeof longest);
-    ck_assert(command_client_id_valid("a", 1));
-    ck_assert(command_client_id_valid("Az09._-", 7));
-    ck_assert(
-        command_client_id_valid("9f1c2d3e-0000-4abc-8def-0123456789ab", 36));
-    ck_assert(command_client_id_valid(longest, CLIENT_ID_MAX_LEN));
-    ck_assert(!command_client_id_valid(longest, CLIENT_ID_MAX_LEN + 1));
-    ck_assert(!command_client_id_valid("", 0));
-
-    static const char *const bad[] = {
-        "a b", "a:b", "a/b", "{a}", "a\t", "\xc3\xa9", "a+b", "a@b", "~",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        ck_assert_msg(!command_client_id_valid(bad[i], strlen(bad[i])),
-                      "'%s' accepted", bad[i]);
-    ck_assert(!command_client_id_valid("a\0b", 3));
-    /* only len bytes are looked at */
-    ck_assert(command_client_id_valid("ab:", 2));
-}
-END_TEST
-
 Suite *command_suite(void)
 {
     Suite *s = suite_create("command");
@@ -465,7 +441,6 @@ Suite *command_suite(void)
     tcase_add_test(args, trylock_option_errors);
     tcase_add_test(args, name_checked_before_thread_and_options);
     tcase_add_test(args, error_text_truncated_to_buffer);
-    tcase_add_test(args, client_id_validation);
     suite_add_tcase(s, args);
     return s;
 }

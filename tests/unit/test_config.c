@@ -139,7 +139,7 @@ START_TEST(reload_applies_live_keys_and_keeps_the_rest)
     struct config live, fresh;
     char err[256];
 
-    log_set_level(LOG_ERROR); /* the reload's change log is not the test */
+    log_set_level(LOG_LEVEL_ERROR); /* the reload's change log is not the test */
     config_set_defaults(&live);
     ck_assert_int_eq(load_text("[server]\nmax_clients = 5\nauth_token = s3\n"
                                "listen = 127.0.0.1:9999\n"

@@ -126,6 +126,41 @@ START_TEST(error_with_every_code)
 }
 END_TEST
 
+/* What a client reads back: the code of each error reply written. */
+START_TEST(error_code_parse_reads_what_reply_error_writes)
+{
+    enum reply_error parsed;
+
+    for (int code = REPLY_ERR; code <= REPLY_NOAUTH; code++) {
+        struct buffer b;
+        buffer_init(&b);
+        ck_assert_int_eq(reply_error(&b, (enum reply_error)code, "x y"), 0);
+        /* the text between "-" and "\r\n", as hiredis hands it over */
+        ck_assert_int_eq(reply_error_code_parse(b.data + 1, b.len - 3, &parsed),
+                         0);
+        ck_assert_int_eq(parsed, code);
+        buffer_free(&b);
+    }
+    ck_assert_int_eq(reply_error_code_parse("NOAUTH", 6, &parsed), 0);
+    ck_assert_int_eq(parsed, REPLY_NOAUTH);
+    /* only len bytes are looked at */
+    ck_assert_int_eq(reply_error_code_parse("LIMITED", 5, &parsed), 0);
+    ck_assert_int_eq(parsed, REPLY_LIMIT);
+
+    static const struct {
+        const char *text;
+        size_t len;
+    } unknown[] = {
+        {"", 0},          {" ERR", 4},         {"err x", 5},   {"ERRX", 4},
+        {"NOT OWNER", 9}, {"WRONGTYPE x", 11}, {"LIMIT\0", 6}, /* NUL: no end */
+    };
+    for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
+        ck_assert_msg(reply_error_code_parse(unknown[i].text, unknown[i].len,
+                                             &parsed) == -EINVAL,
+                      "'%s' parsed", unknown[i].text);
+}
+END_TEST
+
 START_TEST(error_text_cannot_break_framing)
 {
     struct buffer b;
@@ -224,6 +259,7 @@ Suite *reply_suite(void)
     tcase_add_test(encoding, error_code_names);
     tcase_add_test(encoding, simple_string);
     tcase_add_test(encoding, error_with_every_code);
+    tcase_add_test(encoding, error_code_parse_reads_what_reply_error_writes);
     tcase_add_test(encoding, error_text_cannot_break_framing);
     tcase_add_test(encoding, error_long_text_and_appending);
     tcase_add_test(encoding, integers);

@@ -5,20 +5,18 @@
  * `systemctl status rlockd` shows; it is sent at each state change and
  * refreshed every STATUS_INTERVAL_MS while something changed.
  */
-#include "service.h"
+#include "base/service.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
-#include "front/client.h"
-#include "engine/lock_table.h"
-#include "engine/locking.h"
 #include "base/log.h"
-#include "backend/redis_pool.h"
+#include "base/stats.h"
 
 #define STATUS_INTERVAL_MS 5000
 
@@ -29,20 +27,20 @@ static struct {
     bool reload_failed; /* the last SIGHUP kept the old config */
     uv_timer_t status_timer;
     char last_status[160];
-} SV;
+} service;
 
 static void describe(char *buf, size_t size)
 {
-    unsigned up = redis_pool_ready_count(), all = redis_pool_size();
+    uint64_t up = stats.redis_pool_ready, all = stats.redis_pool_size;
 
     snprintf(buf, size,
-             "%s%s; %zu clients, %zu locks held, %zu waiting; "
-             "Redis %s (%u/%u connections)",
-             SV.stopping ? "Stopping"
-             : SV.ready  ? "Ready"
+             "%s%s; %" PRIu64 " clients, %" PRIu64 " locks held, %" PRIu64
+             " waiting; Redis %s (%" PRIu64 "/%" PRIu64 " connections)",
+             service.stopping ? "Stopping"
+             : service.ready  ? "Ready"
                          : "Starting",
-             SV.reload_failed ? " (last reload failed, see the log)" : "",
-             client_count(), hold_count(), locking_waiter_count(),
+             service.reload_failed ? " (last reload failed, see the log)" : "",
+             stats.connected_clients, stats.held_locks, stats.waiting_clients,
              up == all ? "up"
              : up == 0 ? "unreachable"
                        : "partly up",
@@ -53,15 +51,15 @@ static void describe(char *buf, size_t size)
  * state line is given. */
 static void notify(const char *state)
 {
-    char status[sizeof(SV.last_status)], msg[256];
+    char status[sizeof(service.last_status)], msg[256];
     int err;
 
-    if (!SV.enabled)
+    if (!service.enabled)
         return;
     describe(status, sizeof(status));
-    if (state == NULL && strcmp(status, SV.last_status) == 0)
+    if (state == NULL && strcmp(status, service.last_status) == 0)
         return;
-    memcpy(SV.last_status, status, sizeof(status));
+    memcpy(service.last_status, status, sizeof(status));
     snprintf(msg, sizeof(msg), "%s%sSTATUS=%s", state ? state : "",
              state ? "\n" : "", status);
     err = sd_notify(0, msg);
@@ -79,19 +77,19 @@ int service_init(uv_loop_t *loop)
 {
     int err;
 
-    SV.enabled = getenv("NOTIFY_SOCKET") != NULL;
-    err = uv_timer_init(loop, &SV.status_timer);
-    if (err != 0 || !SV.enabled)
+    service.enabled = getenv("NOTIFY_SOCKET") != NULL;
+    err = uv_timer_init(loop, &service.status_timer);
+    if (err != 0 || !service.enabled)
         return err;
-    uv_unref((uv_handle_t *)&SV.status_timer);
-    return uv_timer_start(&SV.status_timer, on_status_timer, STATUS_INTERVAL_MS,
+    uv_unref((uv_handle_t *)&service.status_timer);
+    return uv_timer_start(&service.status_timer, on_status_timer, STATUS_INTERVAL_MS,
                           STATUS_INTERVAL_MS);
 }
 
 void service_close(void)
 {
-    uv_timer_stop(&SV.status_timer);
-    uv_close((uv_handle_t *)&SV.status_timer, NULL);
+    uv_timer_stop(&service.status_timer);
+    uv_close((uv_handle_t *)&service.status_timer, NULL);
 }
 
 int service_passed_sockets(int *first)
@@ -111,9 +109,9 @@ int service_socket_kind(int fd)
 
 void service_ready(void)
 {
-    if (SV.ready || SV.stopping)
+    if (service.ready || service.stopping)
         return;
-    SV.ready = true;
+    service.ready = true;
     notify("READY=1");
 }
 
@@ -124,13 +122,13 @@ void service_reloading(void)
 
 void service_reloaded(bool ok)
 {
-    SV.reload_failed = !ok;
+    service.reload_failed = !ok;
     /* Still starting: READY=1 comes with service_ready(). */
-    notify(SV.ready ? "READY=1" : NULL);
+    notify(service.ready ? "READY=1" : NULL);
 }
 
 void service_stopping(void)
 {
-    SV.stopping = true;
+    service.stopping = true;
     notify("STOPPING=1");
 }

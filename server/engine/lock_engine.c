@@ -1,0 +1,707 @@
+/*
+ * lock_engine.c - lock calls: the acquire/wait/retry loop, releases,
+ * queries, and what a session leaves behind.
+ *
+ * A call moves ASKING -> (QUEUED <-> QUEUED_ASKING)* -> FINISHED. It holds
+ * one reference for its caller, dropped when it finishes (answered or
+ * abandoned), and one for each Redis request in flight; the last one
+ * frees it. So a reply from Redis always finds its call alive, even after
+ * the caller has gone, which is how an acquire that lands after its
+ * client left is undone.
+ */
+#include "engine/lock_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "engine/lock_table.h"
+#include "engine/session.h"
+#include "engine/waiter_queue.h"
+#include "engine/watchdog.h"
+
+/* A waiter whose attempt found Redis unreachable tries again this soon. */
+#define UNAVAILABLE_RETRY_MS 100
+#define NO_DEADLINE TIMER_NEVER
+
+enum call_state {
+    CALL_ASKING,        /* its request is in flight; not queued */
+    CALL_QUEUED,        /* in its lock's queue, asleep until woken */
+    CALL_QUEUED_ASKING, /* in the queue, its acquire in flight */
+    CALL_FINISHED,      /* answered or abandoned; a reply may still come */
+};
+
+struct lock_call {
+    struct lock *lock;
+    struct session *session; /* NULL once finished */
+    enum lock_op op;
+    enum call_state state;
+    bool woken;      /* woken while asking: ask again if refused */
+    bool background; /* a release nobody waits for: log its failure */
+    unsigned refs;
+    lock_done_fn *done;
+    void *ctx;
+    uint64_t thread_id;
+    int64_t lease_ms; /* as asked; < 0: watchdog mode */
+    uint64_t deadline_ms;
+    char field[OWNER_FIELD_SIZE];
+    size_t field_len;
+    struct list_node queue_link;
+    struct timer timer;
+};
+
+static struct {
+    const struct config *cfg;
+    const struct backend *backend;
+    struct list_node waiting_locks; /* struct lock.waiting_link */
+    bool shutting_down;
+} engine;
+
+static void call_attempt(struct lock_call *call);
+static void wake(struct lock *lock, size_t count);
+
+/* ---- call life ------------------------------------------------------- */
+
+static void call_timer_fired(struct timer *timer);
+
+static struct lock_call *call_new(struct lock *lock, enum lock_op op)
+{
+    struct lock_call *call = calloc(1, sizeof(*call));
+
+    if (call == NULL)
+        return NULL;
+    call->lock = lock;
+    call->op = op;
+    call->refs = 1;
+    call->deadline_ms = NO_DEADLINE;
+    list_init(&call->queue_link);
+    timer_init(&call->timer, call_timer_fired);
+    lock->refs++;
+    return call;
+}
+
+static void call_unref(struct lock_call *call)
+{
+    if (--call->refs > 0)
+        return;
+    lock_unref(call->lock);
+    free(call);
+}
+
+static bool call_queued(const struct lock_call *call)
+{
+    return call->state == CALL_QUEUED || call->state == CALL_QUEUED_ASKING;
+}
+
+static int64_t effective_lease(const struct lock_call *call)
+{
+    return call->lease_ms > 0 ? call->lease_ms : engine.cfg->watchdog_timeout_ms;
+}
+
+/* Builds op's call through the lock's kind and sends it. */
+static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
+                     backend_reply_fn *on_reply)
+{
+    struct lock *lock = call->lock;
+    struct lock_call_args args = {lock->name,  lock->name_len,
+                                  lock->channel, lock->channel_len,
+                                  call->field, call->field_len,
+                                  lease_ms};
+    struct lock_kind_call kc;
+    int err;
+
+    lock->kind->ops[op].build(&args, &kc);
+    err = engine.backend->eval(
+        &(struct backend_call){kc.script, lock->name, lock->name_len, kc.nkeys,
+                               kc.argc, kc.argv, kc.argv_len},
+        on_reply, call);
+    if (err == 0)
+        call->refs++;
+    return err;
+}
+
+/* ---- the waiter queue ------------------------------------------------ */
+
+static struct lock_call *queue_head(struct lock *lock)
+{
+    struct list_node *node = waiter_queue_head(&lock->waiters);
+    return node ? list_entry(node, struct lock_call, queue_link) : NULL;
+}
+
+static void on_lock_message(struct backend_listener *listener,
+                            const char *payload, size_t len)
+{
+    struct lock *lock = list_entry(listener, struct lock, listener);
+
+    /* No payload: just subscribed, and a message sent before that was
+     * missed, so the head looks again. */
+    wake(lock, payload ? lock->kind->on_message(payload, len) : 1);
+}
+
+static int call_enqueue(struct lock_call *call)
+{
+    struct lock *lock = call->lock;
+
+    if (stats.waiting_clients >= (uint64_t)engine.cfg->max_waiters)
+        return -1;
+    waiter_queue_push_tail(&lock->waiters, &call->queue_link);
+    call->state = CALL_QUEUED;
+    stats.waiting_clients++;
+    if (lock->waiters.length > 1)
+        return 0;
+    list_push_tail(&engine.waiting_locks, &lock->waiting_link);
+    lock->listener.on_message = on_lock_message;
+    if (engine.backend->listen(&lock->listener, lock->channel,
+                               lock->channel_len) != 0)
+        log_warn("cannot listen for unlocks (out of memory); polling by TTL");
+    return 0;
+}
+
+/* Sleeps until the deadline or, for the head, until the lock's TTL may
+ * have run out (pttl < 0: no TTL known, only a message wakes it). */
+static int call_sleep(struct lock_call *call, int64_t pttl)
+{
+    uint64_t now = timers_now(), wake_ms = call->deadline_ms;
+
+    if (pttl >= 0 &&
+        waiter_queue_is_head(&call->lock->waiters, &call->queue_link) &&
+        now + (uint64_t)pttl < wake_ms)
+        wake_ms = now + (uint64_t)pttl;
+    if (wake_ms == NO_DEADLINE) {
+        timer_stop(&call->timer);
+        return 0;
+    }
+    return timer_start(&call->timer, wake_ms);
+}
+
+/* Leaves the queue; granted says whether the lock was just taken. */
+static void call_dequeue(struct lock_call *call, bool granted)
+{
+    struct lock *lock = call->lock;
+    bool was_head = waiter_queue_is_head(&lock->waiters, &call->queue_link);
+    struct lock_call *head;
+
+    waiter_queue_remove(&lock->waiters, &call->queue_link);
+    stats.waiting_clients--;
+    head = queue_head(lock);
+    if (head == NULL) {
+        list_remove(&lock->waiting_link);
+        engine.backend->unlisten(&lock->listener);
+        return;
+    }
+    if (!was_head || head->state != CALL_QUEUED)
+        return;
+    /* The new head: if the lock was just granted it stays taken for at
+     * most the TTL we set; otherwise the old head may have been woken for
+     * a free lock it no longer wants, so the new head looks now. */
+    if (!granted)
+        wake(lock, 1);
+    else if (call_sleep(head, lock->last_grant_ttl_ms) != 0)
+        log_error("out of memory: waiter on '%.*s' wakes only on a message",
+                  (int)lock->name_len, lock->name);
+}
+
+static void wake_one(struct lock_call *call)
+{
+    if (call->state == CALL_QUEUED_ASKING) {
+        call->woken = true;
+    } else {
+        timer_stop(&call->timer);
+        call_attempt(call);
+    }
+}
+
+/*
+ * Lets up to count waiters, from the head, ask Redis again. Waking one
+ * can finish it and so change the queue (and wake another): the next
+ * call is held by a reference across, and the walk stops if it left.
+ */
+static void wake(struct lock *lock, size_t count)
+{
+    struct lock_call *call = queue_head(lock), *next;
+
+    if (engine.shutting_down)
+        return;
+    for (; call != NULL && count > 0; call = next, count--) {
+        struct list_node *node = call->queue_link.next;
+
+        next = count > 1 && node != &lock->waiters.head
+                   ? list_entry(node, struct lock_call, queue_link)
+                   : NULL;
+        if (next != NULL)
+            next->refs++;
+        wake_one(call);
+        if (next != NULL) {
+            bool still_queued = call_queued(next);
+
+            call_unref(next);
+            if (!still_queued)
+                break;
+        }
+    }
+}
+
+/* ---- finishing ------------------------------------------------------- */
+
+/* Answers the caller once; granted says whether the lock was just taken. */
+static void call_finish(struct lock_call *call, bool granted,
+                        const struct lock_result *result)
+{
+    if (call_queued(call))
+        call_dequeue(call, granted);
+    timer_stop(&call->timer);
+    call->state = CALL_FINISHED;
+    call->session = NULL;
+    call->done(call->ctx, result);
+    call->done = NULL;
+    call_unref(call);
+}
+
+static void finish_integer(struct lock_call *call, int64_t value)
+{
+    call_finish(call, false,
+                &(struct lock_result){.type = RESULT_INTEGER, .integer = value});
+}
+
+static void finish_error(struct lock_call *call, enum reply_error error,
+                         const char *message)
+{
+    call_finish(call, false,
+                &(struct lock_result){
+                    .type = RESULT_ERROR, .error = error, .message = message});
+}
+
+static void finish_unavailable(struct lock_call *call)
+{
+    stats.unavailable_replies++;
+    finish_error(call, REPLY_UNAVAILABLE, "Redis is unavailable");
+}
+
+static void finish_bad_reply(struct lock_call *call,
+                             const struct backend_value *reply)
+{
+    char message[256];
+
+    snprintf(message, sizeof(message), "redis: %s",
+             reply->type == VALUE_ERROR ? reply->str : "unexpected reply");
+    finish_error(call, REPLY_ERR, message);
+}
+
+static void finish_not_granted(struct lock_call *call)
+{
+    stats.wait_timeouts++;
+    call_finish(call, false, &(struct lock_result){.type = RESULT_NOT_GRANTED});
+}
+
+/* ---- holds ----------------------------------------------------------- */
+
+static void hold_lost(struct hold *hold, const char *why)
+{
+    watchdog_stop(hold);
+    hold_mark_lost(hold, why);
+}
+
+static void hold_release(struct hold *hold)
+{
+    watchdog_stop(hold);
+    hold_drop(hold);
+}
+
+static void on_background_reply(void *arg, const struct backend_value *reply);
+
+/* Frees or decrements a lock with nobody waiting for the answer. */
+static void release_in_background(struct lock *lock, enum lock_op op,
+                                  const char *field, size_t field_len,
+                                  int64_t lease_ms)
+{
+    struct lock_call *call = call_new(lock, op);
+
+    if (call == NULL) {
+        log_error("out of memory: '%.*s' expires by TTL", (int)lock->name_len,
+                  lock->name);
+        return;
+    }
+    call->state = CALL_FINISHED;
+    call->background = true;
+    memcpy(call->field, field, field_len);
+    call->field_len = field_len;
+    if (call_send(call, op, lease_ms, on_background_reply) != 0)
+        log_warn("cannot release '%.*s' for %.*s now (Redis unavailable); "
+                 "it expires by TTL",
+                 (int)lock->name_len, lock->name, (int)field_len, field);
+    call_unref(call);
+}
+
+/* ---- acquire --------------------------------------------------------- */
+
+static void acquire_granted(struct lock_call *call)
+{
+    struct lock *lock = call->lock;
+    struct hold *hold = hold_find(lock, call->session, call->thread_id);
+
+    if (hold == NULL)
+        hold = hold_create(lock, call->session, call->thread_id);
+    if (hold == NULL) {
+        release_in_background(lock, LOCK_OP_RELEASE, call->field,
+                              call->field_len, effective_lease(call));
+        finish_error(call, REPLY_ERR, "out of memory");
+        return;
+    }
+    if (hold->lost) {
+        hold->lost = false;
+        hold->epoch++;
+    }
+    if (call->lease_ms < 0)
+        hold->watchdog = true;
+    hold->lease_ms =
+        hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
+    if (hold->watchdog)
+        watchdog_start(hold);
+    lock->last_grant_ttl_ms = effective_lease(call);
+    stats.locks_acquired++;
+    call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
+}
+
+static void acquire_refused(struct lock_call *call, int64_t pttl)
+{
+    if (call->woken) {
+        call_attempt(call);
+        return;
+    }
+    if (timers_now() >= call->deadline_ms) {
+        finish_not_granted(call);
+        return;
+    }
+    if (!call_queued(call) && call_enqueue(call) != 0) {
+        finish_error(call, REPLY_LIMIT,
+                     "too many waiting clients (max_waiters)");
+        return;
+    }
+    if (call_sleep(call, pttl) != 0)
+        finish_error(call, REPLY_ERR, "out of memory");
+}
+
+static void acquire_unavailable(struct lock_call *call)
+{
+    if (!call_queued(call))
+        finish_unavailable(call);
+    else if (timers_now() >= call->deadline_ms)
+        finish_not_granted(call);
+    else if (call_sleep(call, UNAVAILABLE_RETRY_MS) != 0)
+        finish_error(call, REPLY_ERR, "out of memory");
+}
+
+static void on_acquire_reply(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+    int64_t pttl = -1;
+    enum lock_outcome outcome =
+        reply ? call->lock->kind->ops[LOCK_OP_ACQUIRE].read(reply, &pttl)
+              : OUTCOME_BAD_REPLY;
+
+    if (call->state == CALL_FINISHED) {
+        if (reply != NULL && outcome == OUTCOME_GRANTED) {
+            /* its caller left while we asked: undo it */
+            stats.orphan_acquires_undone++;
+            release_in_background(call->lock, LOCK_OP_RELEASE, call->field,
+                                  call->field_len, effective_lease(call));
+        }
+    } else {
+        if (call->state == CALL_QUEUED_ASKING)
+            call->state = CALL_QUEUED;
+        if (reply == NULL)
+            acquire_unavailable(call);
+        else if (outcome == OUTCOME_GRANTED)
+            acquire_granted(call);
+        else if (outcome == OUTCOME_REFUSED)
+            acquire_refused(call, pttl);
+        else
+            finish_bad_reply(call, reply);
+    }
+    call_unref(call);
+}
+
+static void call_attempt(struct lock_call *call)
+{
+    call->woken = false;
+    if (call_send(call, LOCK_OP_ACQUIRE, effective_lease(call),
+                  on_acquire_reply) != 0) {
+        acquire_unavailable(call);
+        return;
+    }
+    stats.lock_attempts++;
+    call->state = call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING;
+}
+
+static void call_timer_fired(struct timer *timer)
+{
+    struct lock_call *call = list_entry(timer, struct lock_call, timer);
+
+    if (timers_now() >= call->deadline_ms)
+        finish_not_granted(call);
+    else
+        call_attempt(call);
+}
+
+/* ---- release and queries --------------------------------------------- */
+
+static void on_background_reply(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+    int64_t value = 0;
+    enum lock_outcome outcome =
+        reply ? call->lock->kind->ops[call->op].read(reply, &value)
+              : OUTCOME_BAD_REPLY;
+
+    if (outcome == OUTCOME_RELEASED)
+        wake(call->lock, 1);
+    else if (outcome == OUTCOME_BAD_REPLY && call->background)
+        log_warn("release of '%.*s' for %.*s failed: %s; it expires by TTL",
+                 (int)call->lock->name_len, call->lock->name,
+                 (int)call->field_len, call->field,
+                 reply == NULL                ? "Redis unavailable"
+                 : reply->type == VALUE_ERROR ? reply->str
+                                              : "unexpected reply");
+    call_unref(call);
+}
+
+static void release_replied(struct lock_call *call, enum lock_outcome outcome)
+{
+    struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+
+    if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
+        finish_error(call, REPLY_NOTOWNER, "the lock is not held by this owner");
+    } else if (outcome == OUTCOME_NOT_OWNER) {
+        hold_lost(hold, "UNLOCK found it gone");
+        hold_drop(hold);
+        finish_error(call, REPLY_LOCKLOST,
+                     "the lock expired or was deleted while held");
+    } else if (outcome == OUTCOME_DECREMENTED) {
+        finish_integer(call, 0);
+    } else {
+        if (hold != NULL)
+            hold_release(hold);
+        stats.locks_released++;
+        finish_integer(call, 1);
+    }
+}
+
+static void force_release_replied(struct lock_call *call,
+                                  enum lock_outcome outcome, int64_t value)
+{
+    struct list_node *pos, *tmp;
+
+    if (outcome == OUTCOME_RELEASED) {
+        list_for_each_safe(pos, tmp, &call->lock->holds) {
+            hold_lost(list_entry(pos, struct hold, lock_link), "FORCEUNLOCK");
+        }
+        stats.locks_force_released++;
+    }
+    finish_integer(call, value);
+}
+
+static void on_command_reply(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+    struct lock *lock = call->lock;
+    int64_t value = 0;
+    enum lock_outcome outcome;
+
+    if (call->state == CALL_FINISHED) { /* abandoned: only wake waiters */
+        on_background_reply(arg, reply);
+        return;
+    }
+    if (reply == NULL) {
+        finish_unavailable(call);
+        call_unref(call);
+        return;
+    }
+    outcome = lock->kind->ops[call->op].read(reply, &value);
+    if (outcome == OUTCOME_BAD_REPLY)
+        finish_bad_reply(call, reply);
+    else if (call->op == LOCK_OP_RELEASE)
+        release_replied(call, outcome);
+    else if (call->op == LOCK_OP_FORCE_RELEASE)
+        force_release_replied(call, outcome, value);
+    else
+        finish_integer(call, value);
+    if (outcome == OUTCOME_RELEASED)
+        wake(lock, 1);
+    call_unref(call);
+}
+
+/* ---- starting -------------------------------------------------------- */
+
+static const enum lock_op op_of_request[] = {
+    [LOCK_REQUEST_ACQUIRE] = LOCK_OP_ACQUIRE,
+    [LOCK_REQUEST_RELEASE] = LOCK_OP_RELEASE,
+    [LOCK_REQUEST_FORCE_RELEASE] = LOCK_OP_FORCE_RELEASE,
+    [LOCK_REQUEST_IS_LOCKED] = LOCK_OP_IS_LOCKED,
+    [LOCK_REQUEST_IS_HELD] = LOCK_OP_IS_HELD,
+    [LOCK_REQUEST_HOLD_COUNT] = LOCK_OP_HOLD_COUNT,
+    [LOCK_REQUEST_PTTL] = LOCK_OP_PTTL,
+};
+
+/* LOCK/TRYLOCK refuse a new hold beyond max_held_locks. */
+static bool hold_limit_reached(const struct lock_call *call)
+{
+    return stats.held_locks >= (uint64_t)engine.cfg->max_held_locks &&
+           hold_find(call->lock, call->session, call->thread_id) == NULL;
+}
+
+static void call_begin(struct lock_call *call, const struct lock_request *req)
+{
+    struct hold *hold;
+
+    if (!engine.backend->key_ready(req->name, req->name_len)) {
+        finish_unavailable(call);
+    } else if (call->op == LOCK_OP_ACQUIRE) {
+        if (req->wait_ms >= 0)
+            call->deadline_ms = timers_now() + (uint64_t)req->wait_ms;
+        if (hold_limit_reached(call))
+            finish_error(call, REPLY_LIMIT,
+                         "too many held locks (max_held_locks)");
+        else
+            call_attempt(call);
+    } else {
+        hold = hold_find(call->lock, call->session, call->thread_id);
+        call->state = CALL_ASKING;
+        if (call_send(call, call->op,
+                      hold ? hold->lease_ms : engine.cfg->watchdog_timeout_ms,
+                      on_command_reply) != 0)
+            finish_unavailable(call);
+    }
+}
+
+struct lock_call *lock_engine_start(struct session *session,
+                                    const struct lock_request *req,
+                                    lock_done_fn *done, void *ctx)
+{
+    struct lock *lock = lock_ref(req->kind, req->name, req->name_len);
+    struct lock_call *call =
+        lock ? call_new(lock, op_of_request[req->op]) : NULL;
+    struct lock_call *in_progress;
+
+    if (lock != NULL)
+        lock_unref(lock); /* the call holds its own reference */
+    if (call == NULL) {
+        done(ctx, &(struct lock_result){.type = RESULT_ERROR,
+                                        .error = REPLY_ERR,
+                                        .message = "out of memory"});
+        return NULL;
+    }
+    call->session = session;
+    call->done = done;
+    call->ctx = ctx;
+    call->thread_id = req->thread_id;
+    call->lease_ms = req->lease_ms;
+    call->field_len =
+        owner_field(call->field, session->id, session->id_len, req->thread_id);
+    call->refs++; /* ours, so that a call finished at once is still here */
+    call_begin(call, req);
+    in_progress = call->state == CALL_FINISHED ? NULL : call;
+    call_unref(call);
+    return in_progress;
+}
+
+void lock_engine_abandon(struct lock_call *call)
+{
+    if (call_queued(call))
+        call_dequeue(call, false);
+    timer_stop(&call->timer);
+    call->state = CALL_FINISHED;
+    call->session = NULL;
+    call->done = NULL;
+    call_unref(call);
+}
+
+/* ---- sessions --------------------------------------------------------- */
+
+struct session *lock_engine_join(const char *id, size_t len)
+{
+    return session_join(id, len);
+}
+
+void lock_engine_leave(struct session *s)
+{
+    struct list_node *pos, *tmp;
+    bool release = engine.cfg->on_disconnect == ON_DISCONNECT_RELEASE;
+
+    if (--s->connections > 0)
+        return;
+    if (s->hold_count > 0)
+        log_info("client %s gone: %s its %zu lock(s)", s->id,
+                 release ? "releasing" : "letting expire", s->hold_count);
+    list_for_each_safe(pos, tmp, &s->holds) {
+        struct hold *h = list_entry(pos, struct hold, session_link);
+
+        if (release && !h->lost) {
+            stats.locks_released_on_disconnect++;
+            release_in_background(h->lock, LOCK_OP_RELEASE_OWNER, h->field,
+                                  h->field_len, 0);
+        }
+        hold_release(h);
+    }
+    session_free(s);
+}
+
+/* ---- the engine as a whole -------------------------------------------- */
+
+int lock_engine_init(const struct config *cfg, const struct backend *backend,
+                     const struct engine_clock *clock)
+{
+    engine.cfg = cfg;
+    engine.backend = backend;
+    engine.shutting_down = false;
+    list_init(&engine.waiting_locks);
+    timers_init(clock);
+    lock_table_init();
+    session_table_init();
+    watchdog_init(cfg, backend);
+    for (size_t k = 0; k < LOCK_KIND_COUNT; k++)
+        for (struct backend_script *const *s = lock_kinds[k]->scripts;
+             *s != NULL; s++)
+            backend->add_script(*s);
+    return 0;
+}
+
+void lock_engine_free(void)
+{
+    watchdog_close();
+    session_table_free();
+    lock_table_free();
+    timers_free();
+}
+
+void lock_engine_run_timers(void)
+{
+    timers_run_due();
+}
+
+void lock_engine_backend_ready(void)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe(pos, tmp, &engine.waiting_locks) {
+        struct lock *lock = list_entry(pos, struct lock, waiting_link);
+
+        if (engine.backend->key_ready(lock->name, lock->name_len))
+            wake(lock, 1);
+    }
+}
+
+void lock_engine_shutdown(void)
+{
+    struct list_node *pos, *tmp;
+    struct lock_call *head;
+
+    engine.shutting_down = true;
+    list_for_each_safe(pos, tmp, &engine.waiting_locks) {
+        struct lock *lock = list_entry(pos, struct lock, waiting_link);
+
+        while ((head = queue_head(lock)) != NULL)
+            finish_error(head, REPLY_SHUTDOWN, "rlockd is shutting down");
+    }
+}

@@ -1,0 +1,106 @@
+/*
+ * lock_engine.h - the lock engine: owners, holds, waiters and leases, as
+ * pure logic over an injected backend and clock.
+ *
+ * Owns struct lock_call, one owner's lock operation in progress, and the
+ * waiting protocol: a refused acquire queues the call on its lock (FIFO)
+ * and listens on the kind's channel; only woken waiters ask Redis again:
+ * on a message (the kind says how many it wakes), when a release through
+ * this daemon frees the lock (without waiting for the pub/sub round
+ * trip), or when the lock's TTL runs out, since an expiry sends no
+ * message. This is where waiters wake up.
+ *
+ * It also decides what happens to a session's holds when its last
+ * connection goes (on_disconnect), and answers every waiter at shutdown.
+ *
+ * The engine knows nothing of connections or RESP. A call's outcome is
+ * handed once to the caller's done function as a struct lock_result, and
+ * done must only record it: the front end writes the reply and resumes
+ * the client from its own loop, so a completion never runs another
+ * command in this stack.
+ */
+#ifndef RLOCKD_LOCK_ENGINE_H
+#define RLOCKD_LOCK_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "base/config.h"
+#include "engine/lock_kind.h"
+#include "engine/timer.h"
+#include "reply.h"
+
+struct lock_call;
+struct session;
+
+/* What the caller asks. */
+enum lock_request_op {
+    LOCK_REQUEST_ACQUIRE, /* LOCK, TRYLOCK */
+    LOCK_REQUEST_RELEASE, /* UNLOCK */
+    LOCK_REQUEST_FORCE_RELEASE,
+    LOCK_REQUEST_IS_LOCKED,
+    LOCK_REQUEST_IS_HELD,
+    LOCK_REQUEST_HOLD_COUNT,
+    LOCK_REQUEST_PTTL,
+};
+
+struct lock_request {
+    const struct lock_kind *kind;
+    enum lock_request_op op;
+    const char *name;
+    size_t name_len;
+    uint64_t thread_id;
+    int64_t wait_ms;  /* acquire: < 0 waits for ever, 0 does not wait */
+    int64_t lease_ms; /* acquire: > 0, or < 0 for watchdog mode */
+};
+
+enum lock_result_type {
+    RESULT_GRANTED,     /* acquired */
+    RESULT_NOT_GRANTED, /* the wait ended without the lock */
+    RESULT_INTEGER,
+    RESULT_ERROR,
+};
+
+struct lock_result {
+    enum lock_result_type type;
+    int64_t integer;
+    enum reply_error error;
+    const char *message; /* RESULT_ERROR; valid during the done call only */
+};
+
+/* Called exactly once per started call, unless it was abandoned first. */
+typedef void lock_done_fn(void *ctx, const struct lock_result *result);
+
+int lock_engine_init(const struct config *cfg, const struct backend *backend,
+                     const struct engine_clock *clock);
+void lock_engine_free(void);
+
+/*
+ * Starts an operation for session. done may be called before this
+ * returns (then it returns NULL), or later; until then it returns the
+ * call, which the caller passes to lock_engine_abandon if it goes first.
+ */
+struct lock_call *lock_engine_start(struct session *session,
+                                    const struct lock_request *req,
+                                    lock_done_fn *done, void *ctx);
+/* The caller went: stop waiting, forget done, and undo an acquire that
+ * Redis grants later. */
+void lock_engine_abandon(struct lock_call *call);
+
+/* A connection joins the session of client-id id; NULL when out of
+ * memory. */
+struct session *lock_engine_join(const char *id, size_t len);
+/* A connection leaves; after the last one the session's holds are
+ * released (on_disconnect = release) or left to expire. */
+void lock_engine_leave(struct session *session);
+
+/* The engine's timer is due (the clock's arm said when). */
+void lock_engine_run_timers(void);
+/* The backend can serve more keys: waiters it could not serve look. */
+void lock_engine_backend_ready(void);
+/* Answers every waiter with -SHUTDOWN. */
+void lock_engine_shutdown(void);
+
+#endif

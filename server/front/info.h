@@ -1,0 +1,22 @@
+/*
+ * info.h - the INFO command's text: the figures of base/stats.h by
+ * section, plus what the daemon is and how it is configured.
+ *
+ * An observer: it reads the stats every layer fills and the live
+ * configuration, and calls into no layer.
+ */
+#ifndef RLOCKD_INFO_H
+#define RLOCKD_INFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/config.h"
+#include "buffer.h"
+
+void info_init(const struct config *cfg, const char *config_path,
+               uint64_t (*now_ms)(void));
+/* Appends the sections named by section (NULL or "all": every one). */
+int info_write(struct buffer *out, const char *section, size_t len);
+
+#endif
