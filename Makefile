@@ -15,30 +15,41 @@ PKGS     = libuv hiredis inih libsystemd
 CFLAGS  ?= -O2 -g
 # The project's own flags live apart from CFLAGS, so that `make CFLAGS=...`
 # (as the asan target does) adds optimisation/sanitizer flags without
-# dropping warnings or include paths.
+# dropping warnings or include paths. Everything sees protocol/; only the
+# daemon and its unit tests see server/ (SERVER_CFLAGS).
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
-           -Wstrict-prototypes -Wmissing-prototypes -Iprotocol -Iserver \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           -Wstrict-prototypes -Wmissing-prototypes -Iprotocol
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+SERVER_CFLAGS = -Iserver $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+HIREDIS_CFLAGS = $(shell pkg-config --cflags hiredis 2>/dev/null)
 LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+OBJCOPY ?= objcopy
 
+# libprotocol (protocol/): the wire contract, linked by the daemon and by
+# librlock. Position-independent with hidden visibility, so that linked
+# into librlock.so it exports nothing.
 PROTOCOL_SRC = $(wildcard protocol/*.c)
+PROTOCOL_OBJ = $(patsubst %.c,$(BUILD)/pic/%.o,$(PROTOCOL_SRC))
+PROTOCOL_LIB = $(BUILD)/libprotocol.a
+
 SERVER_SRC   = $(wildcard server/*.c server/*/*.c)
-# Objects the unit tests link: everything but the daemon's main().
-LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(PROTOCOL_SRC) $(filter-out server/main.c,$(SERVER_SRC)))
+# The daemon's objects but main(): with libprotocol, what the unit tests link.
+LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(SERVER_SRC)))
 MAIN_OBJ = $(BUILD)/obj/server/main.o
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
 
 # librlock (client-lib/): position-independent objects serve both the
-# shared library and the static one; the `rlock` command and the client
-# tests link the static one, so they run from the build tree as installed.
+# shared library and the static one; the `rlock` command (cli/) and the
+# client tests link the static one, so they run from the build tree as
+# installed.
 RLOCK_SO_VERSION = 0.1.0
 RLOCK_SONAME     = librlock.so.0
-CLIENT_CFLAGS    = -Iclient-lib -pthread
-CLIENT_LIB_SRC   = $(filter-out client-lib/rlock_cli.c,$(wildcard client-lib/*.c))
+CLIENT_CFLAGS    = -Iclient-lib -pthread $(HIREDIS_CFLAGS)
+CLIENT_LIB_SRC   = $(wildcard client-lib/*.c)
 CLIENT_LIB_OBJ   = $(patsubst %.c,$(BUILD)/pic/%.o,$(CLIENT_LIB_SRC))
+CLI_OBJ          = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
 CLIENT_TEST_SRC  = $(wildcard tests/client/*.c)
 CLIENT_TEST_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_TEST_SRC))
 CLIENT_LIBS      = $(shell pkg-config --libs hiredis 2>/dev/null) -pthread
@@ -66,14 +77,21 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS) -MMD -MP -c -o $@ $<
 
-# What includes rlock.h (the command, the client tests) builds as librlock does.
-$(BUILD)/obj/client-lib/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
-
+# Libraries' objects: position-independent, and nothing visible outside
+# the library but what rlock.h marks RLOCK_API.
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CLIENT_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
 
-$(BUILD)/librlock.so.$(RLOCK_SO_VERSION): $(CLIENT_LIB_OBJ)
+$(BUILD)/obj/server/%.o $(BUILD)/obj/tests/unit/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS)
+# What includes rlock.h (the command, the client tests) builds as librlock does.
+$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/cli/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+
+$(PROTOCOL_LIB): $(PROTOCOL_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/librlock.so.$(RLOCK_SO_VERSION): $(CLIENT_LIB_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(RLOCK_SONAME) -o $@ $^ \
 	    $(LDFLAGS) $(CLIENT_LIBS)
 
@@ -81,11 +99,19 @@ $(BUILD)/librlock.so: $(BUILD)/librlock.so.$(RLOCK_SO_VERSION)
 	ln -sf librlock.so.$(RLOCK_SO_VERSION) $(BUILD)/$(RLOCK_SONAME)
 	ln -sf $(RLOCK_SONAME) $@
 
-$(BUILD)/librlock.a: $(CLIENT_LIB_OBJ)
+# The static library holds one object: librlock's objects and the
+# libprotocol members they use, linked together, with every symbol but the
+# RLOCK_API ones made local. A program linking it needs nothing more, and
+# gets none of protocol/'s names (buffer_*, reply_*...) to clash with its own.
+$(BUILD)/pic/librlock.o: $(CLIENT_LIB_OBJ) $(PROTOCOL_LIB)
+	$(LD) -r -o $@ $^
+	$(OBJCOPY) --localize-hidden $@
+
+$(BUILD)/librlock.a: $(BUILD)/pic/librlock.o
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/rlock: $(BUILD)/obj/client-lib/rlock_cli.o $(BUILD)/librlock.a
+$(BUILD)/rlock: $(CLI_OBJ) $(BUILD)/librlock.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(CLIENT_LIBS)
 
 $(BUILD)/client_tests: $(CLIENT_TEST_OBJ) $(BUILD)/librlock.a
@@ -107,15 +133,15 @@ $(BUILD)/rlock.pc: client-lib/rlock.pc.in FORCE
 $(BUILD)/rlockd.service: systemd/rlockd.service.in FORCE
 	$(fill_template)
 
-$(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ)
+$(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/unit_tests: $(LIB_OBJ) $(UNIT_OBJ)
+$(BUILD)/unit_tests: $(LIB_OBJ) $(UNIT_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
 
 $(BUILD)/rlockd-bench: bench/rlockd_bench.c
 	@mkdir -p $(BUILD)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) $(shell pkg-config --libs hiredis) -lpthread -lm
+	$(CC) $(ALL_CFLAGS) $(HIREDIS_CFLAGS) -o $@ $< $(LDFLAGS) $(shell pkg-config --libs hiredis) -lpthread -lm
 
 deps:
 	@scripts/install-deps.sh
@@ -236,7 +262,7 @@ fuzz: $(BUILD)/fuzz_request
 	    $(BUILD)/fuzz-corpus tests/fuzz/corpus
 
 format:
-	clang-format -i protocol/*.[ch] server/*.[ch] client-lib/*.[ch] tests/unit/*.[ch] \
+	clang-format -i protocol/*.[ch] server/*.c server/*/*.[ch] client-lib/*.[ch] cli/*.c tests/unit/*.[ch] \
 	    tests/client/*.[ch] tests/fuzz/*.c bench/*.c
 
 clean:

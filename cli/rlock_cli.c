@@ -36,12 +36,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "command.h" /* COMMAND_MAX_MS, rlockd's bound on WAIT and LEASE */
 #include "rlock.h"
 
 #define DEFAULT_ADDR "127.0.0.1:7379"
 #define DEFAULT_KILL_GRACE_S 5
 #define MAX_KILL_GRACE_S 86400
-#define MAX_MS 1000000000000LL /* rlockd's limit on WAIT and LEASE */
 /* How often rlockd is asked whether the lock is still held: a third of the
  * lease (or of the watchdog's TTL), at most this, at least MIN_CHECK_MS. */
 #define MAX_CHECK_MS 1000
@@ -264,13 +264,13 @@ static int parse_options(int argc, char **argv, struct options *o)
                 err = usage_error("-s: empty address");
             break;
         case 'w':
-            err = parse_number(opt, optarg, 0, MAX_MS, &o->wait_ms);
+            err = parse_number(opt, optarg, 0, COMMAND_MAX_MS, &o->wait_ms);
             break;
         case 'n':
             o->wait_ms = 0;
             break;
         case 'l':
-            err = parse_number(opt, optarg, 1, MAX_MS, &o->lease_ms);
+            err = parse_number(opt, optarg, 1, COMMAND_MAX_MS, &o->lease_ms);
             break;
         case 'k':
             err = parse_number(opt, optarg, 0, MAX_KILL_GRACE_S, &grace_s);

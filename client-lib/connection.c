@@ -15,8 +15,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
+
+#include "client_id.h"
+#include "reply.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 2000
 /* Twice rlockd's own [redis] command_timeout_ms default, so that a slow
@@ -26,46 +28,7 @@
 /* rlock_conn.timeout_ms until the first command sets one. */
 #define TIMEOUT_UNSET (-1)
 
-/* Error replies, by their code (the first word). */
-static const struct {
-    const char *code;
-    int err;
-} reply_errors[] = {
-    {"NOTOWNER", RLOCK_ENOTOWNER}, {"LOCKLOST", RLOCK_ELOCKLOST},
-    {"UNAVAILABLE", RLOCK_EREDIS}, {"LIMIT", RLOCK_ELIMIT},
-    {"SHUTDOWN", RLOCK_ESHUTDOWN}, {"NOAUTH", RLOCK_EAUTH},
-    {"ERR", RLOCK_EINVAL},
-};
-
 /* ---- the target ------------------------------------------------------ */
-
-static int random_uuid(char out[37])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char b[16];
-
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-        return RLOCK_ESYSTEM;
-    b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
-    b[8] = (b[8] & 0x3f) | 0x80; /* RFC 4122 variant */
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            *out++ = '-';
-        *out++ = hex[b[i] >> 4];
-        *out++ = hex[b[i] & 15];
-    }
-    *out = '\0';
-    return RLOCK_OK;
-}
-
-static bool valid_client_id(const char *id)
-{
-    size_t len = strlen(id);
-
-    return len >= 1 && len <= RLOCK_MAX_CLIENT_ID_LEN &&
-           strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                      "0123456789._-") == len;
-}
 
 /* "unix:/path", or "host:port" with an IPv6 host in brackets. */
 static int parse_address(struct rlock_target *target, const char *addr)
@@ -111,7 +74,8 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
         opts = &defaults;
     if (addr == NULL || opts->connect_timeout_ms < 0 ||
         opts->command_timeout_ms < 0 ||
-        (opts->client_id != NULL && !valid_client_id(opts->client_id)))
+        (opts->client_id != NULL &&
+         !client_id_valid(opts->client_id, strlen(opts->client_id))))
         return RLOCK_EINVAL;
     target->connect_timeout_ms = opts->connect_timeout_ms
                                      ? opts->connect_timeout_ms
@@ -121,7 +85,7 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
                                      : DEFAULT_COMMAND_TIMEOUT_MS;
     if (opts->client_id != NULL)
         strcpy(target->client_id, opts->client_id);
-    else if (random_uuid(target->client_id) != RLOCK_OK)
+    else if (client_id_random(target->client_id) != 0)
         return RLOCK_ESYSTEM;
     if (opts->auth_token != NULL &&
         (target->auth_token = strdup(opts->auth_token)) == NULL)
@@ -180,14 +144,29 @@ static void sigpipe_restore(const struct sigpipe_guard *g)
     pthread_sigmask(SIG_SETMASK, &g->old_mask, NULL);
 }
 
+/* An error reply's code (its first word) as an enum rlock_error. */
 static int error_reply_code(const redisReply *r)
 {
-    size_t len = strcspn(r->str, " ");
+    enum reply_error code;
 
-    for (size_t i = 0; i < sizeof reply_errors / sizeof *reply_errors; i++)
-        if (strlen(reply_errors[i].code) == len &&
-            memcmp(reply_errors[i].code, r->str, len) == 0)
-            return reply_errors[i].err;
+    if (reply_error_code_parse(r->str, r->len, &code) != 0)
+        return RLOCK_EPROTOCOL;
+    switch (code) { /* no default: a new code must be mapped here */
+    case REPLY_ERR:
+        return RLOCK_EINVAL;
+    case REPLY_NOTOWNER:
+        return RLOCK_ENOTOWNER;
+    case REPLY_LOCKLOST:
+        return RLOCK_ELOCKLOST;
+    case REPLY_UNAVAILABLE:
+        return RLOCK_EREDIS;
+    case REPLY_LIMIT:
+        return RLOCK_ELIMIT;
+    case REPLY_SHUTDOWN:
+        return RLOCK_ESHUTDOWN;
+    case REPLY_NOAUTH:
+        return RLOCK_EAUTH;
+    }
     return RLOCK_EPROTOCOL;
 }
 

@@ -3,8 +3,8 @@
  * opened (connect, AUTH, CLIENTID), and one command sent on it with its
  * reply mapped to an enum rlock_error.
  *
- * Internal to the library. The names start with rlock_ because the static
- * library exports them to the program it is linked into.
+ * Internal to the library: neither librlock.so nor librlock.a exports
+ * these names (see the Makefile), but they keep the rlock_ prefix.
  */
 #ifndef RLOCK_CONNECTION_H
 #define RLOCK_CONNECTION_H
@@ -12,9 +12,9 @@
 #include <hiredis.h>
 #include <stdbool.h>
 
+#include "client_id.h"
 #include "rlock.h"
 
-#define RLOCK_MAX_CLIENT_ID_LEN 64
 /* A reply timeout of 0 means none, as for SO_RCVTIMEO. */
 #define RLOCK_NO_TIMEOUT 0
 
@@ -27,7 +27,7 @@ struct rlock_target {
     char *auth_token;
     int connect_timeout_ms;
     int command_timeout_ms;
-    char client_id[RLOCK_MAX_CLIENT_ID_LEN + 1];
+    char client_id[CLIENT_ID_MAX_LEN + 1];
 };
 
 struct rlock_conn {

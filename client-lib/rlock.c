@@ -21,11 +21,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "command.h" /* COMMAND_MAX_MS */
 #include "connection.h"
 
-/* The protocol's bound on WAIT and LEASE; checked here so that WAIT plus
- * the command timeout cannot overflow, and a bad value costs no trip. */
-#define MAX_TIME_MS 1000000000000LL
 /* request.wait_ms / lease_ms when the option is not sent. */
 #define OPTION_ABSENT (-2)
 #define MAX_ARGS 7 /* TRYLOCK name tid WAIT ms LEASE ms */
@@ -57,40 +55,44 @@ struct rlock_client {
 /* What a command does to the record of holds. */
 enum hold_effect { HOLD_NONE, HOLD_ACQUIRE, HOLD_RELEASE };
 
-enum command_id {
-    CMD_LOCK,
-    CMD_TRYLOCK,
-    CMD_UNLOCK,
-    CMD_FORCEUNLOCK,
-    CMD_ISLOCKED,
-    CMD_ISHELD,
-    CMD_HOLDCOUNT,
-    CMD_PTTL,
+enum client_command_id {
+    CLIENT_CMD_LOCK,
+    CLIENT_CMD_TRYLOCK,
+    CLIENT_CMD_UNLOCK,
+    CLIENT_CMD_FORCEUNLOCK,
+    CLIENT_CMD_ISLOCKED,
+    CLIENT_CMD_ISHELD,
+    CLIENT_CMD_HOLDCOUNT,
+    CLIENT_CMD_PTTL,
 };
 
 /* The commands the API sends, and how each is sent and answered. */
-static const struct command {
+static const struct client_command {
     const char *name;
     bool with_thread; /* the caller's thread-id follows the lock name */
     bool blocks;      /* waits with no limit: no reply timeout */
     int reply_type;   /* REDIS_REPLY_INTEGER, or STATUS for +OK */
     enum hold_effect effect;
-} commands[] = {
-    [CMD_LOCK] = {"LOCK", true, true, REDIS_REPLY_STATUS, HOLD_ACQUIRE},
-    [CMD_TRYLOCK] = {"TRYLOCK", true, false, REDIS_REPLY_INTEGER, HOLD_ACQUIRE},
-    [CMD_UNLOCK] = {"UNLOCK", true, false, REDIS_REPLY_INTEGER, HOLD_RELEASE},
-    [CMD_FORCEUNLOCK] = {"FORCEUNLOCK", false, false, REDIS_REPLY_INTEGER,
-                         HOLD_NONE},
-    [CMD_ISLOCKED] = {"ISLOCKED", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
-    [CMD_ISHELD] = {"ISHELD", true, false, REDIS_REPLY_INTEGER, HOLD_NONE},
-    [CMD_HOLDCOUNT] = {"HOLDCOUNT", true, false, REDIS_REPLY_INTEGER,
-                       HOLD_NONE},
-    [CMD_PTTL] = {"PTTL", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
+} client_commands[] = {
+    [CLIENT_CMD_LOCK] = {"LOCK", true, true, REDIS_REPLY_STATUS, HOLD_ACQUIRE},
+    [CLIENT_CMD_TRYLOCK] = {"TRYLOCK", true, false, REDIS_REPLY_INTEGER,
+                            HOLD_ACQUIRE},
+    [CLIENT_CMD_UNLOCK] = {"UNLOCK", true, false, REDIS_REPLY_INTEGER,
+                           HOLD_RELEASE},
+    [CLIENT_CMD_FORCEUNLOCK] = {"FORCEUNLOCK", false, false,
+                                REDIS_REPLY_INTEGER, HOLD_NONE},
+    [CLIENT_CMD_ISLOCKED] = {"ISLOCKED", false, false, REDIS_REPLY_INTEGER,
+                             HOLD_NONE},
+    [CLIENT_CMD_ISHELD] = {"ISHELD", true, false, REDIS_REPLY_INTEGER,
+                           HOLD_NONE},
+    [CLIENT_CMD_HOLDCOUNT] = {"HOLDCOUNT", true, false, REDIS_REPLY_INTEGER,
+                              HOLD_NONE},
+    [CLIENT_CMD_PTTL] = {"PTTL", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
 };
 
 /* One API call: a command, its lock name and its options. */
 struct request {
-    const struct command *command;
+    const struct client_command *command;
     const char *name;
     long long wait_ms;  /* WAIT, or OPTION_ABSENT */
     long long lease_ms; /* LEASE, or OPTION_ABSENT */
@@ -335,10 +337,10 @@ static void add_option(struct argv_builder *b, const char *option, long long ms)
  * record of holds follows the outcome. A watchdog lease is sent as no
  * LEASE, rlockd's default.
  */
-static int execute(rlock_client *c, enum command_id id, const char *name,
+static int execute(rlock_client *c, enum client_command_id id, const char *name,
                    long long wait_ms, long long lease_ms, long long *value)
 {
-    const struct request rq = {&commands[id], name, wait_ms,
+    const struct request rq = {&client_commands[id], name, wait_ms,
                                lease_ms == RLOCK_WATCHDOG ? OPTION_ABSENT
                                                           : lease_ms};
     struct argv_builder b = {.argc = 0};
@@ -378,7 +380,7 @@ out:
 }
 
 /* A command answered with a count or a boolean: the value or an error. */
-static long long execute_value(rlock_client *c, enum command_id id,
+static long long execute_value(rlock_client *c, enum client_command_id id,
                                const char *name, long long wait_ms,
                                long long lease_ms)
 {
@@ -388,10 +390,13 @@ static long long execute_value(rlock_client *c, enum command_id id,
     return err != RLOCK_OK ? err : value;
 }
 
+/* WAIT and LEASE are checked against the protocol's COMMAND_MAX_MS here,
+ * so that WAIT plus the command timeout cannot overflow, and a bad value
+ * costs no trip. */
 static bool valid_lease(long long lease_ms)
 {
     return lease_ms == RLOCK_WATCHDOG ||
-           (lease_ms > 0 && lease_ms <= MAX_TIME_MS);
+           (lease_ms > 0 && lease_ms <= COMMAND_MAX_MS);
 }
 
 /* ---- the API --------------------------------------------------------- */
@@ -438,45 +443,46 @@ int rlock_lock(rlock_client *c, const char *name, long long lease_ms)
 
     if (!valid_lease(lease_ms))
         return RLOCK_EINVAL;
-    return execute(c, CMD_LOCK, name, OPTION_ABSENT, lease_ms, &done);
+    return execute(c, CLIENT_CMD_LOCK, name, OPTION_ABSENT, lease_ms, &done);
 }
 
 int rlock_trylock(rlock_client *c, const char *name, long long wait_ms,
                   long long lease_ms)
 {
-    if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > MAX_TIME_MS ||
+    if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > COMMAND_MAX_MS ||
         !valid_lease(lease_ms))
         return RLOCK_EINVAL;
-    return (int)execute_value(c, CMD_TRYLOCK, name, wait_ms, lease_ms);
+    return (int)execute_value(c, CLIENT_CMD_TRYLOCK, name, wait_ms, lease_ms);
 }
 
 int rlock_unlock(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CMD_UNLOCK, name, OPTION_ABSENT,
+    return (int)execute_value(c, CLIENT_CMD_UNLOCK, name, OPTION_ABSENT,
                               OPTION_ABSENT);
 }
 
 int rlock_force_unlock(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CMD_FORCEUNLOCK, name, OPTION_ABSENT,
+    return (int)execute_value(c, CLIENT_CMD_FORCEUNLOCK, name, OPTION_ABSENT,
                               OPTION_ABSENT);
 }
 
 int rlock_is_locked(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CMD_ISLOCKED, name, OPTION_ABSENT,
+    return (int)execute_value(c, CLIENT_CMD_ISLOCKED, name, OPTION_ABSENT,
                               OPTION_ABSENT);
 }
 
 int rlock_is_held(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CMD_ISHELD, name, OPTION_ABSENT,
+    return (int)execute_value(c, CLIENT_CMD_ISHELD, name, OPTION_ABSENT,
                               OPTION_ABSENT);
 }
 
 long long rlock_hold_count(rlock_client *c, const char *name)
 {
-    return execute_value(c, CMD_HOLDCOUNT, name, OPTION_ABSENT, OPTION_ABSENT);
+    return execute_value(c, CLIENT_CMD_HOLDCOUNT, name, OPTION_ABSENT,
+                         OPTION_ABSENT);
 }
 
 int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms)
@@ -484,7 +490,8 @@ int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms)
     if (ttl_ms == NULL)
         return RLOCK_EINVAL;
     /* -1 and -2 are answers here, not errors */
-    return execute(c, CMD_PTTL, name, OPTION_ABSENT, OPTION_ABSENT, ttl_ms);
+    return execute(c, CLIENT_CMD_PTTL, name, OPTION_ABSENT, OPTION_ABSENT,
+                   ttl_ms);
 }
 
 const char *rlock_strerror(int err)

@@ -16,7 +16,7 @@
 #include <strings.h>
 
 static const struct command command_table[COMMAND_COUNT] = {
-#define COMMAND_ENTRY(id, name, handler, min, max, syntax, flags)                       \
+#define COMMAND_ENTRY(id, name, handler, min, max, syntax, flags)              \
     [CMD_##id] = {CMD_##id, name, min, max, syntax, flags},
     COMMAND_LIST(COMMAND_ENTRY)
 #undef COMMAND_ENTRY

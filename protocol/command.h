@@ -27,7 +27,8 @@ enum command_syntax {
 };
 
 /* command flags */
-#define CMD_ALONE 0x1       /* waits until nothing else of its connection is
+#define CMD_ALONE                                                              \
+    0x1                     /* waits until nothing else of its connection is
                                in flight, and holds later commands back until
                                it is answered (it may wait for a lock) */
 #define CMD_BEFORE_AUTH 0x2 /* allowed before AUTH when a token is set */
@@ -104,11 +105,5 @@ int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
                        size_t max_name_len, struct command_args *out, char *err,
                        size_t err_size);
-
-/* Client-ids: the rule and CLIENT_ID_MAX_LEN live in client_id.h, shared
- * with librlock. command_client_id_valid is its former name, kept until
- * every caller says client_id_valid. */
-#include "client_id.h"
-#define command_client_id_valid client_id_valid
 
 #endif

@@ -22,10 +22,27 @@ static const char *const reply_error_names[] = {
     [REPLY_NOAUTH] = "NOAUTH",
 };
 
+#define REPLY_ERROR_COUNT (sizeof reply_error_names / sizeof *reply_error_names)
+
 const char *reply_error_code_name(enum reply_error code)
 {
-    assert((size_t)code < sizeof reply_error_names / sizeof *reply_error_names);
+    assert((size_t)code < REPLY_ERROR_COUNT);
     return reply_error_names[code];
+}
+
+int reply_error_code_parse(const char *text, size_t len, enum reply_error *out)
+{
+    const char *space = memchr(text, ' ', len);
+    size_t code_len = space != NULL ? (size_t)(space - text) : len;
+
+    for (size_t i = 0; i < REPLY_ERROR_COUNT; i++) {
+        if (strlen(reply_error_names[i]) == code_len &&
+            memcmp(reply_error_names[i], text, code_len) == 0) {
+            *out = (enum reply_error)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
 }
 
 /*

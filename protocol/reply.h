@@ -3,7 +3,8 @@
  * encoded here, as RESP2.
  *
  * Error replies use a small fixed vocabulary of codes, mapped to their
- * wire prefix in one table (reply_error_code_name). Handlers never
+ * wire prefix in one table (reply_error_code_name, and
+ * reply_error_code_parse for librlock, which reads them). Handlers never
  * spell "-ERR" themselves.
  */
 #ifndef RLOCKD_REPLY_H
@@ -25,6 +26,13 @@ enum reply_error {
 };
 
 const char *reply_error_code_name(enum reply_error code);
+/*
+ * The other way, for a client reading an error reply: text[0..len) is the
+ * reply's text after the '-', and its code is the first word (up to a
+ * space or the end), matched exactly. 0 and *out set, or -EINVAL for a
+ * code that is not in the table.
+ */
+int reply_error_code_parse(const char *text, size_t len, enum reply_error *out);
 
 /*
  * Each returns 0 or -ENOMEM (reply_error also -EINVAL when fmt cannot be

@@ -17,8 +17,8 @@
  * on the old one. Either way the outcome is logged.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,8 +80,7 @@ static void close_everything(void)
 /* Waits for clients to go and releases to be answered, within the grace. */
 static void shutdown_poll(uv_timer_t *timer)
 {
-    bool done =
-        stats.connected_clients == 0 && redis_backend_inflight() == 0;
+    bool done = stats.connected_clients == 0 && redis_backend_inflight() == 0;
 
     (void)timer;
     if (!done && uv_now(&rlockd.loop) < rlockd.shutdown_deadline)
@@ -133,7 +132,8 @@ static void on_sighup(uv_signal_t *handle, int signum)
     changed = config_apply_reload(&rlockd.cfg, &fresh);
     log_set_level((enum log_level)rlockd.cfg.log_level);
     stats.config_reloads++;
-    log_info("reload: %s read, %d setting(s) changed", rlockd.config_path, changed);
+    log_info("reload: %s read, %d setting(s) changed", rlockd.config_path,
+             changed);
     service_reloaded(true);
 }
 
@@ -189,8 +189,7 @@ static int start(void)
     signal(SIGPIPE, SIG_IGN);
     if ((err = uv_loop_init(&rlockd.loop)) != 0 ||
         (err = uv_timer_init(&rlockd.loop, &rlockd.engine_timer)) != 0 ||
-        (err = client_init(&rlockd.loop, &rlockd.cfg, commands_execute)) !=
-            0 ||
+        (err = client_init(&rlockd.loop, &rlockd.cfg, commands_execute)) != 0 ||
         (err = service_init(&rlockd.loop)) != 0 ||
         (err = redis_backend_init(&rlockd.loop, &rlockd.cfg,
                                   on_backend_change)) != 0 ||
@@ -242,7 +241,8 @@ int main(int argc, char **argv)
     }
     config_set_defaults(&rlockd.cfg);
     if (rlockd.config_path != NULL &&
-        config_load(&rlockd.cfg, rlockd.config_path, err_text, sizeof(err_text)) != 0) {
+        config_load(&rlockd.cfg, rlockd.config_path, err_text,
+                    sizeof(err_text)) != 0) {
         fprintf(stderr, "rlockd: %s\n", err_text);
         return 1;
     }

@@ -48,7 +48,7 @@ static struct {
     uv_prepare_t prepare;
     struct list_node flush;
     struct buffer command; /* reused to format each command */
-} io;
+} link_io;
 
 static void poll_cb(uv_poll_t *handle, int status, int events)
 {
@@ -79,7 +79,7 @@ static void flush_pending(uv_prepare_t *prepare)
 {
     struct list_node *node;
 
-    while ((node = list_first(&io.flush)) != NULL) {
+    while ((node = list_first(&link_io.flush)) != NULL) {
         struct link_poll *p = list_entry(node, struct link_poll, flush_link);
 
         list_remove(node);
@@ -112,8 +112,8 @@ static void poll_add_write(void *d)
         poll_update(p, UV_WRITABLE, 0);
         return;
     }
-    list_push_tail(&io.flush, &p->flush_link);
-    uv_prepare_start(&io.prepare, flush_pending);
+    list_push_tail(&link_io.flush, &p->flush_link);
+    uv_prepare_start(&link_io.prepare, flush_pending);
 }
 
 static void poll_del_write(void *d)
@@ -167,14 +167,14 @@ static int poll_attach(redisAsyncContext *ac, uv_loop_t *loop)
 
 int redis_links_init(uv_loop_t *loop)
 {
-    list_init(&io.flush);
-    return uv_prepare_init(loop, &io.prepare);
+    list_init(&link_io.flush);
+    return uv_prepare_init(loop, &link_io.prepare);
 }
 
 void redis_links_close(void)
 {
-    uv_close((uv_handle_t *)&io.prepare, NULL);
-    buffer_free(&io.command);
+    uv_close((uv_handle_t *)&link_io.prepare, NULL);
+    buffer_free(&link_io.command);
 }
 
 /* ---- connection life -------------------------------------------------- */
@@ -425,12 +425,12 @@ static int link_send(struct redis_link *link, struct redis_request *req,
     if (link->ac == NULL ||
         (link->state != LINK_READY && link->state != LINK_HANDSHAKE))
         return -ENOTCONN;
-    err = format_command(&io.command, argc, argv, argv_len);
+    err = format_command(&link_io.command, argc, argv, argv_len);
     if (err != 0)
         return err;
     req->link = link;
-    if (redisAsyncFormattedCommand(link->ac, callback, req, io.command.data,
-                                   io.command.len) != REDIS_OK)
+    if (redisAsyncFormattedCommand(link->ac, callback, req, link_io.command.data,
+                                   link_io.command.len) != REDIS_OK)
         return -ENOTCONN;
     if (link->inflight++ == 0)
         link->last_progress_ms = uv_now(link->loop);

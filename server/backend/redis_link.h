@@ -27,8 +27,8 @@
 #include <async.h>
 #include <uv.h>
 
-#include "buffer.h"
 #include "base/config.h"
+#include "buffer.h"
 
 struct redis_request;
 typedef void redis_request_fn(struct redis_request *req, redisReply *reply);

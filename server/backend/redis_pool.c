@@ -50,9 +50,9 @@ static struct {
 /* ---- Redis replies as backend values ----------------------------------- */
 
 static const enum backend_value_type value_types[] = {
-    [REDIS_REPLY_STRING] = VALUE_STRING, [REDIS_REPLY_ARRAY] = VALUE_ARRAY,
+    [REDIS_REPLY_STRING] = VALUE_STRING,   [REDIS_REPLY_ARRAY] = VALUE_ARRAY,
     [REDIS_REPLY_INTEGER] = VALUE_INTEGER, [REDIS_REPLY_NIL] = VALUE_NIL,
-    [REDIS_REPLY_STATUS] = VALUE_STATUS, [REDIS_REPLY_ERROR] = VALUE_ERROR,
+    [REDIS_REPLY_STATUS] = VALUE_STATUS,   [REDIS_REPLY_ERROR] = VALUE_ERROR,
 };
 
 static void value_free(struct backend_value *v)
@@ -272,8 +272,7 @@ static int call_send(struct pool_call *call, struct redis_link *link,
 
     call->req.on_reply = on_call_reply;
     if (call->script == NULL)
-        return redis_link_send(link, &call->req, call->argc, argv + 3,
-                               len + 3);
+        return redis_link_send(link, &call->req, call->argc, argv + 3, len + 3);
     argv[0] = as_eval ? "EVAL" : "EVALSHA";
     len[0] = as_eval ? 4 : 7;
     argv[1] = as_eval ? call->script->source : call->script->sha;
@@ -296,8 +295,8 @@ int redis_pool_eval(const struct backend_call *c, backend_reply_fn *fn,
         return -ENOTCONN;
     for (int i = 0; i < c->argc; i++)
         bytes += c->argv_len[i];
-    call = malloc(sizeof(*call) + n * (sizeof(char *) + sizeof(size_t)) +
-                  bytes);
+    call =
+        malloc(sizeof(*call) + n * (sizeof(char *) + sizeof(size_t)) + bytes);
     if (call == NULL)
         return -ENOMEM;
     *call = (struct pool_call){.script = c->script,

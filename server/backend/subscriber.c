@@ -72,7 +72,7 @@ static void notify_listeners(struct subscription *sub, const char *payload,
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &sub->listeners) {
+    list_for_each_safe (pos, tmp, &sub->listeners) {
         struct backend_listener *l =
             list_entry(pos, struct backend_listener, link);
         l->on_message(l, payload, len);

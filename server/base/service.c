@@ -38,7 +38,7 @@ static void describe(char *buf, size_t size)
              " waiting; Redis %s (%" PRIu64 "/%" PRIu64 " connections)",
              service.stopping ? "Stopping"
              : service.ready  ? "Ready"
-                         : "Starting",
+                              : "Starting",
              service.reload_failed ? " (last reload failed, see the log)" : "",
              stats.connected_clients, stats.held_locks, stats.waiting_clients,
              up == all ? "up"
@@ -82,8 +82,8 @@ int service_init(uv_loop_t *loop)
     if (err != 0 || !service.enabled)
         return err;
     uv_unref((uv_handle_t *)&service.status_timer);
-    return uv_timer_start(&service.status_timer, on_status_timer, STATUS_INTERVAL_MS,
-                          STATUS_INTERVAL_MS);
+    return uv_timer_start(&service.status_timer, on_status_timer,
+                          STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
 }
 
 void service_close(void)

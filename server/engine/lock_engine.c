@@ -97,7 +97,8 @@ static bool call_queued(const struct lock_call *call)
 
 static int64_t effective_lease(const struct lock_call *call)
 {
-    return call->lease_ms > 0 ? call->lease_ms : engine.cfg->watchdog_timeout_ms;
+    return call->lease_ms > 0 ? call->lease_ms
+                              : engine.cfg->watchdog_timeout_ms;
 }
 
 /* Builds op's call through the lock's kind and sends it. */
@@ -105,10 +106,9 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
 {
     struct lock *lock = call->lock;
-    struct lock_call_args args = {lock->name,  lock->name_len,
-                                  lock->channel, lock->channel_len,
-                                  call->field, call->field_len,
-                                  lease_ms};
+    struct lock_call_args args = {
+        lock->name,  lock->name_len,  lock->channel, lock->channel_len,
+        call->field, call->field_len, lease_ms};
     struct lock_kind_call kc;
     int err;
 
@@ -261,8 +261,9 @@ static void call_finish(struct lock_call *call, bool granted,
 
 static void finish_integer(struct lock_call *call, int64_t value)
 {
-    call_finish(call, false,
-                &(struct lock_result){.type = RESULT_INTEGER, .integer = value});
+    call_finish(
+        call, false,
+        &(struct lock_result){.type = RESULT_INTEGER, .integer = value});
 }
 
 static void finish_error(struct lock_call *call, enum reply_error error,
@@ -472,7 +473,8 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
 
     if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
-        finish_error(call, REPLY_NOTOWNER, "the lock is not held by this owner");
+        finish_error(call, REPLY_NOTOWNER,
+                     "the lock is not held by this owner");
     } else if (outcome == OUTCOME_NOT_OWNER) {
         hold_lost(hold, "UNLOCK found it gone");
         hold_drop(hold);
@@ -494,7 +496,7 @@ static void force_release_replied(struct lock_call *call,
     struct list_node *pos, *tmp;
 
     if (outcome == OUTCOME_RELEASED) {
-        list_for_each_safe(pos, tmp, &call->lock->holds) {
+        list_for_each_safe (pos, tmp, &call->lock->holds) {
             hold_lost(list_entry(pos, struct hold, lock_link), "FORCEUNLOCK");
         }
         stats.locks_force_released++;
@@ -634,7 +636,7 @@ void lock_engine_leave(struct session *s)
     if (s->hold_count > 0)
         log_info("client %s gone: %s its %zu lock(s)", s->id,
                  release ? "releasing" : "letting expire", s->hold_count);
-    list_for_each_safe(pos, tmp, &s->holds) {
+    list_for_each_safe (pos, tmp, &s->holds) {
         struct hold *h = list_entry(pos, struct hold, session_link);
 
         if (release && !h->lost) {
@@ -684,7 +686,7 @@ void lock_engine_backend_ready(void)
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &engine.waiting_locks) {
+    list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 
         if (engine.backend->key_ready(lock->name, lock->name_len))
@@ -698,7 +700,7 @@ void lock_engine_shutdown(void)
     struct lock_call *head;
 
     engine.shutting_down = true;
-    list_for_each_safe(pos, tmp, &engine.waiting_locks) {
+    list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 
         while ((head = queue_head(lock)) != NULL)

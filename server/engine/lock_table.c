@@ -100,7 +100,7 @@ struct hold *hold_find(struct lock *lock, const struct session *session,
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &lock->holds) {
+    list_for_each_safe (pos, tmp, &lock->holds) {
         struct hold *h = list_entry(pos, struct hold, lock_link);
         if (h->session == session && h->thread_id == thread_id)
             return h;

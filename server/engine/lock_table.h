@@ -39,12 +39,12 @@ struct lock {
     const char *channel; /* inline */
     size_t channel_len;
     unsigned refs;
-    struct waiter_queue waiters;    /* struct lock_call, oldest first */
-    struct list_node waiting_link;  /* locks with waiters */
-    struct list_node holds;         /* struct hold.lock_link */
-    int64_t last_grant_ttl_ms;      /* TTL set by this daemon's last acquire */
+    struct waiter_queue waiters;   /* struct lock_call, oldest first */
+    struct list_node waiting_link; /* locks with waiters */
+    struct list_node holds;        /* struct hold.lock_link */
+    int64_t last_grant_ttl_ms;     /* TTL set by this daemon's last acquire */
     struct backend_listener listener; /* while it has waiters */
-    char key[];                     /* kind id, then the name */
+    char key[];                       /* kind id, then the name */
 };
 
 struct hold {

@@ -2,9 +2,9 @@
  * waiter_queue.h - the FIFO of local clients waiting for one lock.
  *
  * Owns only the order. Waking, timers and Redis belong to the lock
- * table; this is the pure part, kept apart so that it is unit-tested.
- * Only the head waiter ever asks Redis for the lock, which is what makes
- * local hand-off FIFO and keeps a crowd of waiters from stampeding Redis.
+ * engine (lock_engine.c), which lets only the woken waiters at the head
+ * ask Redis for the lock: that is what makes local hand-off FIFO and
+ * keeps a crowd of waiters from stampeding Redis.
  */
 #ifndef RLOCKD_WAITER_QUEUE_H
 #define RLOCKD_WAITER_QUEUE_H

@@ -52,9 +52,9 @@ static void arm_timer(void)
         timer_stop(&watchdog.timer);
         return;
     }
-    if (timer_start(&watchdog.timer,
-                    list_entry(first, struct hold, watchdog_link)
-                        ->renew_due_ms) != 0)
+    if (timer_start(
+            &watchdog.timer,
+            list_entry(first, struct hold, watchdog_link)->renew_due_ms) != 0)
         log_error("watchdog: out of memory arming its timer");
 }
 
@@ -229,15 +229,14 @@ static void watchdog_fire(struct timer *timer)
         }
         watchdog_stop(h);
         h->refs++;
-        batch->entries[batch->count++] =
-            (struct renew_entry){h, h->epoch};
+        batch->entries[batch->count++] = (struct renew_entry){h, h->epoch};
     }
     hashmap_foreach(&open, send_open_batch, NULL);
     hashmap_free(&open);
     /* After an out-of-memory stop the first hold is still due: not a
      * busy loop, try again a little later. */
-    if (pos != NULL && list_entry(pos, struct hold, watchdog_link)
-                               ->renew_due_ms <= now)
+    if (pos != NULL &&
+        list_entry(pos, struct hold, watchdog_link)->renew_due_ms <= now)
         timer_start(&watchdog.timer, now + RENEW_RETRY_MS);
     else
         arm_timer();

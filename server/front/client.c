@@ -25,12 +25,12 @@
 
 /* One command in flight, or answered while one before it is not. */
 struct client_slot {
-    struct list_node link;  /* in client.pending */
+    struct list_node link; /* in client.pending */
     struct client *client;
     struct lock_call *call; /* while in flight, if the engine kept it */
     bool answered;
     struct buffer reply;
-    bool granted_is_ok;     /* LOCK answers +OK, TRYLOCK :1 */
+    bool granted_is_ok; /* LOCK answers +OK, TRYLOCK :1 */
     bool alone;
 };
 
@@ -276,7 +276,8 @@ static void client_flush(struct client *c)
     }
     if (c->out.len == 0)
         return;
-    if (c->writing + c->out.len > (size_t)clients.cfg->max_output_buffer_bytes) {
+    if (c->writing + c->out.len >
+        (size_t)clients.cfg->max_output_buffer_bytes) {
         log_warn("client %llu: over max_output_buffer_bytes (not reading "
                  "its replies); closing it",
                  (unsigned long long)c->id);
@@ -533,7 +534,7 @@ void client_quit_all(void)
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &clients.all) {
+    list_for_each_safe (pos, tmp, &clients.all) {
         struct client *c = list_entry(pos, struct client, link);
         client_quit(c);
         client_flush(c);

@@ -54,10 +54,10 @@ struct client {
     struct list_node pending; /* struct client_slot, in request order */
     size_t in_flight;         /* slots whose lock call is not answered */
     struct list_node ready_link;
-    bool alone;        /* a command that runs alone is in flight */
-    bool parked;       /* the parser holds a request waiting for idle */
-    bool closing;      /* uv_close called */
-    bool quitting;     /* close once the replies are written */
+    bool alone;         /* a command that runs alone is in flight */
+    bool parked;        /* the parser holds a request waiting for idle */
+    bool closing;       /* uv_close called */
+    bool quitting;      /* close once the replies are written */
     bool authenticated; /* sent the right AUTH (or none is needed) */
     bool reply_failed;  /* a reply could not be written: close */
 };

@@ -10,10 +10,14 @@
 #include <strings.h>
 
 #include "base/stats.h"
+#include "client_id.h"
 #include "command.h"
 #include "engine/session.h"
 #include "front/info.h"
 #include "reply.h"
+
+/* An unknown command's name is quoted in the error up to this length. */
+#define QUOTED_NAME_MAX 64
 
 /* 0, or -ENOMEM when the reply could not be written. */
 typedef int command_handler(struct client *c, const struct command *cmd,
@@ -236,7 +240,7 @@ enum client_run commands_execute(struct client *c, size_t argc,
                                  char *const *argv, const size_t *argv_len)
 {
     const struct command *cmd = command_lookup(argv[0], argv_len[0]);
-    char name[CLIENT_ID_MAX_LEN + 1], text[128];
+    char name[QUOTED_NAME_MAX + 1], text[128];
     int err;
 
     if (cmd != NULL && (cmd->flags & CMD_ALONE) && c->in_flight > 0)

@@ -70,7 +70,8 @@ static int print_max_clients(char *out, size_t size)
 
 static int print_watchdog_timeout(char *out, size_t size)
 {
-    return snprintf(out, size, "%lld", (long long)info.cfg->watchdog_timeout_ms);
+    return snprintf(out, size, "%lld",
+                    (long long)info.cfg->watchdog_timeout_ms);
 }
 
 static int print_on_disconnect(char *out, size_t size)

@@ -14,10 +14,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "front/client.h"
 #include "base/log.h"
-#include "base/stats.h"
 #include "base/service.h"
+#include "base/stats.h"
+#include "front/client.h"
 
 #define BACKLOG 511
 /* Sockets a socket unit may pass; more are refused at start-up. */
@@ -52,7 +52,8 @@ static void on_connection(uv_stream_t *server, int status)
  * listener_close) once listener_added() says it was initialised. */
 static struct listen_socket *next_socket(void)
 {
-    return listener.count < LISTENER_MAX ? &listener.sockets[listener.count] : NULL;
+    return listener.count < LISTENER_MAX ? &listener.sockets[listener.count]
+                                         : NULL;
 }
 
 static void listener_added(void)

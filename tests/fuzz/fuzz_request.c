@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include "buffer.h"
+#include "client_id.h"
 #include "command.h"
 #include "reply.h"
 #include "request.h"
@@ -163,7 +164,7 @@ static void check_client_id(const char *id, size_t len)
                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
     bool expected =
         len >= 1 && len <= CLIENT_ID_MAX_LEN && strspn(id, allowed) == len;
-    CHECK(command_client_id_valid(id, len) == expected);
+    CHECK(client_id_valid(id, len) == expected);
 }
 
 static void check_name(const struct request_parser *p,
@@ -174,6 +175,7 @@ static void check_name(const struct request_parser *p,
         CHECK(a->name == NULL && a->name_len == 0);
         break;
     case SYNTAX_OPTIONAL_TEXT:
+    case SYNTAX_TEXT: /* its arity makes argc 2 */
         if (p->argc == 1)
             CHECK(a->name == NULL && a->name_len == 0);
         else

@@ -4,8 +4,8 @@
  */
 #include <check.h>
 
-#include "suites.h"
 #include "engine/waiter_queue.h"
+#include "suites.h"
 
 struct waiter {
     int id;
