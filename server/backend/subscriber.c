@@ -34,6 +34,7 @@ struct subscription {
 
 static struct {
     struct redis_link link;
+    struct redis_request ping; /* the connection's first request */
     struct hashmap channels;
     void (*on_change)(void);
 } subscriber;
@@ -133,12 +134,28 @@ static void resubscribe(void *value, void *arg)
     sub_settle(value);
 }
 
-static void on_connected(struct redis_link *link)
+/* Ready once a PING is answered: its reply comes after AUTH's and
+ * SELECT's, and a refused AUTH drops the connection before it, so a
+ * wrong password backs off instead of looking ready for a moment. */
+static void on_ping_reply(struct redis_request *req, redisReply *reply)
 {
-    redis_link_set_ready(link);
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR)
+        return; /* lost, or already being dropped */
+    redis_link_set_ready(req->link);
     stats.redis_subscriber_ready = 1;
     subscriber.on_change();
     hashmap_foreach(&subscriber.channels, resubscribe, NULL);
+}
+
+static void on_connected(struct redis_link *link)
+{
+    static const char *const argv[] = {"PING"};
+    static const size_t len[] = {4};
+
+    subscriber.ping.on_reply = on_ping_reply;
+    if (redis_link_send(link, &subscriber.ping, 1, (const char **)argv, len) !=
+        0)
+        redis_link_reset(link, "cannot send PING");
 }
 
 static void on_lost(struct redis_link *link)

@@ -10,6 +10,7 @@ Python 3 standard library only.
 """
 
 import atexit
+import contextlib
 import itertools
 import os
 import re
@@ -130,17 +131,27 @@ def encode_command(*args):
 class RespClient:
     """A tiny blocking RESP client over a real TCP socket."""
 
-    def __init__(self, port, host=HOST, timeout=2.0, label="", unix_path=None):
+    def __init__(self, port, host=HOST, timeout=2.0, label="", unix_path=None, rcvbuf=None):
+        """rcvbuf: SO_RCVBUF in bytes, set before connecting (a client that reads slowly)."""
         self.port = port
         self.label = label or "client:%s" % (unix_path or port)
         self.timeout = timeout
         if unix_path:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.settimeout(timeout)
-            self.sock.connect(unix_path)
         else:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            if rcvbuf is not None:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self.sock.settimeout(timeout)
+            if unix_path:
+                self.sock.connect(unix_path)
+            else:
+                self.sock.connect((host, port))
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except BaseException:
+            self.sock.close()
+            raise
         self.buf = bytearray()
         self.eof = False
         self.closed = False
@@ -357,28 +368,55 @@ def _tail(path, lines=25):
 
 
 class RedisServer:
-    """A private redis-server on a loopback port, no persistence."""
+    """A private redis-server on a loopback port, no persistence.
 
-    def __init__(self, workdir, port=None):
+    args: extra redis-server arguments, e.g. ("--requirepass", "pw") or
+    ("--unixsocket", "{tmpdir}/redis.sock"); "{tmpdir}" stands for workdir.
+    With --requirepass the harness's own connections (client()) send AUTH.
+    """
+
+    def __init__(self, workdir, port=None, args=()):
         self.workdir = workdir
         self.port = port or free_port()
         self.proc = None
         self.logpath = os.path.join(workdir, "redis.log")
+        self.args = [str(a).replace("{tmpdir}", workdir) for a in args]
+        self.password = self._arg("--requirepass")
+        self.unix_socket = self._arg("--unixsocket")
+
+    def _arg(self, name):
+        for i, a in enumerate(self.args[:-1]):
+            if a == name:
+                return self.args[i + 1]
+        return None
+
+    def client(self, timeout=2.0, db=None, label="redis"):
+        """A direct RESP connection to this Redis: AUTH when it has a password, SELECT db when given."""
+        c = RespClient(self.port, timeout=timeout, label=label)
+        try:
+            if self.password is not None:
+                assert_eq(c.call("AUTH", self.password), "OK", "%s: AUTH" % label)
+            if db is not None:
+                assert_eq(c.call("SELECT", db), "OK", "%s: SELECT %s" % (label, db))
+        except BaseException:
+            c.close()
+            raise
+        return c
 
     def start(self, timeout=5.0):
         exe = which("redis-server")
         if not exe:
             raise Skip("redis-server not found (install redis-server)")
         self.proc = _spawn([exe, "--port", str(self.port), "--bind", HOST, "--save", "",
-                            "--appendonly", "no", "--dir", self.workdir, "--daemonize", "no"],
-                           self.logpath, self.workdir)
+                            "--appendonly", "no", "--dir", self.workdir, "--daemonize", "no"]
+                           + self.args, self.logpath, self.workdir)
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
                 raise AssertionError("redis-server exited with %s:\n%s"
                                      % (self.proc.returncode, _tail(self.logpath)))
             try:
-                c = RespClient(self.port, timeout=0.5, label="redis")
+                c = self.client(timeout=0.5)
                 try:
                     if c.call("PING") == "PONG":
                         return
@@ -391,8 +429,25 @@ class RedisServer:
                                      % (self.port, timeout))
             time.sleep(0.02)
 
+    def signal(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """SIGSTOP for the block: Redis keeps its sockets but answers nothing. Always SIGCONTed."""
+        self.signal(signal.SIGSTOP)
+        try:
+            yield self
+        finally:
+            self.signal(signal.SIGCONT)
+
     def stop(self):
         if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.kill(self.proc.pid, signal.SIGCONT)   # a stopped Redis could not act on SIGTERM
+                except ProcessLookupError:
+                    pass
             _stop(self.proc)
 
     def alive(self):
@@ -420,7 +475,7 @@ def rlockd_bin():
 
 
 def rlock_bin():
-    """The rlock command (client-lib/rlock_cli.c)."""
+    """The rlock command (cli/rlock_cli.c)."""
     return _built("RLOCK_BIN", "rlock")
 
 
@@ -445,6 +500,8 @@ class Rlockd:
         self.logpath = os.path.join(workdir, instance + ".log")
         self.proc = None
         self.exit_status = None
+        self.instance = instance
+        self._admin = None
         self.sections = {s: dict(kv) for s, kv in DEFAULT_CONFIG.items()}
         self.sections["server"]["listen"] = "%s:%d" % (HOST, self.port)
         self.sections["redis"]["host"] = HOST
@@ -455,11 +512,13 @@ class Rlockd:
                 {k: str(v).replace("{tmpdir}", workdir) for k, v in kv.items()})
         self.watchdog_ms = int(self.sections["lock"].get("watchdog_timeout_ms", 30000))
 
-    def start(self, timeout=10.0, wait_ready=True):
-        """Starts the daemon; with wait_ready, returns once it answers and Redis is connected."""
+    def start(self, timeout=10.0, wait_ready=True, wait_redis=True):
+        """Starts the daemon; with wait_ready, returns once it answers PING and (with
+        wait_redis) INFO says redis_connected:1."""
         exe = rlockd_bin()
         if not os.access(exe, os.X_OK):
             raise AssertionError("rlockd binary not found or not executable: %s (set RLOCKD_BIN)" % exe)
+        self.close_admin()
         write_config(self.conf_path, self.sections)
         self.proc = _spawn([exe, "-c", self.conf_path], self.logpath, self.workdir, env=self.env)
         if not wait_ready:
@@ -477,6 +536,8 @@ class Rlockd:
                     if token:
                         c.call("AUTH", token)
                     if c.call("PING") == "PONG":
+                        if not wait_redis:
+                            return
                         info = parse_info(c.call("INFO"))
                         last = "INFO redis_connected=%r" % info.get("redis_connected")
                         if info.get("redis_connected") == "1":
@@ -493,7 +554,27 @@ class Rlockd:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def admin(self):
+        """The harness's own connection to this daemon (AUTHed when auth_token is set)."""
+        if self._admin is None or self._admin.eof:
+            self.close_admin()
+            self._admin = RespClient(self.port, timeout=2.0, label="%s-admin" % self.instance)
+            token = self.sections["server"].get("auth_token")
+            if token:
+                assert_eq(self._admin.call("AUTH", token), "OK", "admin AUTH")
+        return self._admin
+
+    def close_admin(self):
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def info(self):
+        """INFO as a dict, over the admin connection."""
+        return parse_info(self.admin().call("INFO"))
+
     def stop(self):
+        self.close_admin()
         if self.proc is None:
             return
         crashed_before = self.proc.poll()
@@ -553,6 +634,28 @@ def parse_info(text):
     return fields
 
 
+def wait_info(daemon, field, value, timeout=5.0, what=None):
+    """Polls INFO of daemon (an Env or an Rlockd) until field equals value; returns that INFO.
+
+    For ordering: "the waiter is queued" is INFO waiting_clients reaching its
+    count, not a pause. Fails at once if INFO has no such field."""
+    want = str(value)
+    last = [None]
+
+    def reached():
+        info = daemon.info()
+        if field not in info:
+            raise AssertionError("INFO has no field %r (fields: %s)" % (field, sorted(info)))
+        last[0] = info[field]
+        return info if info[field] == want else None
+    try:
+        return wait_until(reached, timeout, interval=0.01, what=what or "INFO %s:%s" % (field, want))
+    except AssertionError as e:
+        if last[0] is None:
+            raise
+        raise AssertionError("%s (last INFO %s:%s)" % (e, field, last[0])) from None
+
+
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -598,16 +701,21 @@ class Env:
 
     _names = itertools.count(1)
 
-    def __init__(self, config=None, label="env", env=None):
+    def __init__(self, config=None, label="env", env=None, redis_args=(), wait_redis=True):
+        """config: rlockd's sections ({"redis": {"db": 3}}; "{tmpdir}" in a value is the
+        temp dir); env: extra environment of rlockd; redis_args: extra redis-server
+        arguments (see RedisServer); wait_redis=False: start() returns once rlockd
+        answers, even if it never connects to Redis (a wrong password)."""
         self.config = config or {}
         self.label = label
         self.process_env = env
+        self.redis_args = tuple(redis_args)
+        self.wait_redis = wait_redis
         self.tmpdir = None
         self.redis_server = None
         self.rlockd = None
         self.clients = []
         self.extra = []
-        self._admin = None
         self._redis_admin = None
 
     def __enter__(self):
@@ -626,10 +734,10 @@ class Env:
         self.tmpdir = tempfile.mkdtemp(prefix="rlockd-it-")
         _TMPDIRS.append(self.tmpdir)
         try:
-            self.redis_server = RedisServer(self.tmpdir)
+            self.redis_server = RedisServer(self.tmpdir, args=self.redis_args)
             self.redis_server.start()
             self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config, env=self.process_env)
-            self.rlockd.start()
+            self.rlockd.start(wait_redis=self.wait_redis)
         except BaseException:
             self.close()
             raise
@@ -665,20 +773,22 @@ class Env:
 
     # -- connections
 
-    def client(self, timeout=2.0, label=None):
-        c = RespClient(self.port, timeout=timeout, label=label or "rlockd-client-%d" % (len(self.clients) + 1))
+    def client(self, timeout=2.0, label=None, rcvbuf=None):
+        c = RespClient(self.port, timeout=timeout, label=label or "rlockd-client-%d" % (len(self.clients) + 1),
+                       rcvbuf=rcvbuf)
         self.clients.append(c)
         return c
 
-    def redis_client(self, timeout=2.0):
-        c = RespClient(self.redis_port, timeout=timeout, label="redis-direct")
+    def redis_client(self, timeout=2.0, db=None):
+        """A direct connection to Redis (AUTHed if it has a password; SELECT db when given)."""
+        c = self.redis_server.client(timeout=timeout, db=db, label="redis-direct")
         self.clients.append(c)
         return c
 
     def redis(self, *args):
-        """One command straight to Redis over a raw RESP connection."""
+        """One command straight to Redis (db 0) over a raw RESP connection."""
         if self._redis_admin is None or self._redis_admin.eof:
-            self._redis_admin = RespClient(self.redis_port, timeout=2.0, label="redis-admin")
+            self._redis_admin = self.redis_server.client(timeout=2.0, label="redis-admin")
         return self._redis_admin.call(*args)
 
     def redis_hash(self, key):
@@ -691,6 +801,8 @@ class Env:
         if not exe:
             raise Skip("redis-cli not found (install redis-tools)")
         argv = [exe, "-h", HOST, "-p", str(port or self.redis_port)]
+        if port is None and self.redis_server.password is not None:
+            argv += ["-a", self.redis_server.password, "--no-auth-warning"]
         if not raw:
             argv.append("--no-raw")
         argv += [str(a) for a in args]
@@ -699,20 +811,31 @@ class Env:
         return r.stdout.strip()
 
     def admin(self):
-        if self._admin is None or self._admin.eof:
-            self._admin = RespClient(self.port, timeout=2.0, label="rlockd-admin")
-            token = self.rlockd.sections["server"].get("auth_token")
-            if token:
-                assert_eq(self._admin.call("AUTH", token), "OK", "admin AUTH")
-        return self._admin
+        return self.rlockd.admin()
 
     def info(self):
-        return parse_info(self.admin().call("INFO"))
+        return self.rlockd.info()
 
     def info_int(self, key):
         info = self.info()
         assert key in info, "INFO has no field %r (fields: %s)" % (key, sorted(info))
         return int(info[key])
+
+    def wait_waiting(self, count, daemon=None, timeout=5.0, what=None):
+        """Waits until INFO waiting_clients of daemon (default: this Env's rlockd) is count.
+
+        The ordering barrier for waiters: after it, the LOCKs sent so far are queued."""
+        return wait_info(daemon or self, "waiting_clients", count, timeout,
+                         what or "INFO waiting_clients:%d" % count)
+
+    def settle(self, timeout=2.0):
+        """Best effort, never fails: waits until rlockd has no waiting client left,
+        so that the next test's waiter counts start from 0. True if it did."""
+        try:
+            wait_info(self, "waiting_clients", 0, timeout)
+            return True
+        except (AssertionError, OSError):
+            return False
 
     def close_clients(self):
         for c in self.clients:
@@ -727,10 +850,9 @@ class Env:
 
     def close(self):
         self.close_clients()
-        for c in (self._admin, self._redis_admin):
-            if c is not None:
-                c.close()
-        self._admin = self._redis_admin = None
+        if self._redis_admin is not None:
+            self._redis_admin.close()
+        self._redis_admin = None
         try:
             for d in self.extra:
                 d.stop()

@@ -8,8 +8,10 @@ A PATTERN selects tests whose "module.test" name contains it (or matches
 it as a glob when it has * ? or [). --list prints the names only.
 
 A test function taking a parameter `env` shares its module's redis-server
-+ rlockd (configured by the module's CONFIG dict); a test taking no
-parameter starts whatever it needs itself. Each test names the behaviour
++ rlockd (configured by the module's CONFIG dict); after each such test its
+clients are closed and the runner waits until rlockd reports no waiting
+client, so waiter counts in INFO start from 0. A test taking no parameter
+starts whatever it needs itself. Each test names the behaviour
 it proves. The last line printed is exactly "N passed, N failed" plus
 ", N skipped" when something was skipped; the exit status is 1 if
 anything failed.
@@ -120,8 +122,10 @@ def main(argv):
                                 status, indent(env.log_tail()))
                             env.close()
                             env = None
-                        elif outcome == "FAIL":
-                            detail += "\n    rlockd log (tail):\n" + indent(env.log_tail(12))
+                        else:
+                            if outcome == "FAIL":
+                                detail += "\n    rlockd log (tail):\n" + indent(env.log_tail(12))
+                            env.settle()   # the closed clients' waiters gone: the next test counts from 0
                     problems = harness.warnings()   # e.g. rlockd did not stop cleanly on SIGTERM
                     if problems:
                         if outcome != "FAIL":

@@ -51,6 +51,7 @@ def test_closing_holder_connection_hands_lock_to_waiter_fast(env):
     bid = b.call("CLIENTID")
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("LOCK", n, 2)
+    env.wait_waiting(1, what="b's LOCK queued behind a")
     b.expect_no_reply(0.3, "b's LOCK while a holds it")
     t0 = time.monotonic()
     a.close()
@@ -120,19 +121,15 @@ def test_locks_survive_until_last_connection_of_clientid_closes(env):
     assert_eq(other.call("TRYLOCK", n, 9), 1, "another client's TRYLOCK afterwards")
 
 
-def _waiting(env):
-    info = env.info()
-    return int(info.get("waiting_clients", "0"))
-
-
 def test_disconnected_waiter_leaves_no_lock(env):
     n = env.name("wdisc")
     a, b, c = env.client(), env.client(), env.client()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("LOCK", n, 2)
+    env.wait_waiting(1, what="b's LOCK queued behind a")
     b.expect_no_reply(0.3, "b's LOCK")
     b.close()
-    wait_until(lambda: _waiting(env) == 0, 1.0, what="INFO waiting_clients back to 0 after the waiter closed")
+    env.wait_waiting(0, timeout=1.0, what="INFO waiting_clients back to 0 after the waiter closed")
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by a")
     holds_for(lambda: env.redis("EXISTS", n) == 0, 0.5,
               what="no lock key after the holder unlocked (the gone waiter must not get it)")
@@ -156,7 +153,7 @@ def test_waiter_closing_during_handoff_leaves_no_orphan_lock(env):
         assert_eq(a.read_reply(), 1, "round %d: UNLOCK by a" % i)
         wait_until(_gone(env, n), 1.0, what="round %d: no orphan lock after the waiter closed" % i)
         a.close()
-    wait_until(lambda: _waiting(env) == 0, 1.0, what="INFO waiting_clients back to 0")
+    env.wait_waiting(0, timeout=1.0, what="INFO waiting_clients back to 0")
 
 
 def test_on_disconnect_expire_keeps_key_until_its_ttl():
@@ -166,6 +163,7 @@ def test_on_disconnect_expire_keeps_key_until_its_ttl():
         aid = a.call("CLIENTID")
         assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
         b.send("LOCK", n, 2)
+        env.wait_waiting(1, what="b's LOCK queued behind a")
         b.expect_no_reply(0.2, "b's LOCK")
         a.close()
         t0 = time.monotonic()

@@ -69,6 +69,7 @@ def _example_holds_and_releases(env, argv, proc_env, addr_in_env, hold_s):
     proc = subprocess.Popen(args, env=proc_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, bufsize=1)
     try:
+        env.wait_waiting(1, what="the example's LOCK queued behind the other client's lock")
         line = _read_line(proc, 0.3)
         assert line is None, "the example said %r while another client held the lock" % line
         assert_eq(other.call("UNLOCK", n, 1), 1, "UNLOCK by the other client")

@@ -3,7 +3,7 @@
 import select
 import time
 
-from harness import RespClient, assert_eq, wait_until
+from harness import RespClient, assert_eq, holds_for, wait_until
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 600}}
 
@@ -36,6 +36,7 @@ def test_lock_blocks_until_holder_unlocks_then_is_granted_at_once(env):
     b_id = b.call("CLIENTID")
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("LOCK", n, 2)
+    env.wait_waiting(1, what="b's LOCK queued behind a")
     # longer than the watchdog TTL: a's lock must be kept alive and b kept waiting
     b.expect_no_reply(env.watchdog_ms / 1000.0 + 0.2, "LOCK by b while a holds the lock")
     t0 = time.monotonic()
@@ -65,6 +66,7 @@ def test_trylock_wait_acquires_when_released_within_wait(env):
     a, b = env.client(), env.client()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("TRYLOCK", n, 2, "WAIT", 5000)
+    env.wait_waiting(1, what="b's TRYLOCK WAIT 5000 queued behind a")
     b.expect_no_reply(0.3, "TRYLOCK WAIT 5000")
     t0 = time.monotonic()
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by a")
@@ -78,6 +80,7 @@ def test_trylock_wait_minus_1_waits_until_released(env):
     a, b = env.client(), env.client()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("TRYLOCK", n, 2, "WAIT", -1)
+    env.wait_waiting(1, what="b's TRYLOCK WAIT -1 queued behind a")
     b.expect_no_reply(1.0, "TRYLOCK WAIT -1")
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by a")
     assert_eq(b.read_reply(2.0), 1, "TRYLOCK WAIT -1 reply after release")
@@ -94,40 +97,17 @@ def test_trylock_without_wait_makes_one_attempt(env):
     assert dt < 0.3, "two single-attempt TRYLOCKs took %.3fs" % dt
 
 
-def _waiting_clients(env):
-    """INFO waiting_clients, or None when INFO does not report it."""
-    info = env.info()
-    return int(info["waiting_clients"]) if "waiting_clients" in info else None
-
-
-def _wait_blocked(env, count):
-    """Waits until rlockd reports `count` waiting clients (when INFO has it)."""
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
-        info = env.info()
-        if "waiting_clients" not in info:
-            time.sleep(0.2)
-            return
-        if int(info["waiting_clients"]) >= count:
-            return
-        time.sleep(0.01)
-    raise AssertionError("INFO waiting_clients never reached %d" % count)
-
-
 def test_waiters_are_granted_in_fifo_order(env):
     n = env.name("fifo")
     holder = env.client(label="holder")
     waiters = [env.client(label="waiter%d" % i) for i in range(4)]
     ids = [w.call("CLIENTID") for w in waiters]
     # start from a quiet daemon: earlier tests' closed waiters are gone
-    deadline = time.monotonic() + 1.0
-    while (_waiting_clients(env) or 0) > 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    base = _waiting_clients(env) or 0
+    env.wait_waiting(0, what="no waiter left from earlier tests")
     assert_eq(holder.call("LOCK", n, 1), "OK", "LOCK by holder")
     for i, w in enumerate(waiters):
         w.send("LOCK", n, 100 + i)
-        _wait_blocked(env, base + i + 1)
+        env.wait_waiting(i + 1, what="waiter%d queued" % i)
     for w in waiters:
         w.expect_no_reply(0.05, "queued LOCK")
     order = []
@@ -154,6 +134,7 @@ def test_blocked_lock_does_not_delay_other_connections(env):
     a, b, c = env.client(), env.client(), env.client()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("LOCK", n, 2)
+    env.wait_waiting(1, what="b's LOCK queued behind a")
     b.expect_no_reply(0.1, "LOCK by b")
     for _ in range(5):
         t0 = time.monotonic()
@@ -196,13 +177,14 @@ def test_waiters_share_one_subscription_dropped_when_the_last_leaves(env):
     assert_eq(numsub(), 0, "subscribers to the channel with no waiter")
     for i, w in enumerate(waiters):
         w.send("LOCK", n, 10 + i)
+        env.wait_waiting(i + 1, what="waiter%d queued" % i)
         w.expect_no_reply(0.1, "waiter%d's LOCK" % i)
     wait_until(lambda: numsub() == 1, 1.0, what="one subscription for the lock's waiters")
-    time.sleep(0.1)
-    assert_eq(numsub(), 1, "subscribers to the channel with 3 waiters (one SUBSCRIBE per name)")
+    holds_for(lambda: numsub() == 1, 0.1,
+              what="subscribers to the channel with 3 waiters (one SUBSCRIBE per name) == 1")
     waiters[2].close()   # a waiter leaving does not drop the others' subscription
-    time.sleep(0.1)
-    assert_eq(numsub(), 1, "subscribers after one of 3 waiters left")
+    env.wait_waiting(2, what="the closed waiter removed from the queue")
+    holds_for(lambda: numsub() == 1, 0.1, what="subscribers after one of 3 waiters left == 1")
     assert_eq(holder.call("UNLOCK", n, 1), 1, "UNLOCK by holder")
     assert_eq(waiters[0].read_reply(1.0), "OK", "first waiter")
     assert_eq(numsub(), 1, "subscribers while one waiter is left")
@@ -220,6 +202,7 @@ def test_two_rlockd_daemons_on_one_redis_exclude_each_other_and_wake_across(env)
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK through the first rlockd")
     assert_eq(b.call("TRYLOCK", n, 1), 0, "TRYLOCK through the second rlockd")
     b.send("LOCK", n, 1)
+    env.wait_waiting(1, daemon=other, what="b's LOCK queued in the second rlockd")
     b.expect_no_reply(env.watchdog_ms / 1000.0 + 0.2, "LOCK through the second rlockd")
     t0 = time.monotonic()
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK through the first rlockd")
@@ -229,6 +212,7 @@ def test_two_rlockd_daemons_on_one_redis_exclude_each_other_and_wake_across(env)
     assert_eq(env.redis_hash(n), {"%s:1" % bid: "1"}, "hash after the cross-daemon handoff")
     # and back: a disconnect on the second daemon wakes a waiter on the first
     a.send("LOCK", n, 2)
+    env.wait_waiting(1, what="a's LOCK queued in the first rlockd")
     a.expect_no_reply(0.2, "LOCK through the first rlockd")
     t0 = time.monotonic()
     b.close()
@@ -241,17 +225,27 @@ def test_waiter_that_times_out_or_leaves_mid_queue_keeps_fifo_for_the_rest(env):
     holder = env.client(label="holder")
     w = [env.client(label="w%d" % i) for i in range(4)]
     assert_eq(holder.call("LOCK", n, 1), "OK", "LOCK by holder")
+    timeouts = env.info_int("wait_timeouts")
+
+    def queued(count):
+        """count waiters queued so far, w1 included even after its WAIT ran out (one INFO, consistent)."""
+        info = env.info()
+        return int(info["waiting_clients"]) + int(info["wait_timeouts"]) - timeouts == count
     w[0].send("LOCK", n, 10)
+    env.wait_waiting(1, what="w0 queued")
     w[0].expect_no_reply(0.1, "w0's LOCK")
     w[1].send("TRYLOCK", n, 11, "WAIT", 300)
+    wait_until(lambda: queued(2), 5.0, interval=0.01, what="w1 queued behind w0")
     w[1].expect_no_reply(0.1, "w1's TRYLOCK WAIT 300")
     w[2].send("LOCK", n, 12)
+    wait_until(lambda: queued(3), 5.0, interval=0.01, what="w2 queued behind w1")
     w[2].expect_no_reply(0.1, "w2's LOCK")
     w[3].send("LOCK", n, 13)
+    wait_until(lambda: queued(4), 5.0, interval=0.01, what="w3 queued behind w2")
     w[3].expect_no_reply(0.1, "w3's LOCK")
     assert_eq(w[1].read_reply(1.0), 0, "w1's TRYLOCK WAIT 300 timed out")
     w[2].close()   # leaves the queue
-    time.sleep(0.05)
+    env.wait_waiting(2, what="w0 and w3 left in the queue after w1 timed out and w2 closed")
     assert_eq(holder.call("UNLOCK", n, 1), 1, "UNLOCK by holder")
     assert_eq(w[0].read_reply(1.0), "OK", "w0 (head of the queue)")
     w[3].expect_no_reply(0.1, "w3 while w0 holds")

@@ -122,6 +122,7 @@ def test_info_counts_clients_held_locks_and_blocked_clients(env):
     info = parse_info(c.call("INFO"))
     assert_eq(int(info["held_locks"]), int(base["held_locks"]) + 2, "held_locks with 2 locks held")
     extra[2].send("LOCK", n1, 9)
+    env.wait_waiting(int(base["waiting_clients"]) + 1, what="the LOCK of a held lock queued")
     extra[2].expect_no_reply(0.2, "LOCK of a held lock")
     info = parse_info(c.call("INFO"))
     assert_eq(int(info["blocked_clients"]), int(base["blocked_clients"]) + 1, "blocked_clients")
@@ -306,10 +307,13 @@ def test_too_many_arguments_gets_error_then_close(env):
 
 def test_max_clients_plus_one_is_refused_with_error():
     with Env({"server": {"max_clients": 4}, "lock": {"watchdog_timeout_ms": 600}}) as env:
-        time.sleep(0.2)   # let rlockd reap the harness's start-up probe connection
         conns = []
         for i in range(4):
             c = env.client(label="slot%d" % (i + 1))
+            if i == 0:   # rlockd has reaped the harness's start-up probe: this is its only client
+                first = c
+                wait_until(lambda: parse_info(first.call("INFO"))["connected_clients"] == "1", 5.0,
+                           what="INFO connected_clients:1 on the first connection (start-up probe gone)")
             assert_eq(c.call("PING"), "PONG", "PING on connection %d of 4" % (i + 1))
             conns.append(c)
         extra = env.client(label="fifth")
@@ -355,6 +359,7 @@ def test_pipelined_command_behind_a_blocked_lock_waits_for_it(env):
     a, b = env.client(), env.client()
     a.call("LOCK", n, 1)
     b.send_raw(encode_command("LOCK", n, 2) + encode_command("PING", "after"))
+    env.wait_waiting(1, what="b's LOCK queued behind a")
     b.expect_no_reply(0.3, "LOCK (and the PING pipelined behind it)")
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
     assert_eq(b.read_reply(2.0), "OK", "b's LOCK")

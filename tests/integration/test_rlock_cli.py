@@ -337,7 +337,7 @@ def test_wait_gives_up_after_wait_ms_or_runs_once_released(env):
         assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
 
         with Background(d, ["-s", _addr(env), "-w", "3000", n, "--", "touch", "ran"]) as rl:
-            time.sleep(0.3)
+            env.wait_waiting(1, what="rlock -w 3000 queued behind the holder")
             assert rl.proc.poll() is None and not os.path.exists(rl.path("ran")), "rlock -w 3000 did not wait"
             assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by the other client")
             assert_eq(rl.wait(2.0), 0, "rlock -w 3000 after the lock was released")

@@ -39,6 +39,7 @@ def test_sighup_applies_live_keys_and_keeps_restart_keys():
         # A live limit: max_waiters = 1 lets one waiter in, refuses the next.
         w1, w2 = env.client(), env.client()
         w1.send("LOCK", after, 2)
+        env.wait_waiting(1, what="the first waiter queued")
         w1.expect_no_reply(0.2, "first waiter")
         assert_error(w2.call("LOCK", after, 3), "LIMIT", what="second waiter past max_waiters 1")
         # Log level debug is live too: a closed client is logged at debug level.
@@ -70,6 +71,7 @@ def test_sigterm_answers_waiter_shutdown_releases_lock_and_exits_0():
         holder, waiter = env.client(), env.client()
         assert_eq(holder.call("LOCK", n, 1), "OK", "holder LOCK")
         waiter.send("LOCK", n, 2)
+        env.wait_waiting(1, what="the waiter queued behind the holder")
         waiter.expect_no_reply(0.2, "waiter's LOCK")
         t0 = time.monotonic()
         env.rlockd.signal(signal.SIGTERM)

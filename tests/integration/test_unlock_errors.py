@@ -91,6 +91,7 @@ def test_forceunlock_wakes_blocked_waiter_at_once(env):
     a, b, c = env.client(), env.client(), env.client()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
     b.send("LOCK", n, 2)
+    env.wait_waiting(1, what="b's LOCK queued behind a")
     b.expect_no_reply(0.3, "b's LOCK while a holds it")
     t0 = time.monotonic()
     assert_eq(c.call("FORCEUNLOCK", n), 1, "FORCEUNLOCK by c")
