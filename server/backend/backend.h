@@ -95,7 +95,9 @@ struct backend {
     void (*unlisten)(struct backend_listener *listener);
     /* Whether eval for this key would be sent now. */
     bool (*key_ready)(const char *key, size_t len);
-    /* Keys with equal groups may be passed to one script call. */
+    /* Keys with equal groups may be passed to one script call, and that
+     * call stays ordered with every other call for those keys (it goes
+     * the same way: one connection, one Cluster slot). */
     unsigned (*key_group)(const char *key, size_t len);
 };
 

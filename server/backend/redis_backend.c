@@ -1,7 +1,8 @@
 /*
  * redis_backend.c - Standalone Redis as struct backend: the pool runs
- * scripts and commands, the subscriber listens, and every key is in one
- * key group since one Redis can run a script over any keys.
+ * scripts and commands, the subscriber listens. A key group is a pool
+ * connection: one Redis could run a script over any keys, but a renewal
+ * must stay ordered with its keys' releases, which go the same way.
  */
 #include "backend/redis_backend.h"
 
@@ -21,20 +22,13 @@ static void add_script(struct backend_script *script)
         log_error("out of memory registering script %s", script->name);
 }
 
-static unsigned key_group(const char *key, size_t len)
-{
-    (void)key;
-    (void)len;
-    return 0;
-}
-
 static const struct backend redis_standalone = {
     .add_script = add_script,
     .eval = redis_pool_eval,
     .listen = subscriber_listen,
     .unlisten = subscriber_unlisten,
     .key_ready = redis_pool_key_ready,
-    .key_group = key_group,
+    .key_group = redis_pool_key_group,
 };
 
 static void on_link_change(void)

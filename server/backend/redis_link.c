@@ -429,7 +429,8 @@ static int link_send(struct redis_link *link, struct redis_request *req,
     if (err != 0)
         return err;
     req->link = link;
-    if (redisAsyncFormattedCommand(link->ac, callback, req, link_io.command.data,
+    if (redisAsyncFormattedCommand(link->ac, callback, req,
+                                   link_io.command.data,
                                    link_io.command.len) != REDIS_OK)
         return -ENOTCONN;
     if (link->inflight++ == 0)

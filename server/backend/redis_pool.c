@@ -215,9 +215,14 @@ void redis_pool_free(void)
     free(pool.scripts);
 }
 
+unsigned redis_pool_key_group(const char *key, size_t len)
+{
+    return (unsigned)(hashmap_hash(key, len) % pool.size);
+}
+
 static struct redis_link *link_for(const char *key, size_t len)
 {
-    return &pool.links[hashmap_hash(key, len) % pool.size].link;
+    return &pool.links[redis_pool_key_group(key, len)].link;
 }
 
 bool redis_pool_key_ready(const char *key, size_t len)

@@ -37,6 +37,8 @@ int redis_pool_add_script(struct backend_script *script);
 int redis_pool_eval(const struct backend_call *call, backend_reply_fn *fn,
                     void *arg);
 bool redis_pool_key_ready(const char *key, size_t len);
+/* Keys served by one connection share a group. */
+unsigned redis_pool_key_group(const char *key, size_t len);
 bool redis_pool_all_ready(void);
 /* Requests sent on all connections and not yet answered. */
 unsigned redis_pool_inflight(void);

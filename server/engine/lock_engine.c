@@ -365,8 +365,17 @@ static void acquire_granted(struct lock_call *call)
     call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
 }
 
+static void finish_shutdown(struct lock_call *call)
+{
+    finish_error(call, REPLY_SHUTDOWN, "rlockd is shutting down");
+}
+
 static void acquire_refused(struct lock_call *call, int64_t pttl)
 {
+    if (engine.shutting_down) { /* nothing would wake it any more */
+        finish_shutdown(call);
+        return;
+    }
     if (call->woken) {
         call_attempt(call);
         return;
@@ -386,7 +395,9 @@ static void acquire_refused(struct lock_call *call, int64_t pttl)
 
 static void acquire_unavailable(struct lock_call *call)
 {
-    if (!call_queued(call))
+    if (engine.shutting_down)
+        finish_shutdown(call);
+    else if (!call_queued(call))
         finish_unavailable(call);
     else if (timers_now() >= call->deadline_ms)
         finish_not_granted(call);
@@ -704,6 +715,6 @@ void lock_engine_shutdown(void)
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 
         while ((head = queue_head(lock)) != NULL)
-            finish_error(head, REPLY_SHUTDOWN, "rlockd is shutting down");
+            finish_shutdown(head);
     }
 }

@@ -32,13 +32,14 @@ static size_t kind_index(const struct lock_kind *kind)
     return i;
 }
 
-/* One block: the struct, the table key (kind byte + name), the channel. */
+/* One block: the struct, the table key (kind byte + name), the channel
+ * (built on the stack first, so that the block has its exact size). */
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    struct lock *lock =
-        calloc(1, sizeof(*lock) + 1 + 2 * len + LOCK_KIND_CHANNEL_EXTRA);
-    char *channel;
+    char channel[len + LOCK_KIND_CHANNEL_EXTRA];
+    size_t channel_len = kind->channel(channel, name, len, NULL, 0);
+    struct lock *lock = calloc(1, sizeof(*lock) + 1 + len + channel_len);
 
     if (lock == NULL)
         return NULL;
@@ -47,9 +48,9 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     memcpy(lock->key + 1, name, len);
     lock->name = lock->key + 1;
     lock->name_len = len;
-    channel = lock->key + 1 + len;
-    lock->channel_len = kind->channel(channel, name, len, NULL, 0);
-    lock->channel = channel;
+    memcpy(lock->key + 1 + len, channel, channel_len);
+    lock->channel = lock->key + 1 + len;
+    lock->channel_len = channel_len;
     waiter_queue_init(&lock->waiters);
     list_init(&lock->waiting_link);
     list_init(&lock->holds);

@@ -147,7 +147,7 @@ struct fake_eval *fake_backend_find(const char *name, const char *key)
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &fake_backend.evals) {
+    list_for_each_safe (pos, tmp, &fake_backend.evals) {
         struct fake_eval *e = list_entry(pos, struct fake_eval, link);
 
         if (eval_matches(e, name, key))
@@ -161,7 +161,7 @@ size_t fake_backend_count(const char *name, const char *key)
     struct list_node *pos, *tmp;
     size_t n = 0;
 
-    list_for_each_safe(pos, tmp, &fake_backend.evals) {
+    list_for_each_safe (pos, tmp, &fake_backend.evals) {
         n += eval_matches(list_entry(pos, struct fake_eval, link), name, key);
     }
     return n;
@@ -192,7 +192,7 @@ size_t fake_backend_listeners(const char *channel)
     struct list_node *pos, *tmp;
     size_t n = 0;
 
-    list_for_each_safe(pos, tmp, &fake_backend.listeners) {
+    list_for_each_safe (pos, tmp, &fake_backend.listeners) {
         n += listening_on(list_entry(pos, struct backend_listener, link),
                           channel);
     }
@@ -204,7 +204,7 @@ static bool still_listening(const struct backend_listener *l,
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &fake_backend.listeners) {
+    list_for_each_safe (pos, tmp, &fake_backend.listeners) {
         if (list_entry(pos, struct backend_listener, link) == l)
             return listening_on(l, channel);
     }
@@ -219,7 +219,7 @@ size_t fake_backend_publish(const char *channel, const char *payload)
     struct backend_listener **to = must_alloc((count + 1) * sizeof(*to));
     struct list_node *pos, *tmp;
 
-    list_for_each_safe(pos, tmp, &fake_backend.listeners) {
+    list_for_each_safe (pos, tmp, &fake_backend.listeners) {
         struct backend_listener *l =
             list_entry(pos, struct backend_listener, link);
 

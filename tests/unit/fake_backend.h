@@ -40,8 +40,8 @@ struct fake_backend {
     struct list_node listeners; /* struct backend_listener.link */
     struct backend_script *scripts[FAKE_BACKEND_MAX_SCRIPTS];
     size_t script_count;
-    bool ready;     /* key_ready's answer for every key */
-    int eval_error; /* non-zero: eval refuses every call with it */
+    bool ready;      /* key_ready's answer for every key */
+    int eval_error;  /* non-zero: eval refuses every call with it */
     unsigned misuse; /* listen on a listener already listening */
     /* key_group's answer; NULL puts every key in group 0 */
     unsigned (*group)(const char *key, size_t len);

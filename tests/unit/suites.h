@@ -16,7 +16,9 @@
     X(client_id_suite)                                                         \
     X(config_suite)                                                            \
     X(waiter_queue_suite)                                                      \
-    X(hashmap_suite)
+    X(hashmap_suite)                                                           \
+    X(lock_engine_suite)                                                       \
+    X(watchdog_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);
 UNIT_SUITE_LIST(UNIT_SUITE_DECLARE)

@@ -1,0 +1,673 @@
+/*
+ * test_lock_engine.c - the lock engine's calls over a fake backend and a
+ * fake clock: what it asks Redis and when, what each caller is told, and
+ * what a session, an abandoned call or a shutdown leaves behind.
+ *
+ * The watchdog has test_watchdog.c. The harness (engine_harness.h) checks
+ * after every test that nothing leaked and that each call was answered
+ * exactly once.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_harness.h"
+#include "suites.h"
+
+/* ---- acquire and release ----------------------------------------------- */
+
+START_TEST(init_adds_every_script_of_the_kind)
+{
+    ck_assert(fake_backend_has_script(ACQUIRE));
+    ck_assert(fake_backend_has_script(RELEASE));
+    ck_assert(fake_backend_has_script(FORCE_RELEASE));
+    ck_assert(fake_backend_has_script(RELEASE_OWNER));
+    ck_assert(fake_backend_has_script(RENEW));
+    expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(acquire_sends_name_lease_and_owner_and_nil_grants)
+{
+    struct session *a = join("client-a");
+    struct test_call *c = acquire(a, "L", 7, 0, LEASE_MS);
+    struct fake_eval *e = expect_eval(ACQUIRE, "L");
+
+    expect_open(c);
+    ck_assert_ptr_nonnull(e->script);
+    ck_assert_int_eq(e->nkeys, 1);
+    expect_args(e, 3, "L", "10000", "client-a:7");
+    ck_assert_uint_eq(stats.lock_attempts, 1);
+    fake_eval_answer(e, &nil_reply);
+    expect_result(c, RESULT_GRANTED);
+    ck_assert_uint_eq(stats.held_locks, 1);
+    ck_assert_uint_eq(stats.locks_acquired, 1);
+    ck_assert_uint_eq(stats.watchdog_locks, 0); /* a lease was given */
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+    expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(watchdog_mode_acquire_asks_for_the_watchdog_timeout)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, 0, WATCHDOG_MODE);
+
+    expect_args(expect_eval(ACQUIRE, "L"), 3, "L", "30000", "a:1");
+    answer_nil(ACQUIRE, "L");
+    expect_result(c, RESULT_GRANTED);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+}
+END_TEST
+
+START_TEST(reentrant_acquire_is_one_hold_released_count_by_count)
+{
+    struct session *a = join("a");
+    struct test_call *unlock;
+
+    take(a, "L", 1, LEASE_MS);
+    take(a, "L", 1, LEASE_MS);
+    ck_assert_uint_eq(stats.held_locks, 1);
+    ck_assert_uint_eq(stats.locks_acquired, 2);
+
+    unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    expect_args(expect_eval(RELEASE, "L"), 5, "L", CHANNEL_OF_L, "0", "10000",
+                "a:1");
+    answer_integer(RELEASE, "L", 0); /* decremented: still held */
+    expect_integer(unlock, 0);
+    ck_assert_uint_eq(stats.held_locks, 1);
+
+    expect_integer(unlock_answered(a, "L", 1, &one_reply), 1);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.locks_released, 1);
+}
+END_TEST
+
+START_TEST(another_thread_of_the_session_is_another_owner)
+{
+    struct session *a = join("a");
+    struct test_call *other;
+
+    take(a, "L", 1, LEASE_MS);
+    other = acquire(a, "L", 2, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 3, "L", "10000", "a:2");
+    answer_integer(ACQUIRE, "L", 9000);
+    expect_result(other, RESULT_NOT_GRANTED);
+    ck_assert_uint_eq(stats.held_locks, 1);
+}
+END_TEST
+
+START_TEST(unlock_of_a_lock_never_held_is_notowner)
+{
+    struct session *a = join("a");
+
+    expect_error(unlock_answered(a, "L", 1, &nil_reply), REPLY_NOTOWNER);
+    ck_assert_uint_eq(stats.locks_lost, 0);
+}
+END_TEST
+
+START_TEST(no_reply_to_a_first_attempt_or_a_command_is_unavailable)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
+    struct test_call *unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    struct test_call *pttl = request(a, LOCK_REQUEST_PTTL, "L", 1);
+
+    answer(ACQUIRE, "L", NULL);
+    expect_error(c, REPLY_UNAVAILABLE);
+    answer(RELEASE, "L", NULL);
+    expect_error(unlock, REPLY_UNAVAILABLE);
+    answer("PTTL", "L", NULL);
+    expect_error(pttl, REPLY_UNAVAILABLE);
+    ck_assert_uint_eq(stats.unavailable_replies, 3);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(a_key_not_ready_or_a_refused_eval_is_unavailable_at_once)
+{
+    struct session *a = join("a");
+
+    fake_backend.ready = false;
+    expect_error(acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS), REPLY_UNAVAILABLE);
+    expect_error(request(a, LOCK_REQUEST_PTTL, "L", 1), REPLY_UNAVAILABLE);
+    fake_backend.ready = true;
+    fake_backend.eval_error = -ENOTCONN;
+    expect_error(acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS), REPLY_UNAVAILABLE);
+    expect_error(request(a, LOCK_REQUEST_RELEASE, "L", 1), REPLY_UNAVAILABLE);
+    ck_assert_uint_eq(stats.unavailable_replies, 4);
+    ck_assert_uint_eq(stats.lock_attempts, 0);
+    expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(an_error_reply_is_an_error)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
+    struct backend_value err = {
+        .type = VALUE_ERROR, .str = "ERR boom", .len = 8};
+
+    answer(ACQUIRE, "L", &err);
+    expect_error(c, REPLY_ERR);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+}
+END_TEST
+
+START_TEST(trylock_without_wait_refused_is_not_granted_and_not_queued)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, 0, LEASE_MS);
+
+    answer_integer(ACQUIRE, "L", 5000);
+    expect_result(c, RESULT_NOT_GRANTED);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+}
+END_TEST
+
+/* Starts a query on L by thread 5 and checks that it sends command for
+ * L (with the owner's field when it asks about the owner) and answers
+ * Redis's reply as the number expected. */
+static void expect_query(struct session *s, enum lock_request_op op,
+                         const char *command, bool with_field,
+                         const struct backend_value *reply, int64_t expected)
+{
+    struct test_call *c = request(s, op, "L", 5);
+    struct fake_eval *e = expect_eval(command, "L");
+
+    ck_assert_ptr_null(e->script);
+    if (with_field)
+        expect_args(e, 3, command, "L", "a:5");
+    else
+        expect_args(e, 2, command, "L");
+    fake_eval_answer(e, reply);
+    expect_integer(c, expected);
+}
+
+START_TEST(queries_send_their_command_and_answer_its_value)
+{
+    struct session *a = join("a");
+    const struct backend_value count = {
+        .type = VALUE_STRING, .str = "3", .len = 1};
+    const struct backend_value pttl = {.type = VALUE_INTEGER, .integer = 4200};
+    const struct backend_value zero = {.type = VALUE_INTEGER, .integer = 0};
+
+    expect_query(a, LOCK_REQUEST_IS_LOCKED, "EXISTS", false, &one_reply, 1);
+    expect_query(a, LOCK_REQUEST_IS_HELD, "HEXISTS", true, &zero, 0);
+    expect_query(a, LOCK_REQUEST_HOLD_COUNT, "HGET", true, &count, 3);
+    expect_query(a, LOCK_REQUEST_HOLD_COUNT, "HGET", true, &nil_reply, 0);
+    expect_query(a, LOCK_REQUEST_PTTL, "PTTL", false, &pttl, 4200);
+    ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+/* ---- waiting and waking ------------------------------------------------- */
+
+/* Clients "b", "c", "d" (as many as count) each queue a call by thread 1
+ * on L, refused with a 5 s PTTL, in that order; w[i] is the i-th. */
+static void waiters_on_l(struct test_call **w, size_t count)
+{
+    static const char *const ids[] = {"b", "c", "d"};
+
+    ck_assert_uint_le(count, sizeof(ids) / sizeof(ids[0]));
+    for (size_t i = 0; i < count; i++)
+        w[i] = queue(join(ids[i]), "L", 1, WAIT_FOREVER, 5000);
+}
+
+START_TEST(waiters_ask_in_arrival_order_one_at_a_time)
+{
+    struct test_call *w[2];
+
+    waiters_on_l(w, 2);
+    ck_assert_uint_eq(stats.waiting_clients, 2);
+    ck_assert_uint_eq(fake_backend_listeners(CHANNEL_OF_L), 1);
+    expect_nothing_pending();
+
+    /* a message lets only the head ask */
+    ck_assert_uint_eq(fake_backend_publish(CHANNEL_OF_L, "0"), 1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    expect_acquire_by("L", "b:1");
+    answer_integer(ACQUIRE, "L", 4000); /* someone else was faster */
+    expect_open(w[0]);
+    expect_nothing_pending();
+
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
+    expect_result(w[0], RESULT_GRANTED);
+    /* the next is head now, and waits for the grant's lease to run out */
+    expect_open(w[1]);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.waiting_clients, 1);
+    ck_assert_uint_eq(fake_clock.due_ms, fake_clock.now_ms + LEASE_MS);
+
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    fake_eval_answer(expect_acquire_by("L", "c:1"), &nil_reply);
+    expect_result(w[1], RESULT_GRANTED);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+}
+END_TEST
+
+START_TEST(the_new_head_asks_when_the_granted_lease_runs_out)
+{
+    struct test_call *w[2];
+
+    waiters_on_l(w, 2);
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    answer_nil(ACQUIRE, "L");
+    expect_result(w[0], RESULT_GRANTED);
+    advance(LEASE_MS - 1);
+    expect_nothing_pending();
+    advance(1);
+    expect_acquire_by("L", "c:1");
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+}
+END_TEST
+
+START_TEST(the_subscription_confirmation_makes_the_head_look)
+{
+    struct test_call *w[2];
+
+    waiters_on_l(w, 2);
+    ck_assert_uint_eq(fake_backend_publish(CHANNEL_OF_L, NULL), 1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    expect_acquire_by("L", "b:1");
+}
+END_TEST
+
+START_TEST(a_message_while_the_head_asks_makes_it_ask_again)
+{
+    struct test_call *w;
+
+    waiters_on_l(&w, 1);
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    fake_backend_publish(CHANNEL_OF_L, "0"); /* while it asks */
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    answer_integer(ACQUIRE, "L", 3000); /* the first answer was stale */
+    expect_open(w);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    answer_nil(ACQUIRE, "L");
+    expect_result(w, RESULT_GRANTED);
+    ck_assert_uint_eq(stats.lock_attempts, 3);
+}
+END_TEST
+
+START_TEST(a_wait_ends_at_its_deadline_without_asking_redis)
+{
+    struct session *b = join("b");
+    struct test_call *w = queue(b, "L", 1, 3000, 10000);
+
+    ck_assert_uint_eq(fake_clock.due_ms, T0 + 3000);
+    advance(2999);
+    expect_open(w);
+    advance(1);
+    expect_result(w, RESULT_NOT_GRANTED);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.lock_attempts, 1);
+    ck_assert_uint_eq(stats.wait_timeouts, 1);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+}
+END_TEST
+
+START_TEST(the_head_asks_again_when_the_lock_ttl_runs_out)
+{
+    struct session *b = join("b"), *c = join("c");
+    struct test_call *w = queue(b, "L", 1, WAIT_FOREVER, 2000);
+
+    queue(c, "L", 1, WAIT_FOREVER, 500); /* not the head: no TTL wake */
+    ck_assert_uint_eq(fake_clock.due_ms, T0 + 2000);
+    advance(1999);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    answer_nil(ACQUIRE, "L");
+    expect_result(w, RESULT_GRANTED);
+}
+END_TEST
+
+START_TEST(a_release_through_this_daemon_wakes_the_head_at_once)
+{
+    struct session *a = join("a"), *b = join("b");
+
+    take(a, "L", 1, LEASE_MS);
+    queue(b, "L", 1, WAIT_FOREVER, LEASE_MS);
+    expect_integer(unlock_answered(a, "L", 1, &one_reply), 1);
+    expect_acquire_by("L", "b:1");
+}
+END_TEST
+
+START_TEST(the_next_waiter_looks_when_the_head_leaves)
+{
+    struct test_call *w[3];
+
+    waiters_on_l(w, 3);
+    abandon(w[1]); /* not the head: nobody looks */
+    expect_nothing_pending();
+    abandon(w[0]);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    expect_acquire_by("L", "d:1");
+    ck_assert_uint_eq(stats.waiting_clients, 1);
+}
+END_TEST
+
+START_TEST(a_queued_head_without_reply_tries_again_soon)
+{
+    struct test_call *w;
+
+    waiters_on_l(&w, 1);
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    answer(ACQUIRE, "L", NULL);
+    expect_open(w); /* it waits on: Redis may come back */
+    ck_assert_uint_eq(stats.unavailable_replies, 0);
+    advance(99);
+    expect_nothing_pending();
+    advance(1);
+    answer_nil(ACQUIRE, "L");
+    expect_result(w, RESULT_GRANTED);
+}
+END_TEST
+
+START_TEST(backend_ready_wakes_a_head_that_could_not_ask)
+{
+    struct test_call *w;
+
+    waiters_on_l(&w, 1);
+    fake_backend.eval_error = -ENOTCONN;
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    fake_backend.eval_error = 0;
+    expect_nothing_pending();
+    lock_engine_backend_ready();
+    expect_acquire_by("L", "b:1");
+}
+END_TEST
+
+/* Whatever happens to its lock later, a call that was answered is not
+ * answered again (the harness fails a second done at once). */
+START_TEST(a_finished_call_is_never_answered_again)
+{
+    struct session *b = join("b"), *c = join("c");
+    struct test_call *timed_out = queue(b, "L", 1, 3000, 10000);
+
+    queue(c, "L", 1, WAIT_FOREVER, 10000);
+    advance(3000);
+    expect_result(timed_out, RESULT_NOT_GRANTED);
+    fake_backend_publish(CHANNEL_OF_L, NULL);
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    answer_integer(ACQUIRE, "L", 10000);
+    lock_engine_backend_ready();
+    answer_integer(ACQUIRE, "L", 10000);
+    advance(60000);
+    lock_engine_shutdown();
+    ck_assert_uint_eq(timed_out->done_count, 1);
+}
+END_TEST
+
+/* ---- abandoned calls ---------------------------------------------------- */
+
+START_TEST(an_acquire_granted_after_its_caller_left_is_undone)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
+
+    abandon(c);
+    answer_nil(ACQUIRE, "L");
+    ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    expect_args(expect_eval(RELEASE, "L"), 5, "L", CHANNEL_OF_L, "0", "10000",
+                "a:1");
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+}
+END_TEST
+
+START_TEST(an_acquire_refused_after_its_caller_left_sends_nothing)
+{
+    struct session *a = join("a");
+
+    abandon(acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS));
+    answer_integer(ACQUIRE, "L", 5000);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(stats.orphan_acquires_undone, 0);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+}
+END_TEST
+
+START_TEST(a_head_that_left_while_asking_is_undone_when_granted)
+{
+    struct test_call *w[2];
+
+    waiters_on_l(w, 2);
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    abandon(w[0]);
+    /* the next head asks too: the old one may not want what it gets */
+    ck_assert_uint_eq(fake_backend_pending(), 2);
+    fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
+    ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
+    expect_args(expect_eval(RELEASE, "L"), 5, "L", CHANNEL_OF_L, "0", "10000",
+                "b:1");
+}
+END_TEST
+
+/* ---- limits ------------------------------------------------------------- */
+
+START_TEST(max_held_locks_refuses_a_new_hold_but_not_a_reentrant_one)
+{
+    struct session *a = join("a");
+
+    engine_cfg.max_held_locks = 1;
+    take(a, "L", 1, LEASE_MS);
+    expect_error(acquire(a, "M", 1, WAIT_FOREVER, LEASE_MS), REPLY_LIMIT);
+    expect_error(acquire(a, "L", 2, WAIT_FOREVER, LEASE_MS), REPLY_LIMIT);
+    expect_nothing_pending();
+    take(a, "L", 1, LEASE_MS);
+    ck_assert_uint_eq(stats.held_locks, 1);
+}
+END_TEST
+
+START_TEST(max_waiters_refuses_one_more_waiter)
+{
+    struct session *b = join("b"), *c = join("c");
+    struct test_call *late;
+
+    engine_cfg.max_waiters = 1;
+    queue(b, "L", 1, WAIT_FOREVER, 5000);
+    late = acquire(c, "M", 1, WAIT_FOREVER, LEASE_MS);
+    answer_integer(ACQUIRE, "M", 5000);
+    expect_error(late, REPLY_LIMIT);
+    ck_assert_uint_eq(stats.waiting_clients, 1);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 1);
+}
+END_TEST
+
+/* ---- sessions ----------------------------------------------------------- */
+
+START_TEST(session_end_under_release_frees_every_hold)
+{
+    struct session *a = join("a"), *b = join("b");
+
+    take(a, "L", 1, LEASE_MS);
+    take(a, "M", 2, WATCHDOG_MODE);
+    queue(b, "L", 1, WAIT_FOREVER, 5000);
+    leave(a);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.watchdog_locks, 0);
+    ck_assert_uint_eq(stats.client_sessions, 1);
+    ck_assert_uint_eq(stats.locks_released_on_disconnect, 2);
+    ck_assert_uint_eq(fake_backend_pending(), 2);
+    expect_args(expect_eval(RELEASE_OWNER, "M"), 4, "M",
+                "redisson_lock__channel:{M}", "0", "a:2");
+    expect_args(expect_eval(RELEASE_OWNER, "L"), 4, "L", CHANNEL_OF_L, "0",
+                "a:1");
+    /* freeing L wakes its waiter without waiting for the message */
+    answer_integer(RELEASE_OWNER, "L", 1);
+    expect_acquire_by("L", "b:1");
+    answer_integer(RELEASE_OWNER, "M", 1);
+    advance(WATCHDOG_MS);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 0);
+}
+END_TEST
+
+START_TEST(session_end_under_expire_sends_nothing)
+{
+    struct session *a = join("a");
+
+    engine_cfg.on_disconnect = ON_DISCONNECT_EXPIRE;
+    take(a, "L", 1, LEASE_MS);
+    take(a, "M", 2, WATCHDOG_MODE);
+    leave(a);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.watchdog_locks, 0);
+    ck_assert_uint_eq(stats.locks_released_on_disconnect, 0);
+    advance(WATCHDOG_MS);
+    expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(a_session_ends_with_its_last_connection)
+{
+    struct session *first = join("a"), *second = join("a");
+
+    ck_assert_ptr_eq(first, second);
+    take(first, "L", 1, LEASE_MS);
+    leave(first);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.held_locks, 1);
+    leave(second);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    expect_eval(RELEASE_OWNER, "L");
+}
+END_TEST
+
+START_TEST(a_lost_hold_is_not_released_at_session_end)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct test_call *force;
+
+    take(a, "L", 1, LEASE_MS);
+    force = request(b, LOCK_REQUEST_FORCE_RELEASE, "L", 1);
+    expect_args(expect_eval(FORCE_RELEASE, "L"), 3, "L", CHANNEL_OF_L, "0");
+    answer_integer(FORCE_RELEASE, "L", 1);
+    expect_integer(force, 1);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    leave(a);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+/* ---- shutdown ----------------------------------------------------------- */
+
+START_TEST(shutdown_answers_every_waiter_and_sends_no_acquire)
+{
+    struct session *b = join("b"), *c = join("c"), *d = join("d");
+    struct test_call *w[3];
+
+    w[0] = queue(b, "L", 1, WAIT_FOREVER, 5000);
+    w[1] = queue(c, "L", 1, 60000, 5000);
+    w[2] = queue(d, "M", 1, WAIT_FOREVER, 5000);
+    fake_backend_publish("redisson_lock__channel:{M}", "0"); /* d asks */
+    lock_engine_shutdown();
+    for (int i = 0; i < 3; i++)
+        expect_error(w[i], REPLY_SHUTDOWN);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+    /* d's acquire lands after it was answered: undone, nothing more */
+    answer_nil(ACQUIRE, "M");
+    ck_assert_uint_eq(fake_backend_count(ACQUIRE, NULL), 0);
+    expect_eval(RELEASE, "M");
+    advance(60000);
+    ck_assert_uint_eq(fake_backend_count(ACQUIRE, NULL), 0);
+}
+END_TEST
+
+/* A first attempt still in flight at shutdown is not a waiter yet; when
+ * Redis refuses it, it must not start waiting. */
+START_TEST(an_attempt_refused_after_shutdown_does_not_wait)
+{
+    struct session *b = join("b");
+    struct test_call *c = acquire(b, "L", 1, WAIT_FOREVER, LEASE_MS);
+
+    lock_engine_shutdown();
+    answer_integer(ACQUIRE, "L", 5000);
+    expect_error(c, REPLY_SHUTDOWN);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+    advance(5000);
+    expect_nothing_pending();
+}
+END_TEST
+
+Suite *lock_engine_suite(void)
+{
+    Suite *s = suite_create("lock_engine");
+    TCase *acquiring = tcase_create("acquire");
+    TCase *waiting = tcase_create("waiting");
+    TCase *abandoning = tcase_create("abandon");
+    TCase *limits = tcase_create("limits");
+    TCase *sessions = tcase_create("sessions");
+    TCase *shutdown = tcase_create("shutdown");
+
+    tcase_add_test(acquiring, init_adds_every_script_of_the_kind);
+    tcase_add_test(acquiring,
+                   acquire_sends_name_lease_and_owner_and_nil_grants);
+    tcase_add_test(acquiring,
+                   watchdog_mode_acquire_asks_for_the_watchdog_timeout);
+    tcase_add_test(acquiring,
+                   reentrant_acquire_is_one_hold_released_count_by_count);
+    tcase_add_test(acquiring, another_thread_of_the_session_is_another_owner);
+    tcase_add_test(acquiring, unlock_of_a_lock_never_held_is_notowner);
+    tcase_add_test(acquiring,
+                   no_reply_to_a_first_attempt_or_a_command_is_unavailable);
+    tcase_add_test(acquiring,
+                   a_key_not_ready_or_a_refused_eval_is_unavailable_at_once);
+    tcase_add_test(acquiring, an_error_reply_is_an_error);
+    tcase_add_test(acquiring,
+                   trylock_without_wait_refused_is_not_granted_and_not_queued);
+    tcase_add_test(acquiring, queries_send_their_command_and_answer_its_value);
+
+    tcase_add_test(waiting, waiters_ask_in_arrival_order_one_at_a_time);
+    tcase_add_test(waiting, the_new_head_asks_when_the_granted_lease_runs_out);
+    tcase_add_test(waiting, the_subscription_confirmation_makes_the_head_look);
+    tcase_add_test(waiting, a_message_while_the_head_asks_makes_it_ask_again);
+    tcase_add_test(waiting, a_wait_ends_at_its_deadline_without_asking_redis);
+    tcase_add_test(waiting, the_head_asks_again_when_the_lock_ttl_runs_out);
+    tcase_add_test(waiting,
+                   a_release_through_this_daemon_wakes_the_head_at_once);
+    tcase_add_test(waiting, the_next_waiter_looks_when_the_head_leaves);
+    tcase_add_test(waiting, a_queued_head_without_reply_tries_again_soon);
+    tcase_add_test(waiting, backend_ready_wakes_a_head_that_could_not_ask);
+    tcase_add_test(waiting, a_finished_call_is_never_answered_again);
+
+    tcase_add_test(abandoning,
+                   an_acquire_granted_after_its_caller_left_is_undone);
+    tcase_add_test(abandoning,
+                   an_acquire_refused_after_its_caller_left_sends_nothing);
+    tcase_add_test(abandoning,
+                   a_head_that_left_while_asking_is_undone_when_granted);
+
+    tcase_add_test(limits,
+                   max_held_locks_refuses_a_new_hold_but_not_a_reentrant_one);
+    tcase_add_test(limits, max_waiters_refuses_one_more_waiter);
+
+    tcase_add_test(sessions, session_end_under_release_frees_every_hold);
+    tcase_add_test(sessions, session_end_under_expire_sends_nothing);
+    tcase_add_test(sessions, a_session_ends_with_its_last_connection);
+    tcase_add_test(sessions, a_lost_hold_is_not_released_at_session_end);
+
+    tcase_add_test(shutdown,
+                   shutdown_answers_every_waiter_and_sends_no_acquire);
+    tcase_add_test(shutdown, an_attempt_refused_after_shutdown_does_not_wait);
+
+    engine_suite_add(s, acquiring);
+    engine_suite_add(s, waiting);
+    engine_suite_add(s, abandoning);
+    engine_suite_add(s, limits);
+    engine_suite_add(s, sessions);
+    engine_suite_add(s, shutdown);
+    return s;
+}

@@ -1,0 +1,271 @@
+/*
+ * test_watchdog.c - watchdog-mode holds over a fake backend and a fake
+ * clock: when renewals are sent, what they carry, how they are batched,
+ * and what their replies may and may not do to a hold, above all one
+ * lost and acquired again while an old renewal was in flight (the
+ * regression fixed by commit 00faacf).
+ */
+#include <string.h>
+
+#include "engine_harness.h"
+#include "suites.h"
+
+static const long long renewed[] = {1, 1, 1, 1};
+static const long long gone[] = {0, 0, 0, 0};
+
+/* Takes L in watchdog mode and lets its first renewal go out. */
+static struct fake_eval *take_and_send_renewal(struct session *s)
+{
+    take(s, "L", 1, WATCHDOG_MODE);
+    advance(RENEW_EVERY_MS);
+    return expect_eval(RENEW, "L");
+}
+
+/* "a" takes L in watchdog mode and its first renewal goes out; then
+ * "b"'s FORCEUNLOCK loses the hold and "a" acquires L again. Returns the
+ * first renewal, still unanswered. */
+static struct fake_eval *renewal_of_a_hold_lost_and_taken_again(void)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct fake_eval *old = take_and_send_renewal(a);
+    struct test_call *force = request(b, LOCK_REQUEST_FORCE_RELEASE, "L", 9);
+
+    answer_integer(FORCE_RELEASE, "L", 1);
+    expect_integer(force, 1);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    take(a, "L", 1, WATCHDOG_MODE);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+    return old;
+}
+
+/* After the schedule settles: the next renewal of L is sent once, at the
+ * regular interval and not before. */
+static void expect_one_renewal_per_interval(void)
+{
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+    advance(RENEW_EVERY_MS - 1);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 0);
+    advance(1);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 1);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+}
+
+START_TEST(a_hold_is_renewed_a_third_into_its_lease)
+{
+    struct session *a = join("a");
+    struct fake_eval *e;
+
+    take(a, "L", 1, WATCHDOG_MODE);
+    ck_assert_uint_eq(fake_clock.due_ms, T0 + RENEW_EVERY_MS);
+    advance(RENEW_EVERY_MS - 1);
+    expect_nothing_pending();
+    advance(1);
+    e = expect_eval(RENEW, "L");
+    ck_assert_ptr_nonnull(e->script);
+    ck_assert_int_eq(e->nkeys, 1);
+    expect_args(e, 3, "L", "a:1", "30000");
+    ck_assert_uint_eq(stats.watchdog_locks, 0); /* off the schedule */
+    ck_assert_uint_eq(stats.watchdog_batches, 1);
+    ck_assert_uint_eq(stats.watchdog_renewals, 1);
+    answer_renewal(e, 1, renewed);
+    ck_assert_uint_eq(fake_clock.due_ms, fake_clock.now_ms + RENEW_EVERY_MS);
+    expect_one_renewal_per_interval();
+    ck_assert_uint_eq(stats.locks_lost, 0);
+}
+END_TEST
+
+START_TEST(a_renewal_that_finds_the_lock_gone_loses_the_hold)
+{
+    struct session *a = join("a");
+
+    answer_renewal(take_and_send_renewal(a), 1, gone);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    ck_assert_uint_eq(stats.watchdog_locks, 0);
+    ck_assert_uint_eq(stats.held_locks, 1); /* until its owner hears */
+    advance(WATCHDOG_MS);
+    expect_nothing_pending();
+
+    expect_error(unlock_answered(a, "L", 1, &nil_reply), REPLY_LOCKLOST);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.locks_lost, 1); /* counted once */
+}
+END_TEST
+
+START_TEST(an_unanswered_renewal_is_retried_soon)
+{
+    struct session *a = join("a");
+
+    fake_eval_answer(take_and_send_renewal(a), NULL);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+    ck_assert_uint_eq(stats.locks_lost, 0);
+    advance(499);
+    expect_nothing_pending();
+    advance(1);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+}
+END_TEST
+
+START_TEST(holds_due_together_are_renewed_in_one_call)
+{
+    struct session *a = join("a");
+    struct fake_eval *e;
+
+    take(a, "L", 1, WATCHDOG_MODE);
+    advance(RENEW_EVERY_MS / 16); /* within the coalescing window */
+    take(a, "M", 2, WATCHDOG_MODE);
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    e = expect_eval(RENEW, NULL);
+    ck_assert_int_eq(e->nkeys, 2);
+    expect_args(e, 6, "L", "M", "a:1", "30000", "a:2", "30000");
+    answer_renewal(e, 2, (const long long[]){1, 0});
+    ck_assert_uint_eq(stats.watchdog_batches, 1);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    expect_error(unlock_answered(a, "M", 2, &nil_reply), REPLY_LOCKLOST);
+}
+END_TEST
+
+static unsigned first_letter_group(const char *key, size_t len)
+{
+    return len > 0 ? (unsigned char)key[0] : 0;
+}
+
+START_TEST(key_groups_and_the_batch_size_split_renewals)
+{
+    struct session *a = join("a");
+
+    fake_backend.group = first_letter_group;
+    take(a, "L1", 1, WATCHDOG_MODE);
+    take(a, "L2", 1, WATCHDOG_MODE);
+    take(a, "M", 1, WATCHDOG_MODE);
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 2);
+    ck_assert_int_eq(expect_eval(RENEW, "L1")->nkeys, 2);
+    ck_assert_int_eq(expect_eval(RENEW, "M")->nkeys, 1);
+    answer_renewal(expect_eval(RENEW, "L1"), 2, renewed);
+    answer_renewal(expect_eval(RENEW, "M"), 1, renewed);
+
+    engine_cfg.renew_batch_size = 1;
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 3);
+    ck_assert_uint_eq(stats.watchdog_batches, 5);
+}
+END_TEST
+
+START_TEST(a_hold_released_while_renewed_is_not_scheduled_again)
+{
+    struct session *a = join("a");
+    struct fake_eval *e = take_and_send_renewal(a);
+
+    expect_integer(unlock_answered(a, "L", 1, &one_reply), 1);
+    answer_renewal(e, 1, gone);
+    ck_assert_uint_eq(stats.locks_lost, 0);
+    ck_assert_uint_eq(stats.watchdog_locks, 0);
+    advance(WATCHDOG_MS);
+    expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(a_reentrant_acquire_while_renewed_is_scheduled_once)
+{
+    struct session *a = join("a");
+    struct fake_eval *old = take_and_send_renewal(a);
+
+    take(a, "L", 1, WATCHDOG_MODE);
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+    answer_renewal(old, 1, renewed);
+    expect_one_renewal_per_interval();
+}
+END_TEST
+
+/* ---- the regression of commit 00faacf ------------------------------------ */
+
+/* Lost by FORCEUNLOCK and acquired again while the old renewal is in
+ * flight; the old "gone" then comes back. */
+START_TEST(an_old_renewal_result_does_not_lose_a_hold_acquired_again)
+{
+    struct fake_eval *old = renewal_of_a_hold_lost_and_taken_again();
+
+    answer_renewal(old, 1, gone);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    ck_assert_uint_eq(stats.held_locks, 1);
+    expect_one_renewal_per_interval();
+}
+END_TEST
+
+/* The same, the old renewal unanswered: no retry beside the new schedule. */
+START_TEST(an_old_unanswered_renewal_does_not_schedule_a_hold_twice)
+{
+    struct fake_eval *old = renewal_of_a_hold_lost_and_taken_again();
+
+    fake_eval_answer(old, NULL);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    expect_one_renewal_per_interval();
+}
+END_TEST
+
+/* The old result comes back while the new hold's own renewal is in
+ * flight, so the hold is off the schedule: only the epoch tells them
+ * apart. */
+START_TEST(an_old_renewal_result_is_not_taken_for_the_new_one)
+{
+    struct fake_eval *old = renewal_of_a_hold_lost_and_taken_again();
+
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(RENEW, "L"), 2);
+    answer_renewal(old, 1, gone);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    ck_assert_uint_eq(stats.watchdog_locks, 0);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    expect_one_renewal_per_interval();
+    ck_assert_uint_eq(stats.locks_lost, 1);
+}
+END_TEST
+
+/* Lost through an UNLOCK that found it gone (the hold is dropped), then
+ * acquired again: a new hold the old result must not touch. */
+START_TEST(an_old_renewal_result_does_not_touch_a_hold_taken_after_unlock)
+{
+    struct session *a = join("a");
+    struct fake_eval *old = take_and_send_renewal(a);
+
+    expect_error(unlock_answered(a, "L", 1, &nil_reply), REPLY_LOCKLOST);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    take(a, "L", 1, WATCHDOG_MODE);
+    answer_renewal(old, 1, gone);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    expect_one_renewal_per_interval();
+}
+END_TEST
+
+Suite *watchdog_suite(void)
+{
+    Suite *s = suite_create("watchdog");
+    TCase *renewal = tcase_create("renewal");
+    TCase *regression = tcase_create("reacquired");
+
+    tcase_add_test(renewal, a_hold_is_renewed_a_third_into_its_lease);
+    tcase_add_test(renewal, a_renewal_that_finds_the_lock_gone_loses_the_hold);
+    tcase_add_test(renewal, an_unanswered_renewal_is_retried_soon);
+    tcase_add_test(renewal, holds_due_together_are_renewed_in_one_call);
+    tcase_add_test(renewal, key_groups_and_the_batch_size_split_renewals);
+    tcase_add_test(renewal,
+                   a_hold_released_while_renewed_is_not_scheduled_again);
+    tcase_add_test(renewal,
+                   a_reentrant_acquire_while_renewed_is_scheduled_once);
+    tcase_add_test(regression,
+                   an_old_renewal_result_does_not_lose_a_hold_acquired_again);
+    tcase_add_test(regression,
+                   an_old_unanswered_renewal_does_not_schedule_a_hold_twice);
+    tcase_add_test(regression,
+                   an_old_renewal_result_is_not_taken_for_the_new_one);
+    tcase_add_test(
+        regression,
+        an_old_renewal_result_does_not_touch_a_hold_taken_after_unlock);
+    engine_suite_add(s, renewal);
+    engine_suite_add(s, regression);
+    return s;
+}
