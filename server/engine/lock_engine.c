@@ -714,7 +714,10 @@ void lock_engine_shutdown(void)
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 
+        /* Finishing the last waiter may drop the last reference. */
+        lock->refs++;
         while ((head = queue_head(lock)) != NULL)
             finish_shutdown(head);
+        lock_unref(lock);
     }
 }

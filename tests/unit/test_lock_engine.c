@@ -8,7 +8,6 @@
  * exactly once.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "engine_harness.h"
 #include "suites.h"

@@ -5,8 +5,6 @@
  * lost and acquired again while an old renewal was in flight (the
  * regression fixed by commit 00faacf).
  */
-#include <string.h>
-
 #include "engine_harness.h"
 #include "suites.h"
 
