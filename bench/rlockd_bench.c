@@ -115,6 +115,8 @@ struct options {
     int clients;
     int contended_clients;
     bool direct_only;
+    bool rlockd_only;
+    bool results; /* also print the figures as "result" lines */
     pid_t pids[PROC_COUNT];
     /* held locks; the rlockd defaults to --rlockd and --rlockd-pid */
     long held;
@@ -1631,6 +1633,57 @@ static void print_markdown(const struct scenario *scs,
     printf("---- end ----\n");
 }
 
+/* One --results line; NAN values (unknown figures) are left out. */
+static void print_result(const char *scenario, const char *metric,
+                         const char *better, double value)
+{
+    if (!isnan(value))
+        printf("result\t%s\t%s\t%s\t%.1f\n", scenario, metric, better, value);
+}
+
+/* The figures of every scenario that ran, one --results line each, for
+ * bench/run.sh to compare two rlockd builds. A scenario is named by its
+ * title and size, a metric as in the report. */
+static void print_results(const struct scenario *scs, int count,
+                          const struct held_result *h)
+{
+    char name[96];
+
+    printf("\n");
+    for (int i = 0; i < count; i++) {
+        const struct scenario *sc = &scs[i];
+        const struct samples *lat =
+            sc->contended ? &sc->handoff_ns : &sc->pair_ns;
+
+        if (!sc->ran)
+            continue;
+        snprintf(name, sizeof(name), "%s, %d client%s", sc->title, sc->nclients,
+                 sc->nclients == 1 ? "" : "s");
+        print_result(name, sc->contended ? "acquisitions/s" : "pairs/s",
+                     "higher", per_second(sc));
+        print_result(name, sc->contended ? "handoff p50 us" : "p50 us", "lower",
+                     p50_us(lat));
+        print_result(name, sc->contended ? "handoff p99 us" : "p99 us", "lower",
+                     p99_us(lat));
+        if (sc->target == TARGET_RLOCKD && sc->cpu_pct[PROC_RLOCKD] >= 0)
+            print_result(name, "rlockd CPU%", "lower",
+                         sc->cpu_pct[PROC_RLOCKD]);
+    }
+    if (h->ran) {
+        struct held_figures f = held_figures(h);
+
+        snprintf(name, sizeof(name), "held locks, via rlockd, %ld locks",
+                 opt.held);
+        print_result(name, "acquisitions/s", "higher", f.acquire_per_s);
+        print_result(name, "releases/s", "higher", f.release_per_s);
+        print_result(name, "renewal calls/s", "lower", f.calls_per_s);
+        if (h->rlockd_cpu_pct >= 0)
+            print_result(name, "rlockd CPU% holding", "lower",
+                         h->rlockd_cpu_pct);
+        print_result(name, "rlockd B/held lock", "lower", f.rss_bytes_per_lock);
+    }
+}
+
 /* ---- command line ------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -1646,6 +1699,12 @@ static void usage(FILE *out)
             "      --redis-pid PID    report this Redis's CPU use\n"
             "      --rlockd-pid PID   report this rlockd's CPU use\n"
             "      --direct-only      Redis direct scenarios only\n"
+            "      --rlockd-only      rlockd scenarios only\n"
+            "      --results          also print each figure on a line of "
+            "its own:\n"
+            "                         result, scenario, metric, higher|lower "
+            "(the\n"
+            "                         better), value; tab-separated\n"
             "      --held N           watchdog-mode locks to hold (100000; "
             "0: skip)\n"
             "      --held-window SEC  measured time holding them (5)\n"
@@ -1699,6 +1758,8 @@ enum {
     OPT_REDIS_PID = 256,
     OPT_RLOCKD_PID,
     OPT_DIRECT_ONLY,
+    OPT_RLOCKD_ONLY,
+    OPT_RESULTS,
     OPT_HELD,
     OPT_HELD_WINDOW,
     OPT_HELD_CLIENTS,
@@ -1716,6 +1777,8 @@ static const struct option long_options[] = {
     {"redis-pid", required_argument, NULL, OPT_REDIS_PID},
     {"rlockd-pid", required_argument, NULL, OPT_RLOCKD_PID},
     {"direct-only", no_argument, NULL, OPT_DIRECT_ONLY},
+    {"rlockd-only", no_argument, NULL, OPT_RLOCKD_ONLY},
+    {"results", no_argument, NULL, OPT_RESULTS},
     {"held", required_argument, NULL, OPT_HELD},
     {"held-window", required_argument, NULL, OPT_HELD_WINDOW},
     {"held-clients", required_argument, NULL, OPT_HELD_CLIENTS},
@@ -1755,6 +1818,12 @@ static void parse_option(int c, const char *arg)
         break;
     case OPT_DIRECT_ONLY:
         opt.direct_only = true;
+        break;
+    case OPT_RLOCKD_ONLY:
+        opt.rlockd_only = true;
+        break;
+    case OPT_RESULTS:
+        opt.results = true;
         break;
     case OPT_HELD:
         opt.held = parse_integer(arg, "held", 0, 10000000);
@@ -1796,6 +1865,8 @@ static void parse_options(int argc, char **argv)
         usage(stderr);
         exit(2);
     }
+    if (opt.direct_only && opt.rlockd_only)
+        fatal("--direct-only and --rlockd-only leave no scenario to run");
     opt.pids[PROC_BENCH] = getpid();
     if (opt.held_rlockd_host == NULL) {
         opt.held_rlockd_host = strdup(opt.rlockd_host);
@@ -1831,7 +1902,8 @@ static int run_scenarios(struct scenario *scs, int count,
     for (int i = 0; i < count; i++) {
         struct scenario *sc = &scs[i];
 
-        if (opt.direct_only && sc->target == TARGET_RLOCKD)
+        if ((opt.direct_only && sc->target == TARGET_RLOCKD) ||
+            (opt.rlockd_only && sc->target == TARGET_DIRECT))
             continue;
         fprintf(stderr, "[%d/%d] %s, %d client%s ...\n", i + 1, total,
                 sc->title, sc->nclients, sc->nclients == 1 ? "" : "s");
@@ -1897,14 +1969,18 @@ int main(int argc, char **argv)
     leftover = run_scenarios(scs, count, run_held ? &held_sc : NULL, &held);
     print_table(scs, count);
     if (!opt.direct_only) {
-        struct comparison cmp = compare(scs);
-
         print_contended(&scs[4]);
         if (held.ran)
             print_held(&held);
+    }
+    if (!opt.direct_only && !opt.rlockd_only) {
+        struct comparison cmp = compare(scs);
+
         print_targets(&cmp);
         print_markdown(scs, &cmp, &held);
     }
+    if (opt.results)
+        print_results(scs, count, &held);
     for (int i = 0; i < count; i++)
         scenario_free(&scs[i]);
     scenario_free(&held_sc);

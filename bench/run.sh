@@ -19,6 +19,19 @@
 #   BUILD_DIR holds rlockd and rlockd-bench; extra options go to
 #   rlockd-bench (e.g. --duration 5).
 #
+# RLOCKD_BASELINE=/path/to/old/rlockd (optional) compares that binary
+# with BUILD_DIR's rlockd in the same run. The script then also starts
+# it, with the main rlockd's config on a free port of its own against the
+# same redis-server, and after the usual report runs every rlockd
+# scenario (rlockd-bench --rlockd-only --results) against each daemon in
+# turn, baseline then new, for RLOCKD_BASELINE_ROUNDS rounds (default 3,
+# at least 2), so that drifting machine load falls on both alike. Each
+# of these runs gets a fresh held-locks rlockd of the binary under test,
+# stopped after it. The extra options apply to these runs too (e.g.
+# --duration 2 for shorter rounds). Last comes a table: for each figure,
+# the median over each binary's rounds, new/baseline, and the spread
+# between rounds. It is reported, never enforced.
+#
 # Functions called only from traps and wait_until are not dead code,
 # whatever shellcheck thinks.
 # shellcheck disable=SC2317
@@ -38,19 +51,34 @@ done
 command -v redis-server >/dev/null || die "redis-server not installed"
 command -v redis-cli >/dev/null || die "redis-cli not installed"
 
+baseline=${RLOCKD_BASELINE:-}
+rounds=${RLOCKD_BASELINE_ROUNDS:-3}
+if [ -n "$baseline" ]; then
+    [ -x "$baseline" ] || die "RLOCKD_BASELINE: $baseline is not an executable"
+    if ! [[ $rounds =~ ^[0-9]+$ ]] || [ "$rounds" -lt 2 ]; then
+        die "RLOCKD_BASELINE_ROUNDS: '$rounds' is not a number of rounds >= 2"
+    fi
+    for arg in "$@"; do
+        [ "$arg" != --direct-only ] ||
+            die "RLOCKD_BASELINE: --direct-only leaves no rlockd scenario to compare"
+    done
+fi
+
 held_watchdog_ms=3000
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlockd-bench.XXXXXX")
 redis_pid=
 rlockd_pid=
 held_rlockd_pid=
+baseline_pid=
+cmp_held_pid=
 bench_pid=
 
 # Stops what this script started, newest first, and waits for each so
 # that no process outlives the benchmark.
 cleanup() {
     local status=$?
-    for pid in $bench_pid $held_rlockd_pid $rlockd_pid $redis_pid; do
+    for pid in $bench_pid $cmp_held_pid $baseline_pid $held_rlockd_pid $rlockd_pid $redis_pid; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
@@ -131,12 +159,12 @@ level = warn
 EOF
 }
 
-# start_rlockd NAME PORT: starts rlockd on $tmp/NAME.ini, logging to
-# $tmp/NAME.log, and waits until it serves. Its pid is left in
-# $started_pid rather than printed, since a $(...) subshell would make
-# the daemon its child instead of ours.
+# start_rlockd NAME PORT [BINARY]: starts BINARY (BUILD_DIR's rlockd by
+# default) on $tmp/NAME.ini, logging to $tmp/NAME.log, and waits until it
+# serves. Its pid is left in $started_pid rather than printed, since a
+# $(...) subshell would make the daemon its child instead of ours.
 start_rlockd() {
-    "$build/rlockd" -c "$tmp/$1.ini" 2>"$tmp/$1.log" &
+    "${3:-$build/rlockd}" -c "$tmp/$1.ini" 2>"$tmp/$1.log" &
     started_pid=$!
     wait_until 10 "$started_pid" "$1 pid $started_pid on 127.0.0.1:$2" \
         rlockd_redis_connected "$2" ||
@@ -150,6 +178,13 @@ rlockd_pid=$started_pid
 write_rlockd_config rlockd-held "$held_rlockd_port" "$held_watchdog_ms"
 start_rlockd rlockd-held "$held_rlockd_port"
 held_rlockd_pid=$started_pid
+
+if [ -n "$baseline" ]; then
+    baseline_port=$(another_free_port "$redis_port $rlockd_port $held_rlockd_port")
+    write_rlockd_config rlockd-baseline "$baseline_port" 30000
+    start_rlockd rlockd-baseline "$baseline_port" "$baseline"
+    baseline_pid=$started_pid
+fi
 
 # In the background with `wait`: bash runs a trap only after a foreground
 # child exits, and an interrupted benchmark should stop now, not in 20 s.
@@ -190,11 +225,112 @@ else
     echo "bench/run.sh: SKIP rlock vs flock (needs $build/rlock and flock)" >&2
 fi
 
+# compare_run SIDE ROUND BINARY PORT PID [rlockd-bench options...]: one
+# run of the rlockd scenarios against the rlockd PID on PORT, with a
+# fresh held-locks rlockd of BINARY; appends its figures, prefixed with
+# SIDE, to $tmp/results. A failed run is shown and sets $status.
+compare_run() {
+    local side=$1 round=$2 binary=$3 port=$4 pid=$5 name held_port rc=0
+    shift 5
+    name=rlockd-held-$side-$round
+    echo "bench/run.sh: round $round of $rounds, $side: $binary" >&2
+    held_port=$(another_free_port "$redis_port $rlockd_port $held_rlockd_port $baseline_port")
+    write_rlockd_config "$name" "$held_port" "$held_watchdog_ms"
+    start_rlockd "$name" "$held_port" "$binary"
+    cmp_held_pid=$started_pid
+    "$build/rlockd-bench" --rlockd-only --results \
+        --redis "127.0.0.1:$redis_port" --rlockd "127.0.0.1:$port" \
+        --redis-pid "$redis_pid" --rlockd-pid "$pid" \
+        --held-rlockd "127.0.0.1:$held_port" --held-rlockd-pid "$cmp_held_pid" "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    bench_pid=$!
+    wait "$bench_pid" || rc=$?
+    bench_pid=
+    if [ "$rc" -ne 0 ]; then
+        echo "---- rlockd-bench against $side, round $round: exit status $rc ----" >&2
+        cat "$tmp/$name.err" >&2
+        [ "$status" -ne 0 ] || status=$rc
+    fi
+    if ! kill -0 "$cmp_held_pid" 2>/dev/null; then
+        show_log "$tmp/$name.log"
+        die "$name exited during the benchmark"
+    fi
+    [ ! -s "$tmp/$name.log" ] || show_log "$tmp/$name.log"
+    kill "$cmp_held_pid" 2>/dev/null || true
+    wait "$cmp_held_pid" 2>/dev/null || true
+    cmp_held_pid=
+    awk -F '\t' -v side="$side" -v OFS='\t' \
+        '$1 == "result" { $1 = side; print }' "$tmp/$name.out" >>"$tmp/results"
+}
+
+# print_comparison: the table of $tmp/results (SIDE, scenario, metric,
+# higher|lower is better, value): medians per side, new/baseline, and
+# the spread, the larger of the two sides' (max - min) / median.
+print_comparison() {
+    echo
+    echo "== rlockd, new vs baseline: median of $rounds rounds each, interleaved"
+    echo "  baseline $baseline"
+    echo "  new      $build/rlockd"
+    awk -F '\t' '
+        function fmt(v) { return v >= 100 || v <= -100 ? sprintf("%.0f", v) : sprintf("%.1f", v) }
+        # Sets med, and spr (the spread in %) for SIDE and KEY.
+        function stats(side, key,   m, i, j, t, a) {
+            m = count[side, key]
+            if (m == 0) { med = ""; return }
+            for (i = 1; i <= m; i++) a[i] = value[side, key, i] + 0
+            for (i = 2; i <= m; i++) {
+                t = a[i]
+                for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
+                a[j + 1] = t
+            }
+            med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+            if (med != 0 && 100 * (a[m] - a[1]) / med > spr) spr = 100 * (a[m] - a[1]) / med
+        }
+        {
+            key = $2 SUBSEP $3
+            if (!(key in better)) { order[++n] = key; better[key] = $4 }
+            value[$1, key, ++count[$1, key]] = $5
+        }
+        END {
+            printf "  %-26s %10s %10s %9s %7s\n", "", "baseline", "new", "new/base", "spread"
+            for (k = 1; k <= n; k++) {
+                key = order[k]
+                split(key, part, SUBSEP)
+                if (part[1] != scenario) { scenario = part[1]; print scenario }
+                spr = 0
+                stats("baseline", key); base = med
+                stats("new", key); new = med
+                ratio = "-"; note = ""
+                if (base != "" && new != "" && base != 0) {
+                    r = new / base
+                    ratio = sprintf("%.2fx", r)
+                    if (better[key] == "lower") r = 1 / r
+                    note = r < 0.95 ? "  >5% worse" : r > 1.05 ? "  >5% better" : ""
+                }
+                printf "  %-26s %10s %10s %9s %6.0f%%%s\n", part[2],
+                    base == "" ? "-" : fmt(base), new == "" ? "-" : fmt(new), ratio, spr, note
+            }
+            print "new/base: new median / baseline median (rates: higher is better;"
+            print "latency, CPU, memory: lower). spread: (max - min) / median over one"
+            print "binary'"'"'s rounds, the larger of the two. Reported, not enforced."
+        }' "$tmp/results"
+}
+
+if [ -n "$baseline" ]; then
+    : >"$tmp/results"
+    for ((round = 1; round <= rounds; round++)); do
+        compare_run baseline "$round" "$baseline" "$baseline_port" "$baseline_pid" "$@"
+        compare_run new "$round" "$build/rlockd" "$rlockd_port" "$rlockd_pid" "$@"
+    done
+fi
+
 # A daemon that crashed or complained during the run is worth knowing
 # about even when every reply looked right.
-for name in rlockd rlockd-held; do
-    pid=$rlockd_pid
-    [ "$name" = rlockd ] || pid=$held_rlockd_pid
+daemons="rlockd:$rlockd_pid rlockd-held:$held_rlockd_pid"
+[ -z "$baseline" ] || daemons="$daemons rlockd-baseline:$baseline_pid"
+for daemon in $daemons; do
+    name=${daemon%%:*}
+    pid=${daemon#*:}
     if ! kill -0 "$pid" 2>/dev/null; then
         show_log "$tmp/$name.log"
         die "$name exited during the benchmark"
@@ -203,4 +339,5 @@ for name in rlockd rlockd-held; do
         show_log "$tmp/$name.log"
     fi
 done
+[ -z "$baseline" ] || print_comparison
 exit "$status"
