@@ -52,7 +52,6 @@ static struct {
 } clients;
 
 static void client_flush(struct client *c);
-static void client_process(struct client *c);
 
 /* ---- reply slots ------------------------------------------------------- */
 
