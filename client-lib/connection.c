@@ -166,6 +166,8 @@ static int error_reply_code(const redisReply *r)
         return RLOCK_ESHUTDOWN;
     case REPLY_NOAUTH:
         return RLOCK_EAUTH;
+    case REPLY_WRONGTYPE:
+        return RLOCK_EWRONGTYPE;
     }
     return RLOCK_EPROTOCOL;
 }

@@ -112,6 +112,7 @@ static const char *const error_texts[] = {
     [-RLOCK_EAUTH] = "authentication with rlockd failed",
     [-RLOCK_ESYSTEM] = "out of memory or system error",
     [-RLOCK_EPROTOCOL] = "unexpected reply from rlockd",
+    [-RLOCK_EWRONGTYPE] = "the name's key holds something that is not a lock",
 };
 
 /* ---- the table of threads ------------------------------------------- */

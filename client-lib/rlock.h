@@ -96,6 +96,9 @@ enum rlock_error {
     RLOCK_ESYSTEM = -11,
     /* rlockd sent a reply this library does not understand. */
     RLOCK_EPROTOCOL = -12,
+    /* The name's key in Redis holds something that is not a lock
+     * (-WRONGTYPE): another program's data. Nothing was changed. */
+    RLOCK_EWRONGTYPE = -13,
 };
 
 typedef struct rlock_client rlock_client;
@@ -156,7 +159,8 @@ RLOCK_API int rlock_is_held(rlock_client *c, const char *name);
 RLOCK_API long long rlock_hold_count(rlock_client *c, const char *name);
 
 /* Stores in *ttl_ms the lock's remaining time to live in ms, -2 if there
- * is no such lock, -1 if its key has no TTL. RLOCK_OK or an error. */
+ * is no such lock (or its key holds something that is not a lock).
+ * RLOCK_OK or an error. */
 RLOCK_API int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms);
 
 /* The text of an enum rlock_error. Never NULL. */

@@ -23,6 +23,7 @@ enum reply_error {
     REPLY_LIMIT,       /* a configured limit refuses the request */
     REPLY_SHUTDOWN,    /* the daemon is stopping */
     REPLY_NOAUTH,      /* auth_token is set and the connection sent no AUTH */
+    REPLY_WRONGTYPE,   /* the key holds something that is not this lock */
 };
 
 const char *reply_error_code_name(enum reply_error code);

@@ -101,6 +101,10 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_waiters", LIVE, max_waiters, "100000", 1, 10000000),
     INT_ROW("lock", "max_held_locks", LIVE, max_held_locks, "1000000", 1,
             100000000),
+    INT_ROW("lock", "max_waiters_per_client", LIVE, max_waiters_per_client,
+            "10000", 1, 10000000),
+    INT_ROW("lock", "max_held_locks_per_client", LIVE,
+            max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
     ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
 };

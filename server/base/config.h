@@ -43,6 +43,8 @@ struct config {
     int64_t on_disconnect; /* enum on_disconnect */
     int64_t max_waiters;
     int64_t max_held_locks;
+    int64_t max_waiters_per_client;
+    int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
     /* [log] */
     int64_t log_level; /* enum log_level */

@@ -61,6 +61,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, watchdog_renewals, "holds sent for renewal")          \
     X(COUNTS,  COUNTER, watchdog_batches, "renewal script calls")             \
     X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
+    X(COUNTS,  COUNTER, wrong_type_refusals,                                   \
+      "lock commands refused: the key is not a lock")                         \
     X(COUNTS,  COUNTER, auth_failures, "AUTH with a wrong token")             \
     X(COUNTS,  COUNTER, config_reloads, "SIGHUP reloads applied")             \
     X(COUNTS,  COUNTER, config_reload_failures,                                \

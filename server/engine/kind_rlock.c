@@ -7,28 +7,62 @@
  * redisson_lock__channel:{name} when the lock is freed, which wakes one
  * waiter. The acquire, release and force-release scripts are Redisson's
  * (3.x) own, so a Java service using Redisson and rlockd exclude and wake
- * each other. Two are rlockd's: freeing an owner whatever its count (its
- * session ended), and renewing many locks in one call.
+ * each other. Three are rlockd's: freeing an owner whatever its count (its
+ * session ended), renewing many locks in one call, and every query in one
+ * read. Each script first makes sure its key is a lock (SHAPE_GUARD): a
+ * write to any other key is refused with WRONGTYPE, a query of one reads
+ * as "no lock".
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/lock_kind.h"
 
+/*
+ * Every script begins with this guard, which tells a lock from any other
+ * key before anything is read or written: the shared database also holds
+ * the application's data, and a lock command must never change it or
+ * reveal it. An RLock is a hash with exactly one field, an owner
+ * "<client-id>:<thread-id>" whose value is a count of at least 1, and a
+ * TTL (every writer sets one with the field). shape() is 'none' (no key),
+ * 'lock', or 'other'. Its four reads are cheap: TYPE, PTTL, HLEN, and
+ * HGETALL of one field.
+ */
+#define SHAPE_GUARD                                                            \
+    "local function shape(k) "                                                 \
+    "local t = redis.call('type', k)['ok']; "                                  \
+    "if t == 'none' then return 'none'; end; "                                 \
+    "if t ~= 'hash' or redis.call('pttl', k) < 0 "                             \
+    "or redis.call('hlen', k) ~= 1 then return 'other'; end; "                 \
+    "local f = redis.call('hgetall', k); "                                     \
+    "if string.find(f[1], '^.+:%d+$') and string.find(f[2], '^[1-9]%d*$') "    \
+    "then return 'lock'; end; "                                                \
+    "return 'other'; "                                                         \
+    "end; "
+#define WRONG_TYPE_ERROR                                                       \
+    "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
+
+/* Redisson's tryLockInnerAsync, behind the guard. */
 static struct backend_script acquire_script = {
     "rlock_acquire",
-    "if ((redis.call('exists', KEYS[1]) == 0) "
-    "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
-    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; "
-    "end; "
-    "return redis.call('pttl', KEYS[1]);",
+    SHAPE_GUARD "local s = shape(KEYS[1]); "
+                "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+                "if ((s == 'none') "
+                "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+                "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+                "redis.call('pexpire', KEYS[1], ARGV[1]); "
+                "return nil; "
+                "end; "
+                "return redis.call('pttl', KEYS[1]);",
     ""};
 
+/* Redisson's unlockInnerAsync (3.x, without the latch), behind the guard. */
 static struct backend_script release_script = {
     "rlock_release",
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+    SHAPE_GUARD
+    "local s = shape(KEYS[1]); "
+    "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+    "if (s == 'none' or redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
     "return nil; "
     "end; "
     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
@@ -43,32 +77,41 @@ static struct backend_script release_script = {
     "return nil;",
     ""};
 
+/* Redisson's forceUnlockAsync, behind the guard. */
 static struct backend_script force_release_script = {
     "rlock_force_release",
-    "if (redis.call('del', KEYS[1]) == 1) then "
-    "redis.call('publish', KEYS[2], ARGV[1]); "
-    "return 1 "
-    "else "
-    "return 0 "
-    "end",
+    SHAPE_GUARD "local s = shape(KEYS[1]); "
+                "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+                "if (s == 'lock') then "
+                "redis.call('del', KEYS[1]); "
+                "redis.call('publish', KEYS[2], ARGV[1]); "
+                "return 1 "
+                "end; "
+                "return 0",
     ""};
 
+/* rlockd's: frees an owner's lock whatever its count (its session ended);
+ * a key that is no longer a lock is left alone. */
 static struct backend_script release_owner_script = {
     "rlock_release_owner",
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then "
-    "return 0; "
-    "end; "
-    "redis.call('del', KEYS[1]); "
-    "redis.call('publish', KEYS[2], ARGV[1]); "
-    "return 1;",
+    SHAPE_GUARD "if (shape(KEYS[1]) ~= 'lock' "
+                "or redis.call('hexists', KEYS[1], ARGV[2]) == 0) then "
+                "return 0; "
+                "end; "
+                "redis.call('del', KEYS[1]); "
+                "redis.call('publish', KEYS[2], ARGV[1]); "
+                "return 1;",
     ""};
 
-/* KEYS name1..nameN, ARGV field1, ms1, ..., fieldN, msN: N results 1/0. */
+/* KEYS name1..nameN, ARGV field1, ms1, ..., fieldN, msN: N results 1/0.
+ * A key that is no longer a lock is not renewed: its hold is lost. */
 static struct backend_script renew_script = {
     "rlock_renew_many",
+    SHAPE_GUARD
     "local result = {}; "
     "for i = 1, #KEYS do "
-    "if (redis.call('hexists', KEYS[i], ARGV[2 * i - 1]) == 1) then "
+    "if (shape(KEYS[i]) == 'lock' "
+    "and redis.call('hexists', KEYS[i], ARGV[2 * i - 1]) == 1) then "
     "redis.call('pexpire', KEYS[i], ARGV[2 * i]); "
     "result[i] = 1; "
     "else "
@@ -78,9 +121,28 @@ static struct backend_script renew_script = {
     "return result;",
     ""};
 
-static struct backend_script *const rlock_scripts[] = {
-    &acquire_script,       &release_script, &force_release_script,
-    &release_owner_script, &renew_script,   NULL};
+/*
+ * Every query in one read-only script: {locked 1/0, the owner's count,
+ * PTTL}. Anything that is not a lock reads as no lock at all, {0, 0, -2},
+ * so that the queries reveal nothing about other keys.
+ */
+static struct backend_script inspect_script = {
+    "rlock_inspect",
+    SHAPE_GUARD
+    "if (shape(KEYS[1]) ~= 'lock') then "
+    "return {0, 0, -2}; "
+    "end; "
+    "local count = redis.call('hget', KEYS[1], ARGV[1]); "
+    "return {1, tonumber(count or '0'), redis.call('pttl', KEYS[1])};",
+    ""};
+
+static struct backend_script *const rlock_scripts[] = {&acquire_script,
+                                                       &release_script,
+                                                       &force_release_script,
+                                                       &release_owner_script,
+                                                       &renew_script,
+                                                       &inspect_script,
+                                                       NULL};
 
 /* The message Redisson's LockPubSub reads as "one waiter may go". */
 #define UNLOCK_MESSAGE "0"
@@ -145,39 +207,13 @@ static void build_release_owner(const struct lock_call_args *a,
     arg(call, a->field, a->field_len);
 }
 
-/* A plain command on the lock's key, with the owner's field or not. */
-static void command(struct lock_kind_call *call, const char *name,
-                    const struct lock_call_args *a, int with_field)
-{
-    script(call, NULL, 0);
-    arg(call, name, strlen(name));
-    arg(call, a->name, a->name_len);
-    if (with_field)
-        arg(call, a->field, a->field_len);
-}
-
-static void build_is_locked(const struct lock_call_args *a,
-                            struct lock_kind_call *call)
-{
-    command(call, "EXISTS", a, 0);
-}
-
-static void build_is_held(const struct lock_call_args *a,
+/* Every query: the lock's name and the caller's owner field. */
+static void build_inspect(const struct lock_call_args *a,
                           struct lock_kind_call *call)
 {
-    command(call, "HEXISTS", a, 1);
-}
-
-static void build_hold_count(const struct lock_call_args *a,
-                             struct lock_kind_call *call)
-{
-    command(call, "HGET", a, 1);
-}
-
-static void build_pttl(const struct lock_call_args *a,
-                       struct lock_kind_call *call)
-{
-    command(call, "PTTL", a, 0);
+    script(call, &inspect_script, 1);
+    arg(call, a->name, a->name_len);
+    arg(call, a->field, a->field_len);
 }
 
 /* ---- reading replies -------------------------------------------------- */
@@ -214,26 +250,43 @@ static enum lock_outcome read_freed(const struct backend_value *r,
     return r->integer == 1 ? OUTCOME_RELEASED : OUTCOME_VALUE;
 }
 
-static enum lock_outcome read_integer(const struct backend_value *r,
+/* Element i of the inspect script's {locked, count, pttl}. */
+static enum lock_outcome read_inspect(const struct backend_value *r, size_t i,
                                       int64_t *value)
 {
-    if (r->type != VALUE_INTEGER)
+    if (r->type != VALUE_ARRAY || r->elements != 3 ||
+        r->element[i].type != VALUE_INTEGER)
         return OUTCOME_BAD_REPLY;
-    *value = r->integer;
+    *value = r->element[i].integer;
     return OUTCOME_VALUE;
 }
 
-/* HGET: the count, or nil when this owner has no field. */
+static enum lock_outcome read_locked(const struct backend_value *r,
+                                     int64_t *value)
+{
+    return read_inspect(r, 0, value);
+}
+
+static enum lock_outcome read_held(const struct backend_value *r,
+                                   int64_t *value)
+{
+    enum lock_outcome outcome = read_inspect(r, 1, value);
+
+    if (outcome == OUTCOME_VALUE)
+        *value = *value > 0;
+    return outcome;
+}
+
 static enum lock_outcome read_count(const struct backend_value *r,
                                     int64_t *value)
 {
-    if (r->type == VALUE_NIL)
-        *value = 0;
-    else if (r->type == VALUE_STRING)
-        *value = strtoll(r->str, NULL, 10);
-    else
-        return OUTCOME_BAD_REPLY;
-    return OUTCOME_VALUE;
+    return read_inspect(r, 1, value);
+}
+
+static enum lock_outcome read_pttl(const struct backend_value *r,
+                                   int64_t *value)
+{
+    return read_inspect(r, 2, value);
 }
 
 /* ---- channel, messages, renewal -------------------------------------- */
@@ -294,10 +347,10 @@ const struct lock_kind lock_kind_rlock = {
             [LOCK_OP_RELEASE] = {build_release, read_release},
             [LOCK_OP_FORCE_RELEASE] = {build_force_release, read_freed},
             [LOCK_OP_RELEASE_OWNER] = {build_release_owner, read_freed},
-            [LOCK_OP_IS_LOCKED] = {build_is_locked, read_integer},
-            [LOCK_OP_IS_HELD] = {build_is_held, read_integer},
-            [LOCK_OP_HOLD_COUNT] = {build_hold_count, read_count},
-            [LOCK_OP_PTTL] = {build_pttl, read_integer},
+            [LOCK_OP_IS_LOCKED] = {build_inspect, read_locked},
+            [LOCK_OP_IS_HELD] = {build_inspect, read_held},
+            [LOCK_OP_HOLD_COUNT] = {build_inspect, read_count},
+            [LOCK_OP_PTTL] = {build_inspect, read_pttl},
         },
     .renewal = {&renew_script, 1, 2, renew_add, renewed},
     .scripts = rlock_scripts,

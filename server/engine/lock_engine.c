@@ -122,6 +122,27 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
     return err;
 }
 
+/*
+ * What op's reply means. Redis's own WRONGTYPE (a guard in every script
+ * sends it, and Redis itself when a command meets another type) reads the
+ * same for every kind; NULL (Redis did not answer) is a bad reply here,
+ * and callers that care test it first.
+ */
+static enum lock_outcome call_read(const struct lock_call *call,
+                                   enum lock_op op,
+                                   const struct backend_value *reply,
+                                   int64_t *value)
+{
+    static const char wrong_type[] = "WRONGTYPE";
+
+    if (reply == NULL)
+        return OUTCOME_BAD_REPLY;
+    if (reply->type == VALUE_ERROR &&
+        strncmp(reply->str, wrong_type, sizeof(wrong_type) - 1) == 0)
+        return OUTCOME_WRONG_TYPE;
+    return call->lock->kind->ops[op].read(reply, value);
+}
+
 /* ---- the waiter queue ------------------------------------------------ */
 
 static struct lock_call *queue_head(struct lock *lock)
@@ -140,23 +161,33 @@ static void on_lock_message(struct backend_listener *listener,
     wake(lock, payload ? lock->kind->on_message(payload, len) : 1);
 }
 
-static int call_enqueue(struct lock_call *call)
+/* Why call may not wait, or NULL when it may. */
+static const char *waiting_refusal(const struct lock_call *call)
+{
+    if (stats.waiting_clients >= (uint64_t)engine.cfg->max_waiters)
+        return "too many waiting clients (max_waiters)";
+    if (call->session->waiting_count >=
+        (size_t)engine.cfg->max_waiters_per_client)
+        return "too many waiting calls of this client-id "
+               "(max_waiters_per_client)";
+    return NULL;
+}
+
+static void call_enqueue(struct lock_call *call)
 {
     struct lock *lock = call->lock;
 
-    if (stats.waiting_clients >= (uint64_t)engine.cfg->max_waiters)
-        return -1;
     waiter_queue_push_tail(&lock->waiters, &call->queue_link);
     call->state = CALL_QUEUED;
+    call->session->waiting_count++;
     stats.waiting_clients++;
     if (lock->waiters.length > 1)
-        return 0;
+        return;
     list_push_tail(&engine.waiting_locks, &lock->waiting_link);
     lock->listener.on_message = on_lock_message;
     if (engine.backend->listen(&lock->listener, lock->channel,
                                lock->channel_len) != 0)
         log_warn("cannot listen for unlocks (out of memory); polling by TTL");
-    return 0;
 }
 
 /* Sleeps until the deadline or, for the head, until the lock's TTL may
@@ -184,6 +215,7 @@ static void call_dequeue(struct lock_call *call, bool granted)
     struct lock_call *head;
 
     waiter_queue_remove(&lock->waiters, &call->queue_link);
+    call->session->waiting_count--;
     stats.waiting_clients--;
     head = queue_head(lock);
     if (head == NULL) {
@@ -290,6 +322,13 @@ static void finish_bad_reply(struct lock_call *call,
     finish_error(call, REPLY_ERR, message);
 }
 
+static void finish_wrong_type(struct lock_call *call)
+{
+    stats.wrong_type_refusals++;
+    finish_error(call, REPLY_WRONGTYPE,
+                 "the key holds a value that is not a lock");
+}
+
 static void finish_not_granted(struct lock_call *call)
 {
     stats.wait_timeouts++;
@@ -384,10 +423,14 @@ static void acquire_refused(struct lock_call *call, int64_t pttl)
         finish_not_granted(call);
         return;
     }
-    if (!call_queued(call) && call_enqueue(call) != 0) {
-        finish_error(call, REPLY_LIMIT,
-                     "too many waiting clients (max_waiters)");
-        return;
+    if (!call_queued(call)) {
+        const char *refusal = waiting_refusal(call);
+
+        if (refusal != NULL) {
+            finish_error(call, REPLY_LIMIT, refusal);
+            return;
+        }
+        call_enqueue(call);
     }
     if (call_sleep(call, pttl) != 0)
         finish_error(call, REPLY_ERR, "out of memory");
@@ -409,9 +452,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
     int64_t pttl = -1;
-    enum lock_outcome outcome =
-        reply ? call->lock->kind->ops[LOCK_OP_ACQUIRE].read(reply, &pttl)
-              : OUTCOME_BAD_REPLY;
+    enum lock_outcome outcome = call_read(call, LOCK_OP_ACQUIRE, reply, &pttl);
 
     if (call->state == CALL_FINISHED) {
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
@@ -429,6 +470,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
             acquire_granted(call);
         else if (outcome == OUTCOME_REFUSED)
             acquire_refused(call, pttl);
+        else if (outcome == OUTCOME_WRONG_TYPE)
+            finish_wrong_type(call);
         else
             finish_bad_reply(call, reply);
     }
@@ -463,9 +506,7 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
     int64_t value = 0;
-    enum lock_outcome outcome =
-        reply ? call->lock->kind->ops[call->op].read(reply, &value)
-              : OUTCOME_BAD_REPLY;
+    enum lock_outcome outcome = call_read(call, call->op, reply, &value);
 
     if (outcome == OUTCOME_RELEASED)
         wake(call->lock, 1);
@@ -482,11 +523,15 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
 static void release_replied(struct lock_call *call, enum lock_outcome outcome)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+    /* A hold whose key now holds something else was lost too. */
+    bool gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
 
-    if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
+    if (outcome == OUTCOME_WRONG_TYPE && hold == NULL) {
+        finish_wrong_type(call);
+    } else if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
         finish_error(call, REPLY_NOTOWNER,
                      "the lock is not held by this owner");
-    } else if (outcome == OUTCOME_NOT_OWNER) {
+    } else if (gone) {
         hold_lost(hold, "UNLOCK found it gone");
         hold_drop(hold);
         finish_error(call, REPLY_LOCKLOST,
@@ -531,11 +576,13 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
         call_unref(call);
         return;
     }
-    outcome = lock->kind->ops[call->op].read(reply, &value);
+    outcome = call_read(call, call->op, reply, &value);
     if (outcome == OUTCOME_BAD_REPLY)
         finish_bad_reply(call, reply);
     else if (call->op == LOCK_OP_RELEASE)
         release_replied(call, outcome);
+    else if (outcome == OUTCOME_WRONG_TYPE)
+        finish_wrong_type(call);
     else if (call->op == LOCK_OP_FORCE_RELEASE)
         force_release_replied(call, outcome, value);
     else
@@ -557,15 +604,24 @@ static const enum lock_op op_of_request[] = {
     [LOCK_REQUEST_PTTL] = LOCK_OP_PTTL,
 };
 
-/* LOCK/TRYLOCK refuse a new hold beyond max_held_locks. */
-static bool hold_limit_reached(const struct lock_call *call)
+/* Why LOCK/TRYLOCK may not take a new hold, or NULL when it may (a
+ * reentrant acquire takes no new one). */
+static const char *hold_refusal(const struct lock_call *call)
 {
-    return stats.held_locks >= (uint64_t)engine.cfg->max_held_locks &&
-           hold_find(call->lock, call->session, call->thread_id) == NULL;
+    if (hold_find(call->lock, call->session, call->thread_id) != NULL)
+        return NULL;
+    if (stats.held_locks >= (uint64_t)engine.cfg->max_held_locks)
+        return "too many held locks (max_held_locks)";
+    if (call->session->hold_count >=
+        (size_t)engine.cfg->max_held_locks_per_client)
+        return "too many held locks of this client-id "
+               "(max_held_locks_per_client)";
+    return NULL;
 }
 
 static void call_begin(struct lock_call *call, const struct lock_request *req)
 {
+    const char *refusal;
     struct hold *hold;
 
     if (!engine.backend->key_ready(req->name, req->name_len)) {
@@ -573,9 +629,9 @@ static void call_begin(struct lock_call *call, const struct lock_request *req)
     } else if (call->op == LOCK_OP_ACQUIRE) {
         if (req->wait_ms >= 0)
             call->deadline_ms = timers_now() + (uint64_t)req->wait_ms;
-        if (hold_limit_reached(call))
-            finish_error(call, REPLY_LIMIT,
-                         "too many held locks (max_held_locks)");
+        refusal = hold_refusal(call);
+        if (refusal != NULL)
+            finish_error(call, REPLY_LIMIT, refusal);
         else
             call_attempt(call);
     } else {

@@ -47,6 +47,7 @@ enum lock_outcome {
     OUTCOME_DECREMENTED, /* release of a reentrant hold: still held */
     OUTCOME_RELEASED,    /* freed (and the channel told) */
     OUTCOME_VALUE,       /* a query's answer, or 1/0; in value */
+    OUTCOME_WRONG_TYPE,  /* the key holds something that is not this lock */
     OUTCOME_BAD_REPLY,   /* not a reply this operation can give */
 };
 

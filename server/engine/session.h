@@ -23,6 +23,7 @@ struct session {
     unsigned connections;
     struct list_node holds; /* struct hold.session_link */
     size_t hold_count;
+    size_t waiting_count; /* calls queued for a lock */
 };
 
 void session_table_init(void);

@@ -258,13 +258,15 @@ START_TEST(queries_report_the_state_of_a_lock)
     ck_assert_int_le(ttl, HARNESS_WATCHDOG_MS);
     ck_assert_int_eq(rlock_unlock(c, "watched"), 1);
 
-    /* a key without a TTL, written behind rlockd's back */
+    /* a hash without a TTL, written behind rlockd's back, is not a lock */
     r = redisCommand(redis, "HSET no-ttl someone:1 1");
     ck_assert_ptr_nonnull(r);
     freeReplyObject(r);
     ck_assert_int_eq(rlock_pttl(c, "no-ttl", &ttl), RLOCK_OK);
-    ck_assert_int_eq(ttl, -1);
-    ck_assert_int_eq(rlock_is_locked(c, "no-ttl"), 1);
+    ck_assert_int_eq(ttl, -2);
+    ck_assert_int_eq(rlock_is_locked(c, "no-ttl"), 0);
+    ck_assert_int_eq(rlock_lock(c, "no-ttl", RLOCK_WATCHDOG),
+                     RLOCK_EWRONGTYPE);
     redisFree(redis);
     rlock_close(c);
 }

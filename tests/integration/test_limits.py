@@ -92,3 +92,34 @@ def test_max_held_locks_refuses_a_new_lock_not_a_reentry_and_unlock_frees_a_slot
         assert_eq(b.call("LOCK", names[3], 2), "OK", "LOCK of a new name after an UNLOCK")
         assert_eq(b.call("HOLDCOUNT", names[3], 2), 1, "HOLDCOUNT of the new lock")
         assert_error(a.call("TRYLOCK", names[1], 1), "LIMIT", what="TRYLOCK of a 4th lock once full again")
+
+
+# ---------------------------------------------------------------- per client-id
+
+
+def test_per_client_limits_refuse_that_client_id_and_serve_others():
+    config = _config(lock={"max_held_locks_per_client": 2, "max_waiters_per_client": 1})
+    with Env(config) as env:
+        a1, a2, b = env.client(label="a-1"), env.client(label="a-2"), env.client(label="b")
+        a1.call("CLIENTID", "greedy")
+        names = [env.name("per-client") for _ in range(3)]
+        assert_eq(a1.call("LOCK", names[0], 1), "OK", "greedy's first lock")
+        assert_eq(a1.call("LOCK", names[1], 2), "OK", "greedy's second lock")
+        assert_error(a1.call("TRYLOCK", names[2], 3), "LIMIT", "max_held_locks_per_client",
+                     what="greedy's third lock")
+        assert_eq(a1.call("LOCK", names[0], 1), "OK", "a reentrant LOCK at the limit")
+        assert_eq(env.redis("EXISTS", names[2]), 0, "the refused lock's key in Redis")
+        assert_eq(b.call("LOCK", names[2], 1), "OK", "another client-id is served")
+
+        assert_eq(a1.call("UNLOCK", names[1], 2), 1, "greedy frees a slot")
+        a1.send("LOCK", names[2], 4)        # waits for b's lock
+        env.wait_waiting(1)
+        a2.call("CLIENTID", "greedy")         # greedy's second connection
+        assert_error(a2.call("TRYLOCK", names[2], 5, "WAIT", 5000), "LIMIT", "max_waiters_per_client",
+                     what="greedy's second waiter")
+        other = env.client(label="b-2")
+        other.send("LOCK", names[2], 9)       # another client-id may still wait
+        env.wait_waiting(2)
+        assert_eq(b.call("UNLOCK", names[2], 1), 1, "b frees the lock")
+        assert_eq(a1.read_reply(timeout=5), "OK", "greedy's waiter gets it first")
+        _lock_unlock(env, b, "after the refusals")

@@ -2,7 +2,7 @@
 
 import time
 
-from harness import RespError, assert_eq, assert_error, channel_for
+from harness import assert_eq, assert_error, channel_for
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 600}}
 
@@ -142,16 +142,3 @@ def test_script_flush_in_redis_then_lock_commands_still_work(env):
     env.redis("SCRIPT", "FLUSH")
     assert_eq(b.call("TRYLOCK", n, 2), 1, "TRYLOCK after FORCEUNLOCK")
 
-
-def test_lock_commands_on_a_non_hash_key_get_an_error_not_a_hang(env):
-    n = env.name("wrongtype")
-    assert_eq(env.redis("SET", n, "not a lock"), "OK", "SET a string key")
-    c = env.client()
-    for args in (("TRYLOCK", n, 1), ("LOCK", n, 1), ("TRYLOCK", n, 1, "WAIT", 200), ("UNLOCK", n, 1),
-                 ("HOLDCOUNT", n, 1), ("ISHELD", n, 1)):
-        t0 = time.monotonic()
-        r = c.call(*args, timeout=3.0)
-        assert isinstance(r, RespError), "%s on a string key: expected an error reply, got %r" % (args[0], r)
-        assert time.monotonic() - t0 < 1.0, "%s on a string key took over 1s" % args[0]
-    assert_eq(env.redis("GET", n), "not a lock", "the string key is untouched")
-    assert_eq(c.call("PING"), "PONG", "the connection still serves")

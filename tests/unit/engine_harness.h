@@ -35,11 +35,12 @@
 #define WAIT_FOREVER (-1)
 #define WATCHDOG_MODE (-1)
 
-/* The scripts and commands the RLock kind sends. */
+/* The scripts the RLock kind sends. */
 #define ACQUIRE "rlock_acquire"
 #define RELEASE "rlock_release"
 #define FORCE_RELEASE "rlock_force_release"
 #define RELEASE_OWNER "rlock_release_owner"
+#define INSPECT "rlock_inspect"
 #define RENEW "rlock_renew_many"
 #define CHANNEL_OF_L "redisson_lock__channel:{L}"
 

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 
+#include "engine/session.h"
 #include "engine_harness.h"
 #include "suites.h"
 
@@ -115,7 +116,7 @@ START_TEST(no_reply_to_a_first_attempt_or_a_command_is_unavailable)
     expect_error(c, REPLY_UNAVAILABLE);
     answer(RELEASE, "L", NULL);
     expect_error(unlock, REPLY_UNAVAILABLE);
-    answer("PTTL", "L", NULL);
+    answer(INSPECT, "L", NULL);
     expect_error(pttl, REPLY_UNAVAILABLE);
     ck_assert_uint_eq(stats.unavailable_replies, 3);
     ck_assert_uint_eq(stats.held_locks, 0);
@@ -167,39 +168,68 @@ START_TEST(trylock_without_wait_refused_is_not_granted_and_not_queued)
 }
 END_TEST
 
-/* Starts a query on L by thread 5 and checks that it sends command for
- * L (with the owner's field when it asks about the owner) and answers
- * Redis's reply as the number expected. */
+/* Starts a query on L by thread 5, checks that it sends the inspect
+ * script for L with the owner's field, and answers Redis's {locked,
+ * count, pttl} as the number expected. */
 static void expect_query(struct session *s, enum lock_request_op op,
-                         const char *command, bool with_field,
-                         const struct backend_value *reply, int64_t expected)
+                         int64_t locked, int64_t count, int64_t pttl,
+                         int64_t expected)
 {
     struct test_call *c = request(s, op, "L", 5);
-    struct fake_eval *e = expect_eval(command, "L");
+    struct fake_eval *e = expect_eval(INSPECT, "L");
+    const struct backend_value element[3] = {
+        {.type = VALUE_INTEGER, .integer = locked},
+        {.type = VALUE_INTEGER, .integer = count},
+        {.type = VALUE_INTEGER, .integer = pttl}};
+    const struct backend_value reply = {
+        .type = VALUE_ARRAY, .elements = 3, .element = element};
 
-    ck_assert_ptr_null(e->script);
-    if (with_field)
-        expect_args(e, 3, command, "L", "a:5");
-    else
-        expect_args(e, 2, command, "L");
-    fake_eval_answer(e, reply);
+    ck_assert_int_eq(e->nkeys, 1);
+    expect_args(e, 2, "L", "a:5");
+    fake_eval_answer(e, &reply);
     expect_integer(c, expected);
 }
 
-START_TEST(queries_send_their_command_and_answer_its_value)
+START_TEST(queries_read_their_element_of_the_inspect_reply)
 {
     struct session *a = join("a");
-    const struct backend_value count = {
-        .type = VALUE_STRING, .str = "3", .len = 1};
-    const struct backend_value pttl = {.type = VALUE_INTEGER, .integer = 4200};
-    const struct backend_value zero = {.type = VALUE_INTEGER, .integer = 0};
 
-    expect_query(a, LOCK_REQUEST_IS_LOCKED, "EXISTS", false, &one_reply, 1);
-    expect_query(a, LOCK_REQUEST_IS_HELD, "HEXISTS", true, &zero, 0);
-    expect_query(a, LOCK_REQUEST_HOLD_COUNT, "HGET", true, &count, 3);
-    expect_query(a, LOCK_REQUEST_HOLD_COUNT, "HGET", true, &nil_reply, 0);
-    expect_query(a, LOCK_REQUEST_PTTL, "PTTL", false, &pttl, 4200);
+    expect_query(a, LOCK_REQUEST_IS_LOCKED, 1, 0, 4200, 1);
+    expect_query(a, LOCK_REQUEST_IS_LOCKED, 0, 0, -2, 0);
+    expect_query(a, LOCK_REQUEST_IS_HELD, 1, 0, 4200, 0);
+    expect_query(a, LOCK_REQUEST_IS_HELD, 1, 3, 4200, 1);
+    expect_query(a, LOCK_REQUEST_HOLD_COUNT, 1, 3, 4200, 3);
+    expect_query(a, LOCK_REQUEST_HOLD_COUNT, 0, 0, -2, 0);
+    expect_query(a, LOCK_REQUEST_PTTL, 1, 3, 4200, 4200);
+    expect_query(a, LOCK_REQUEST_PTTL, 0, 0, -2, -2);
     ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+/* A script's guard refuses a key that is not a lock: every write answers
+ * WRONGTYPE, and nothing is held, queued or listened for. */
+START_TEST(a_key_that_is_not_a_lock_is_wrongtype)
+{
+    struct session *a = join("a");
+    struct backend_value err = {
+        .type = VALUE_ERROR,
+        .str = "WRONGTYPE the key holds a value that is not a lock",
+        .len = 50};
+    struct test_call *lock = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
+    struct test_call *unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    struct test_call *force = request(a, LOCK_REQUEST_FORCE_RELEASE, "L", 1);
+
+    answer(ACQUIRE, "L", &err);
+    answer(RELEASE, "L", &err);
+    answer(FORCE_RELEASE, "L", &err);
+    expect_error(lock, REPLY_WRONGTYPE);
+    expect_error(unlock, REPLY_WRONGTYPE);
+    expect_error(force, REPLY_WRONGTYPE);
+    ck_assert_uint_eq(stats.wrong_type_refusals, 3);
+    ck_assert_uint_eq(stats.held_locks, 0);
+    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
+    expect_nothing_pending();
 }
 END_TEST
 
@@ -483,6 +513,32 @@ START_TEST(max_waiters_refuses_one_more_waiter)
 }
 END_TEST
 
+/* One client-id over its own limits is refused; another is still served. */
+START_TEST(per_client_limits_refuse_only_that_client_id)
+{
+    struct session *a = join("a"), *a2 = join("a"), *b = join("b");
+    struct test_call *late;
+
+    engine_cfg.max_held_locks_per_client = 1;
+    engine_cfg.max_waiters_per_client = 1;
+    take(a, "L", 1, LEASE_MS);
+    expect_error(acquire(a2, "M", 1, WAIT_FOREVER, LEASE_MS), REPLY_LIMIT);
+    take(a, "L", 1, LEASE_MS); /* reentrant: no new hold */
+    take(b, "M", 1, LEASE_MS);
+    ck_assert_uint_eq(stats.held_locks, 2);
+
+    engine_cfg.max_held_locks_per_client = 10;
+    queue(a, "M", 2, WAIT_FOREVER, 5000);
+    late = acquire(a2, "M", 3, WAIT_FOREVER, LEASE_MS);
+    answer_integer(ACQUIRE, "M", 5000);
+    expect_error(late, REPLY_LIMIT);
+    queue(b, "L", 2, WAIT_FOREVER, 5000);
+    ck_assert_uint_eq(stats.waiting_clients, 2);
+    ck_assert_uint_eq(a->waiting_count, 1);
+    ck_assert_uint_eq(b->waiting_count, 1);
+}
+END_TEST
+
 /* ---- sessions ----------------------------------------------------------- */
 
 START_TEST(session_end_under_release_frees_every_hold)
@@ -627,7 +683,8 @@ Suite *lock_engine_suite(void)
     tcase_add_test(acquiring, an_error_reply_is_an_error);
     tcase_add_test(acquiring,
                    trylock_without_wait_refused_is_not_granted_and_not_queued);
-    tcase_add_test(acquiring, queries_send_their_command_and_answer_its_value);
+    tcase_add_test(acquiring, queries_read_their_element_of_the_inspect_reply);
+    tcase_add_test(acquiring, a_key_that_is_not_a_lock_is_wrongtype);
 
     tcase_add_test(waiting, waiters_ask_in_arrival_order_one_at_a_time);
     tcase_add_test(waiting, the_new_head_asks_when_the_granted_lease_runs_out);
@@ -652,6 +709,7 @@ Suite *lock_engine_suite(void)
     tcase_add_test(limits,
                    max_held_locks_refuses_a_new_hold_but_not_a_reentrant_one);
     tcase_add_test(limits, max_waiters_refuses_one_more_waiter);
+    tcase_add_test(limits, per_client_limits_refuse_only_that_client_id);
 
     tcase_add_test(sessions, session_end_under_release_frees_every_hold);
     tcase_add_test(sessions, session_end_under_expire_sends_nothing);

@@ -152,7 +152,7 @@ START_TEST(error_code_parse_reads_what_reply_error_writes)
         size_t len;
     } unknown[] = {
         {"", 0},          {" ERR", 4},         {"err x", 5},   {"ERRX", 4},
-        {"NOT OWNER", 9}, {"WRONGTYPE x", 11}, {"LIMIT\0", 6}, /* NUL: no end */
+        {"NOT OWNER", 9}, {"WRONG TYPE", 10}, {"LIMIT\0", 6}, /* NUL: no end */
     };
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
         ck_assert_msg(reply_error_code_parse(unknown[i].text, unknown[i].len,
