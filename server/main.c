@@ -264,6 +264,7 @@ int main(int argc, char **argv)
     uv_run(&rlockd.loop, UV_RUN_DEFAULT);
     lock_engine_free();
     redis_backend_free();
+    commands_free();
     err = uv_loop_close(&rlockd.loop);
     if (err != 0)
         log_warn("loop closed with handles still open: %s", uv_strerror(err));

@@ -94,6 +94,8 @@ static const struct config_row config_rows[] = {
             600000),
     INT_ROW("redis", "reconnect_max_ms", LIVE, reconnect_max_ms, "1000", 10,
             60000),
+    /* Not LIVE: held locks stay under the keys they were taken with. */
+    STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
     INT_ROW("lock", "watchdog_timeout_ms", LIVE, watchdog_timeout_ms, "30000",
             30, 86400000),
     ENUM_ROW("lock", "on_disconnect", LIVE, on_disconnect, "release",

@@ -25,26 +25,61 @@ typedef int command_handler(struct client *c, const struct command *cmd,
 
 static struct {
     const struct config *cfg;
+    struct buffer key; /* the lock key being made (lock_key) */
 } commands;
 
 void commands_init(const struct config *cfg)
 {
     commands.cfg = cfg;
+    buffer_init(&commands.key);
+}
+
+void commands_free(void)
+{
+    buffer_free(&commands.key);
 }
 
 /* ---- lock commands: requests for the engine ---------------------------- */
+
+/*
+ * A lock name's Redis key: [lock] name_prefix, then the name, as
+ * Redisson's NameMapper maps them. Made in one reused buffer, which the
+ * engine copies from at once. 0 or -ENOMEM.
+ */
+static int lock_key(const char *name, size_t len, const char **key,
+                    size_t *key_len)
+{
+    const char *prefix = commands.cfg->name_prefix;
+    int err;
+
+    if (prefix[0] == '\0') {
+        *key = name;
+        *key_len = len;
+        return 0;
+    }
+    commands.key.len = 0;
+    err = buffer_append(&commands.key, prefix, strlen(prefix));
+    if (err == 0)
+        err = buffer_append(&commands.key, name, len);
+    *key = commands.key.data;
+    *key_len = commands.key.len;
+    return err;
+}
 
 static int start(struct client *c, const struct command *cmd,
                  const struct command_args *a, enum lock_request_op op)
 {
     struct lock_request req = {.kind = lock_kinds[LOCK_KIND_RLOCK],
                                .op = op,
-                               .name = a->name,
-                               .name_len = a->name_len,
                                .thread_id = a->thread_id,
                                .wait_ms = a->wait_ms,
                                .lease_ms = a->lease_ms};
+    struct buffer *out;
 
+    if (lock_key(a->name, a->name_len, &req.name, &req.name_len) != 0) {
+        out = client_reply_buffer(c);
+        return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
+    }
     client_start_call(c, &req, cmd->flags & CMD_ALONE, cmd->id == CMD_LOCK);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "front/client.h"
 
 void commands_init(const struct config *cfg);
+void commands_free(void);
 /* The client's executor (client_execute_fn). */
 enum client_run commands_execute(struct client *c, size_t argc,
                                  char *const *argv, const size_t *argv_len);

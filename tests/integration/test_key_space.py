@@ -3,7 +3,7 @@ the queries reveal nothing about it."""
 
 import time
 
-from harness import assert_eq, assert_error, wait_until
+from harness import Env, assert_eq, assert_error, channel_for, wait_until
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 600}}
 
@@ -110,3 +110,23 @@ def test_locks_still_work_and_redisson_shaped_locks_are_locks(env):
     assert_eq(a.call("UNLOCK", n, 1), 0, "first UNLOCK")
     assert_eq(a.call("UNLOCK", n, 1), 1, "second UNLOCK frees it")
     assert_error(a.call("UNLOCK", n, 1), "NOTOWNER", what="UNLOCK of a free lock is still NOTOWNER")
+
+
+def test_name_prefix_keeps_locks_apart_from_application_keys():
+    with Env({"lock": {"name_prefix": "rlockd:"}}) as env:
+        n = env.name("fenced")
+        env.redis("SET", n, "application data")
+        a, b = env.client(), env.client()
+        assert_eq(a.call("LOCK", n, 1), "OK", "LOCK of a name the application uses as a key")
+        assert_eq(env.redis("TYPE", "rlockd:" + n), "hash", "the lock is at the prefixed key")
+        assert_eq(env.redis("GET", n), "application data", "the application's key")
+        assert_eq(a.call("ISLOCKED", n), 1, "ISLOCKED reads the prefixed key")
+        assert_eq(a.call("HOLDCOUNT", n, 1), 1, "HOLDCOUNT reads the prefixed key")
+        sub = env.redis_client()
+        channel = channel_for("rlockd:" + n)
+        assert_eq(sub.call("SUBSCRIBE", channel)[0], "subscribe", "SUBSCRIBE to the prefixed lock's channel")
+        assert_eq(b.call("TRYLOCK", n, 1), 0, "another client is refused")
+        assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
+        assert_eq(sub.read_reply(timeout=2), ["message", channel, "0"], "the unlock message on the prefixed channel")
+        assert_eq(env.redis("EXISTS", "rlockd:" + n), 0, "the lock's key after UNLOCK")
+        assert_eq(env.redis("GET", n), "application data", "the application's key after UNLOCK")
