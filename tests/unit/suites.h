@@ -17,6 +17,7 @@
     X(config_suite)                                                            \
     X(digest_suite)                                                            \
     X(glob_suite)                                                              \
+    X(acl_suite)                                                               \
     X(waiter_queue_suite)                                                      \
     X(hashmap_suite)                                                           \
     X(lock_engine_suite)                                                       \
