@@ -7,11 +7,13 @@
 #   make asan     the same tests against an AddressSanitizer+UBSan build
 #   make valgrind the integration tests with the daemon under memcheck
 #   make bench    load generator: rlockd vs. Redis direct, side by side
-#   make fuzz     libFuzzer on the request parser (clang; FUZZ_TIME seconds)
+#   make fuzz     libFuzzer on the request parser and the glob matcher
+#                 (clang; FUZZ_TIME seconds each)
 
 CC      ?= cc
 BUILD   ?= build
-PKGS     = libuv hiredis inih libsystemd
+# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c).
+PKGS     = libuv hiredis inih libsystemd libcrypto
 CFLAGS  ?= -O2 -g
 # The project's own flags live apart from CFLAGS, so that `make CFLAGS=...`
 # (as the asan target does) adds optimisation/sanitizer flags without
@@ -254,12 +256,20 @@ $(BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(PROTOCOL_SRC) $(wildcard prot
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_request.c $(PROTOCOL_SRC)
 
-fuzz: $(BUILD)/fuzz_request
-	@mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-artifacts
+# The glob matcher (server/base/glob.c) reads clients' lock names.
+$(BUILD)/fuzz_glob: tests/fuzz/fuzz_glob.c server/base/glob.c server/base/glob.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_glob.c server/base/glob.c
+
+fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob
+	@mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-glob-corpus $(BUILD)/fuzz-artifacts
 	$(BUILD)/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=8192 \
 	    -dict=tests/fuzz/request.dict \
 	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
 	    $(BUILD)/fuzz-corpus tests/fuzz/corpus
+	$(BUILD)/fuzz_glob -max_total_time=$(FUZZ_TIME) -max_len=512 \
+	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
+	    $(BUILD)/fuzz-glob-corpus
 
 format:
 	clang-format -i protocol/*.[ch] server/*.c server/*/*.[ch] client-lib/*.[ch] cli/*.c tests/unit/*.[ch] \

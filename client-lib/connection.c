@@ -165,6 +165,7 @@ static int error_reply_code(const redisReply *r)
     case REPLY_SHUTDOWN:
         return RLOCK_ESHUTDOWN;
     case REPLY_NOAUTH:
+    case REPLY_NOPERM:
         return RLOCK_EAUTH;
     case REPLY_WRONGTYPE:
         return RLOCK_EWRONGTYPE;

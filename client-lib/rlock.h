@@ -90,7 +90,8 @@ enum rlock_error {
     RLOCK_ELIMIT = -8,
     /* rlockd is shutting down (-SHUTDOWN). */
     RLOCK_ESHUTDOWN = -9,
-    /* rlockd refused the auth token, or wants one and none was given. */
+    /* rlockd refused the auth token, or wants one and none was given, or
+     * the user it authenticates as may not do this (-NOAUTH, -NOPERM). */
     RLOCK_EAUTH = -10,
     /* Out of memory, or a system call failed. */
     RLOCK_ESYSTEM = -11,

@@ -43,6 +43,22 @@ const struct command *command_by_id(enum command_id id)
     return &command_table[id];
 }
 
+bool command_has_lock_name(const struct command *cmd)
+{
+    switch (cmd->syntax) {
+    case SYNTAX_NONE:
+    case SYNTAX_OPTIONAL_TEXT:
+    case SYNTAX_AUTH:
+        return false;
+    case SYNTAX_NAME:
+    case SYNTAX_NAME_THREAD:
+    case SYNTAX_LOCK:
+    case SYNTAX_TRYLOCK:
+        return true;
+    }
+    return false;
+}
+
 /* Options after <name> <thread-id>, as bits of the set a syntax allows. */
 enum command_option {
     OPTION_WAIT = 0x1,
@@ -179,11 +195,20 @@ int command_parse_args(const struct command *cmd, size_t argc,
     };
     if (cmd->syntax == SYNTAX_NONE)
         return 0;
-    if (cmd->syntax == SYNTAX_OPTIONAL_TEXT || cmd->syntax == SYNTAX_TEXT) {
+    if (cmd->syntax == SYNTAX_OPTIONAL_TEXT) {
         if (argc == 2) {
             out->name = argv[1];
             out->name_len = argv_len[1];
         }
+        return 0;
+    }
+    if (cmd->syntax == SYNTAX_AUTH) {
+        if (argc == 3) {
+            out->name = argv[1];
+            out->name_len = argv_len[1];
+        }
+        out->password = argv[argc - 1];
+        out->password_len = argv_len[argc - 1];
         return 0;
     }
 

@@ -19,7 +19,7 @@
 enum command_syntax {
     SYNTAX_NONE,          /* QUIT */
     SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section], CLIENTID [id] */
-    SYNTAX_TEXT,          /* AUTH <token> */
+    SYNTAX_AUTH,          /* AUTH [username] <password> */
     SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL: <name> */
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
     SYNTAX_LOCK,          /* <name> <thread-id> [LEASE ms] */
@@ -27,11 +27,11 @@ enum command_syntax {
 };
 
 /* command flags */
-#define CMD_ALONE                                                              \
-    0x1                     /* waits until nothing else of its connection is
-                               in flight, and holds later commands back until
-                               it is answered (it may wait for a lock) */
-#define CMD_BEFORE_AUTH 0x2 /* allowed before AUTH when a token is set */
+/* Waits until nothing else of its connection is in flight, and holds later
+ * commands back until it is answered (it may wait for a lock). */
+#define CMD_ALONE 0x1
+/* Allowed before AUTH, and to every user whatever its permissions. */
+#define CMD_BEFORE_AUTH 0x2
 
 /*
  * One row per command: its id, its name, its handler (the server's
@@ -51,7 +51,7 @@ enum command_syntax {
     X(CLIENTID,    "clientid",    clientid,    1, 2, SYNTAX_OPTIONAL_TEXT, CMD_ALONE) \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
-    X(AUTH,        "auth",        auth,        2, 2, SYNTAX_TEXT,          CMD_BEFORE_AUTH) \
+    X(AUTH,        "auth",        auth,        2, 3, SYNTAX_AUTH,          CMD_BEFORE_AUTH) \
     X(QUIT,        "quit",        quit,        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH)
 
 /* (clang-format takes COMMAND_COUNT for a continuation of the macro) */
@@ -81,11 +81,14 @@ struct command {
 /*
  * What a command's arguments decode to. Pointers point into the request.
  * An absent optional text leaves name NULL and name_len 0, so that an
- * empty one (CLIENTID "") can be told apart from none.
+ * empty one (CLIENTID "") can be told apart from none. AUTH's username
+ * is the name (NULL for AUTH <password>), its password the password.
  */
 struct command_args {
     const char *name; /* lock name, or the optional text */
     size_t name_len;
+    const char *password; /* AUTH only */
+    size_t password_len;
     uint64_t thread_id;
     int64_t wait_ms;  /* TRYLOCK default 0, LOCK: forever */
     int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
@@ -95,6 +98,9 @@ struct command_args {
 const struct command *command_lookup(const char *name, size_t len);
 /* The table entry for an id. */
 const struct command *command_by_id(enum command_id id);
+/* Whether the command's first argument is a lock name (what a user's
+ * permitted names are checked against). */
+bool command_has_lock_name(const struct command *cmd);
 
 /*
  * Checks arity and decodes argv[1..] per the command's syntax. Names must

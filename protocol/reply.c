@@ -16,10 +16,15 @@
 #include <string.h>
 
 static const char *const reply_error_names[] = {
-    [REPLY_ERR] = "ERR",           [REPLY_NOTOWNER] = "NOTOWNER",
-    [REPLY_LOCKLOST] = "LOCKLOST", [REPLY_UNAVAILABLE] = "UNAVAILABLE",
-    [REPLY_LIMIT] = "LIMIT",       [REPLY_SHUTDOWN] = "SHUTDOWN",
-    [REPLY_NOAUTH] = "NOAUTH",     [REPLY_WRONGTYPE] = "WRONGTYPE",
+    [REPLY_ERR] = "ERR",
+    [REPLY_NOTOWNER] = "NOTOWNER",
+    [REPLY_LOCKLOST] = "LOCKLOST",
+    [REPLY_UNAVAILABLE] = "UNAVAILABLE",
+    [REPLY_LIMIT] = "LIMIT",
+    [REPLY_SHUTDOWN] = "SHUTDOWN",
+    [REPLY_NOAUTH] = "NOAUTH",
+    [REPLY_NOPERM] = "NOPERM",
+    [REPLY_WRONGTYPE] = "WRONGTYPE",
 };
 
 #define REPLY_ERROR_COUNT (sizeof reply_error_names / sizeof *reply_error_names)

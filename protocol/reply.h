@@ -22,7 +22,9 @@ enum reply_error {
     REPLY_UNAVAILABLE, /* Redis cannot be reached right now */
     REPLY_LIMIT,       /* a configured limit refuses the request */
     REPLY_SHUTDOWN,    /* the daemon is stopping */
-    REPLY_NOAUTH,      /* auth_token is set and the connection sent no AUTH */
+    REPLY_NOAUTH,      /* AUTH is required and the connection sent none */
+    REPLY_NOPERM,      /* the connection's user may not run this command, or
+                          not on this lock name */
     REPLY_WRONGTYPE,   /* the key holds something that is not this lock */
 };
 

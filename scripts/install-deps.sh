@@ -13,10 +13,11 @@
 # step from failing on that start.
 set -euo pipefail
 
-# What the build, the tests (python3-redis: the Python example; mandoc: the
-# man pages' lint) and `make run` use.
-PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev check
-    redis-server redis-tools python3 python3-redis mandoc)
+# What the build (libssl-dev: libcrypto's SHA-256 for the daemon), the tests
+# (python3-redis: the Python example; mandoc: the man pages' lint) and
+# `make run` use.
+PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
+    libssl-dev check redis-server redis-tools python3 python3-redis mandoc)
 
 is_installed() {
     local status
@@ -28,7 +29,8 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "install-deps: dpkg-query not found: this script supports Debian" \
         "and its derivatives only." >&2
     echo "install-deps: install a C compiler, make, pkg-config and the" \
-        "libuv, hiredis, inih, libsystemd and check development packages," \
+        "libuv, hiredis, inih, libsystemd, OpenSSL (libcrypto) and check" \
+        "development packages," \
         "redis-server, redis-cli, python3 (with redis-py) and mandoc by hand." >&2
     exit 1
 fi

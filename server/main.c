@@ -13,8 +13,10 @@
  * on_disconnect), give those releases up to SHUTDOWN_GRACE_MS to reach
  * Redis, then close every handle and let the loop end.
  * Reload (SIGHUP): read the config file again; if it is valid, apply the
- * keys that can change live (config_apply_reload); if not, keep running
- * on the old one. Either way the outcome is logged.
+ * keys that can change live (config_apply_reload) and the users (each
+ * connection's next command runs with its user's new permissions; a
+ * removed user's connections are closed, as in Redis 7); if not, keep
+ * running on the old one. Either way the outcome is logged.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -73,7 +75,7 @@ static void close_everything(void)
     uv_timer_stop(&rlockd.engine_timer);
     uv_close((uv_handle_t *)&rlockd.engine_timer, NULL);
     service_close();
-    client_close_ready_list();
+    client_close_handles();
     redis_backend_close();
 }
 
@@ -130,6 +132,8 @@ static void on_sighup(uv_signal_t *handle, int signum)
         return;
     }
     changed = config_apply_reload(&rlockd.cfg, &fresh);
+    client_users_reloaded(rlockd.cfg.acl); /* before fresh's old users go */
+    config_free(&fresh);
     log_set_level((enum log_level)rlockd.cfg.log_level);
     stats.config_reloads++;
     log_info("reload: %s read, %d setting(s) changed", rlockd.config_path,
@@ -249,6 +253,7 @@ int main(int argc, char **argv)
     if (check_only) {
         printf("rlockd: configuration %s is valid\n",
                rlockd.config_path ? rlockd.config_path : "(defaults)");
+        config_free(&rlockd.cfg);
         return 0;
     }
     log_init();
@@ -265,6 +270,7 @@ int main(int argc, char **argv)
     lock_engine_free();
     redis_backend_free();
     commands_free();
+    config_free(&rlockd.cfg);
     err = uv_loop_close(&rlockd.loop);
     if (err != 0)
         log_warn("loop closed with handles still open: %s", uv_strerror(err));

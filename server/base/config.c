@@ -5,6 +5,9 @@
  * config, its default as the ini file would spell it, and bounds. The
  * defaults are applied by feeding those strings through the same setter
  * the ini file uses, so a default can never bypass validation.
+ *
+ * [user NAME] sections are not rows: there may be any number of them,
+ * so their rows go to acl_set, which builds the user table.
  */
 #include "base/config.h"
 
@@ -16,7 +19,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/acl.h"
 #include "base/log.h"
+
+/* inih keeps the first 49 bytes of a section name and drops the rest
+ * silently; a name that long may have been cut. */
+#define SECTION_NAME_MAX 48
 
 /* KIND_MODE: a file mode, an integer written in octal. */
 enum config_kind { KIND_INT, KIND_MODE, KIND_STRING, KIND_ENUM, KIND_ADDR };
@@ -69,6 +77,8 @@ static const struct config_row config_rows[] = {
     STR_ROW("server", "unix_socket", 0, unix_socket, "", KIND_STRING),
     MODE_ROW("server", "unix_socket_mode", 0, unix_socket_mode, "0666"),
     STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
+    INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
+            100),
     INT_ROW("server", "max_clients", LIVE, max_clients, "10000", 1, 1000000),
     INT_ROW("server", "max_request_bytes", LIVE, max_request_bytes, "65536",
             256, 64 << 20),
@@ -294,9 +304,22 @@ static bool value_equal(const struct config_row *row, const struct config *a,
     return memcmp(fa, fb, sizeof(int64_t)) == 0;
 }
 
-int config_apply_reload(struct config *live, const struct config *fresh)
+/* Swaps the user tables when a user was added, removed or changed. */
+static int apply_users(struct config *live, struct config *fresh)
 {
-    int applied = 0;
+    int changed = acl_log_changes(live->acl, fresh->acl);
+    struct acl *old = live->acl;
+
+    if (changed > 0) {
+        live->acl = fresh->acl;
+        fresh->acl = old;
+    }
+    return changed;
+}
+
+int config_apply_reload(struct config *live, struct config *fresh)
+{
+    int applied = apply_users(live, fresh);
 
     for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
         const struct config_row *row = &config_rows[i];
@@ -325,16 +348,51 @@ int config_apply_reload(struct config *live, const struct config *fresh)
 
 struct load_state {
     struct config *cfg;
+    FILE *file;
+    int line;         /* the line inih is parsing */
+    char section[64]; /* the previous row's, to see a section start */
     char reason[256]; /* first error; inih reports its line */
 };
+
+/* inih's reader: fgets, counting lines, so that rows know theirs. */
+static char *read_line(char *buf, int size, void *stream)
+{
+    struct load_state *st = stream;
+
+    st->line++;
+    return fgets(buf, size, st->file);
+}
+
+/* "user NAME" -> NAME; NULL for any other section. */
+static const char *user_section(const char *section)
+{
+    if (strncmp(section, "user", 4) != 0 ||
+        (section[4] != ' ' && section[4] != '\t'))
+        return NULL;
+    return section + 4 + strspn(section + 4, " \t");
+}
 
 static int config_ini_line(void *user, const char *section, const char *key,
                            const char *value)
 {
     struct load_state *st = user;
+    const char *name = user_section(section);
+    bool starts = strcmp(section, st->section) != 0;
     char err[256];
+    int rc;
 
-    if (config_set(st->cfg, section, key, value, err, sizeof(err)) == 0)
+    snprintf(st->section, sizeof(st->section), "%s", section);
+    if (strlen(section) > SECTION_NAME_MAX) {
+        snprintf(err, sizeof(err),
+                 "section name longer than %d characters: [%s...]",
+                 SECTION_NAME_MAX, section);
+        rc = -EINVAL;
+    } else if (name != NULL)
+        rc = acl_set(&st->cfg->acl, name, key, value, st->line, starts, err,
+                     sizeof(err));
+    else
+        rc = config_set(st->cfg, section, key, value, err, sizeof(err));
+    if (rc == 0)
         return 1;
     if (st->reason[0] == '\0')
         snprintf(st->reason, sizeof(st->reason), "%s", err);
@@ -348,15 +406,27 @@ int config_load(struct config *cfg, const char *path, char *err,
     int line;
 
     config_set_defaults(cfg);
-    line = ini_parse(path, config_ini_line, &st);
-    if (line == 0)
-        return 0;
-    if (line == -1)
+    st.file = fopen(path, "r");
+    if (st.file == NULL) {
         snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-    else if (line == -2)
+        return -1;
+    }
+    line = ini_parse_stream(read_line, &st, config_ini_line, &st);
+    fclose(st.file);
+    if (line == 0 &&
+        acl_validate(cfg->acl, &line, st.reason, sizeof(st.reason)) == 0)
+        return 0;
+    if (line == -2)
         snprintf(err, err_size, "%s: out of memory", path);
     else
         snprintf(err, err_size, "%s:%d: %s", path, line,
                  st.reason[0] ? st.reason : "syntax error");
+    config_free(cfg);
     return -1;
+}
+
+void config_free(struct config *cfg)
+{
+    acl_free(cfg->acl);
+    cfg->acl = NULL;
 }

@@ -3,8 +3,10 @@
  * default, bounds and meaning; defaults, the ini loader and validation
  * all walk that table.
  *
- * Owns struct config values only. It never opens sockets or applies a
- * setting: callers read the struct.
+ * Owns struct config values, and the user table of [user NAME] sections
+ * (struct acl, see acl.h), which a loaded config holds until
+ * config_free. It never opens sockets or applies a setting: callers read
+ * the struct.
  */
 #ifndef RLOCKD_CONFIG_H
 #define RLOCKD_CONFIG_H
@@ -15,12 +17,15 @@
 
 enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
 
+struct acl;
+
 struct config {
     /* [server] */
     char listen[128];
     char unix_socket[108];
     int64_t unix_socket_mode;
     char auth_token[256];
+    int64_t max_auth_failures;
     int64_t max_clients;
     int64_t max_request_bytes;
     int64_t max_request_args;
@@ -49,16 +54,20 @@ struct config {
     int64_t renew_batch_size;
     /* [log] */
     int64_t log_level; /* enum log_level */
+    /* [user NAME] sections; NULL: none */
+    struct acl *acl;
 };
 
-/* Fills every field with its default. */
+/* Fills every field with its default (no users). */
 void config_set_defaults(struct config *cfg);
 /*
  * Loads `path` over the defaults. Returns 0, or -1 with a message of the
- * form "FILE:LINE: reason" in err.
+ * form "FILE:LINE: reason" in err (and nothing to free).
  */
 int config_load(struct config *cfg, const char *path, char *err,
                 size_t err_size);
+/* Frees what a loaded config holds (its users). */
+void config_free(struct config *cfg);
 /* Sets one key as the ini file would; 0 or -1 with the reason in err. */
 int config_set(struct config *cfg, const char *section, const char *key,
                const char *value, char *err, size_t err_size);
@@ -66,9 +75,12 @@ int config_set(struct config *cfg, const char *section, const char *key,
 /*
  * A SIGHUP reload: copies into `live` every changed key that can change
  * at once, and logs each change; a changed key that needs a restart keeps
- * its live value and is logged as such. Returns the number applied.
+ * its live value and is logged as such. Users are live: when any user
+ * changed, the tables are swapped, so `fresh` holds the old one (still
+ * valid until config_free(fresh): look connections' users up again in
+ * live->acl first). Returns the number of keys and users applied.
  */
-int config_apply_reload(struct config *live, const struct config *fresh);
+int config_apply_reload(struct config *live, struct config *fresh);
 
 /* Table walkers, for tests and INFO: the n-th key, NULL past the end. */
 const char *config_key_section(size_t n);

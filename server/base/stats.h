@@ -63,7 +63,12 @@ enum stats_section {
     X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
     X(COUNTS,  COUNTER, wrong_type_refusals,                                   \
       "lock commands refused: the key is not a lock")                         \
-    X(COUNTS,  COUNTER, auth_failures, "AUTH with a wrong token")             \
+    X(COUNTS,  COUNTER, auth_failures,                                         \
+      "AUTH with a wrong password or token, or an unknown user")              \
+    X(COUNTS,  COUNTER, penalty_disconnects,                                   \
+      "connections closed after max_auth_failures refusals")                  \
+    X(COUNTS,  COUNTER, noperm_replies,                                        \
+      "-NOPERM replies: a command or lock name the user may not use")        \
     X(COUNTS,  COUNTER, config_reloads, "SIGHUP reloads applied")             \
     X(COUNTS,  COUNTER, config_reload_failures,                                \
       "SIGHUP reloads refused (bad file)")                                     \

@@ -8,6 +8,12 @@
  * output in request order, resumes reading requests and writes. This is
  * Redis's unblocked-clients list: one client's completion never runs
  * another client's commands inside its stack.
+ *
+ * The penalty box holds penalized connections in one FIFO per delay:
+ * every connection in a FIFO waits the same delay, so each FIFO is in
+ * due order, and one timer armed at the earliest head serves them all
+ * (no heap, no timer per connection, nothing armed while the box is
+ * empty).
  */
 #include "front/client.h"
 
@@ -15,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/acl.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "client_id.h"
@@ -22,6 +29,15 @@
 #include "reply.h"
 
 #define READ_CHUNK 16384
+
+/* The delay after the n-th refusal: 100 ms, doubling up to 3.2 s. A
+ * legitimate client that mistyped loses little; a guesser gets a few
+ * guesses a second per connection, then is closed. */
+#define PENALTY_FIRST_MS 100
+#define PENALTY_LEVELS 6
+/* At most one log line about refusals this often, so that a flood of
+ * guesses cannot flood the log; the next line counts those not logged. */
+#define PENALTY_LOG_INTERVAL_MS 1000
 
 /* One command in flight, or answered while one before it is not. */
 struct client_slot {
@@ -47,6 +63,10 @@ static struct {
     struct list_node all;
     struct list_node ready; /* struct client.ready_link */
     uv_check_t ready_check;
+    uv_timer_t penalty_timer;
+    struct list_node penalty_box[PENALTY_LEVELS]; /* one FIFO per delay */
+    uint64_t penalty_log_next_ms; /* no refusal logged before then */
+    uint64_t penalty_unlogged;    /* refusals not logged since the last */
     uint64_t next_id;
     bool stopped; /* shutting down: no new commands */
 } clients;
@@ -108,6 +128,7 @@ struct buffer *client_reply_buffer(struct client *c)
 }
 
 static void on_ready_check(uv_check_t *check);
+static void on_penalty_timer(uv_timer_t *timer);
 
 static void mark_ready(struct client *c)
 {
@@ -178,6 +199,18 @@ void client_start_call(struct client *c, const struct lock_request *req,
 
 /* ---- connection life ---------------------------------------------------- */
 
+/* How log lines name a connection: the one place to say more about it. */
+static const char *client_label(const struct client *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "client %llu", (unsigned long long)c->id);
+    return buf;
+}
+
+static bool penalized(const struct client *c)
+{
+    return list_linked(&c->penalty_link);
+}
+
 static void on_closed(uv_handle_t *handle)
 {
     struct client *c = handle->data;
@@ -213,6 +246,8 @@ void client_close(struct client *c, const char *why)
         return;
     c->closing = true;
     log_debug("client %llu closed: %s", (unsigned long long)c->id, why);
+    if (penalized(c))
+        list_remove(&c->penalty_link);
     slots_abandon(c);
     if (c->session != NULL)
         lock_engine_leave(c->session);
@@ -257,7 +292,7 @@ static void client_flush(struct client *c)
     uv_buf_t buf;
     int err;
 
-    if (c->closing)
+    if (c->closing || penalized(c))
         return;
     if (c->out.len > 0 && c->writing == 0) {
         buf = uv_buf_init(c->out.data, (unsigned)c->out.len);
@@ -312,6 +347,7 @@ void client_quit(struct client *c)
 static bool can_run(const struct client *c)
 {
     return !c->alone && !c->quitting && !c->closing && !clients.stopped &&
+           !penalized(c) &&
            c->in_flight < (size_t)clients.cfg->max_commands_in_flight;
 }
 
@@ -377,6 +413,93 @@ static void on_ready_check(uv_check_t *check)
             client_process(c);
     }
     uv_check_stop(check);
+}
+
+/* ---- the penalty box ------------------------------------------------------ */
+
+/* Arms the timer at the earliest due connection, or stops it. */
+static void penalty_arm(void)
+{
+    uint64_t due = UINT64_MAX, now = uv_now(clients.loop);
+
+    for (size_t i = 0; i < PENALTY_LEVELS; i++) {
+        struct list_node *node = list_first(&clients.penalty_box[i]);
+
+        if (node != NULL) {
+            struct client *c = list_entry(node, struct client, penalty_link);
+            if (c->penalty_due_ms < due)
+                due = c->penalty_due_ms;
+        }
+    }
+    if (due == UINT64_MAX)
+        uv_timer_stop(&clients.penalty_timer);
+    else
+        uv_timer_start(&clients.penalty_timer, on_penalty_timer,
+                       due > now ? due - now : 0, 0);
+}
+
+/* Lets out every connection whose delay is over: its replies go, its
+ * next requests run (and may put it back in). */
+static void on_penalty_timer(uv_timer_t *timer)
+{
+    uint64_t now = uv_now(clients.loop);
+
+    (void)timer;
+    for (size_t i = 0; i < PENALTY_LEVELS; i++) {
+        struct list_node *node;
+
+        while ((node = list_first(&clients.penalty_box[i])) != NULL) {
+            struct client *c = list_entry(node, struct client, penalty_link);
+
+            if (c->penalty_due_ms > now)
+                break;
+            list_remove(node);
+            client_process(c);
+        }
+    }
+    penalty_arm();
+}
+
+/* One warning per PENALTY_LOG_INTERVAL_MS at most, counting the rest. */
+static void log_refusal(const struct client *c, const char *what, bool closing,
+                        uint64_t now)
+{
+    char label[64], unlogged[96] = "";
+
+    if (now < clients.penalty_log_next_ms) {
+        clients.penalty_unlogged++;
+        return;
+    }
+    if (clients.penalty_unlogged > 0)
+        snprintf(unlogged, sizeof(unlogged),
+                 " (%llu more refusals since the last such line)",
+                 (unsigned long long)clients.penalty_unlogged);
+    log_warn("%s: %s refused, %u of max_auth_failures %lld%s%s",
+             client_label(c, label, sizeof(label)), what, c->penalties,
+             (long long)clients.cfg->max_auth_failures,
+             closing ? ", closing it" : "", unlogged);
+    clients.penalty_unlogged = 0;
+    clients.penalty_log_next_ms = now + PENALTY_LOG_INTERVAL_MS;
+}
+
+void client_penalize(struct client *c, const char *what)
+{
+    uint64_t now = uv_now(clients.loop);
+    unsigned level;
+    bool last;
+
+    c->penalties++;
+    last = c->penalties >= (uint64_t)clients.cfg->max_auth_failures;
+    log_refusal(c, what, last, now);
+    if (last) {
+        stats.penalty_disconnects++;
+        client_quit(c); /* once the delay is over and the reply written */
+    }
+    level =
+        c->penalties < PENALTY_LEVELS ? c->penalties - 1 : PENALTY_LEVELS - 1;
+    c->penalty_due_ms = now + ((uint64_t)PENALTY_FIRST_MS << level);
+    list_push_tail(&clients.penalty_box[level], &c->penalty_link);
+    penalty_arm();
 }
 
 static void on_alloc(uv_handle_t *handle, size_t hint, uv_buf_t *buf)
@@ -452,6 +575,7 @@ static int client_new(struct client **out, uv_stream_t *server)
     buffer_init(&c->out);
     list_init(&c->pending);
     list_init(&c->ready_link);
+    list_init(&c->penalty_link);
     list_push_tail(&clients.all, &c->link);
     stats.connected_clients++;
     *out = c;
@@ -513,15 +637,40 @@ int client_set_id(struct client *c, const char *id, size_t len,
     return 0;
 }
 
+void client_users_reloaded(const struct acl *acl)
+{
+    struct list_node *pos, *tmp;
+    char label[64];
+
+    list_for_each_safe (pos, tmp, &clients.all) {
+        struct client *c = list_entry(pos, struct client, link);
+        const char *name = c->user != NULL ? c->user->name : NULL;
+
+        if (c->user == NULL || c->user == &acl_default_user)
+            continue;
+        c->user = acl_find(acl, name, strlen(name));
+        if (c->user != NULL)
+            continue;
+        log_info("%s: user '%s' removed by a reload; closing it",
+                 client_label(c, label, sizeof(label)), name);
+        client_close(c, "user removed");
+    }
+}
+
 int client_init(uv_loop_t *loop, const struct config *cfg,
                 client_execute_fn *execute)
 {
+    int err;
+
     clients.loop = loop;
     clients.cfg = cfg;
     clients.execute = execute;
     list_init(&clients.all);
     list_init(&clients.ready);
-    return uv_check_init(loop, &clients.ready_check);
+    for (size_t i = 0; i < PENALTY_LEVELS; i++)
+        list_init(&clients.penalty_box[i]);
+    err = uv_check_init(loop, &clients.ready_check);
+    return err != 0 ? err : uv_timer_init(loop, &clients.penalty_timer);
 }
 
 void client_stop_all(void)
@@ -535,13 +684,17 @@ void client_quit_all(void)
 
     list_for_each_safe (pos, tmp, &clients.all) {
         struct client *c = list_entry(pos, struct client, link);
+        if (penalized(c))
+            list_remove(&c->penalty_link);
         client_quit(c);
         client_flush(c);
     }
 }
 
-void client_close_ready_list(void)
+void client_close_handles(void)
 {
     uv_check_stop(&clients.ready_check);
     uv_close((uv_handle_t *)&clients.ready_check, NULL);
+    uv_timer_stop(&clients.penalty_timer);
+    uv_close((uv_handle_t *)&clients.penalty_timer, NULL);
 }

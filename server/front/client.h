@@ -19,6 +19,12 @@
  * Every limit on what one client may cost (request size, arguments,
  * unprocessed input, unsent output, commands in flight) is enforced
  * here, and breaking one closes that connection only.
+ *
+ * A connection that sent wrong credentials is penalized: it is parked
+ * in the penalty box (no request runs and no reply is sent) for a delay
+ * that doubles with each refusal, and closed after max_auth_failures.
+ * One timer serves the whole box, so this costs nothing while nobody is
+ * in it, and a parked connection never holds up the event loop.
  */
 #ifndef RLOCKD_CLIENT_H
 #define RLOCKD_CLIENT_H
@@ -35,6 +41,7 @@
 #include "engine/lock_engine.h"
 #include "request.h"
 
+struct acl_user;
 struct session;
 
 struct client {
@@ -54,12 +61,15 @@ struct client {
     struct list_node pending; /* struct client_slot, in request order */
     size_t in_flight;         /* slots whose lock call is not answered */
     struct list_node ready_link;
-    bool alone;         /* a command that runs alone is in flight */
-    bool parked;        /* the parser holds a request waiting for idle */
-    bool closing;       /* uv_close called */
-    bool quitting;      /* close once the replies are written */
-    bool authenticated; /* sent the right AUTH (or none is needed) */
-    bool reply_failed;  /* a reply could not be written: close */
+    struct list_node penalty_link; /* in the penalty box while linked */
+    uint64_t penalty_due_ms;       /* when it leaves the box */
+    unsigned penalties;            /* refused credentials so far */
+    const struct acl_user *user;   /* who AUTH said; NULL: nobody yet */
+    bool alone;                    /* a command that runs alone is in flight */
+    bool parked;       /* the parser holds a request waiting for idle */
+    bool closing;      /* uv_close called */
+    bool quitting;     /* close once the replies are written */
+    bool reply_failed; /* a reply could not be written: close */
 };
 
 /*
@@ -90,11 +100,25 @@ void client_close(struct client *c, const char *why);
 /* Changes the connection's client-id; 0, or -1 with the reply written. */
 int client_set_id(struct client *c, const char *id, size_t len,
                   struct buffer *out);
+/*
+ * The connection sent credentials that were refused (`what`: "AUTH",
+ * say): logs it (rate-limited), holds back its replies (the refusal's
+ * included) and its next requests for a delay that doubles with each
+ * refusal, and closes it after that delay once it has had
+ * max_auth_failures refusals. Call after writing the refusal.
+ */
+void client_penalize(struct client *c, const char *what);
+/* After a reload replaced the user table: points each connection at its
+ * user's new entry, and closes those whose user is gone. */
+void client_users_reloaded(const struct acl *acl);
 
 /* Stops running commands of every client (shutdown). */
 void client_stop_all(void);
-/* Closes every client once its replies are written. */
+/* Closes every client once its replies are written (the penalized ones
+ * too, without their delay). */
 void client_quit_all(void);
-void client_close_ready_list(void);
+/* Closes the handles the clients share (at shutdown, once they are
+ * gone). */
+void client_close_handles(void);
 
 #endif

@@ -1,6 +1,10 @@
 /*
  * commands.c - dispatch from the command table's handler column, and
  * every command's handler.
+ *
+ * Every request passes three gates before its handler, in this order:
+ * authentication (-NOAUTH), its arguments (-ERR), and its user's
+ * permissions (-NOPERM, acl_allows).
  */
 #include "front/commands.h"
 
@@ -9,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/acl.h"
 #include "base/stats.h"
 #include "client_id.h"
 #include "command.h"
@@ -147,36 +152,40 @@ static int command_clientid(struct client *c, const struct command *cmd,
     return reply_simple(out, "OK");
 }
 
-/* Compares every byte whatever the first difference, so that the reply's
- * timing does not tell how much of a guessed token was right. The token
- * is never empty. */
-static bool token_equal(const char *guess, size_t guess_len, const char *token,
-                        size_t token_len)
+/* Whether connections must AUTH: a token or a user is configured. */
+static bool auth_configured(void)
 {
-    unsigned char diff = guess_len != token_len;
-
-    for (size_t i = 0; i < guess_len; i++)
-        diff |= (unsigned char)(guess[i] ^ token[i % token_len]);
-    return diff == 0;
+    return commands.cfg->auth_token[0] != '\0' || commands.cfg->acl != NULL;
 }
 
+/* A refusal costs the connection time (client_penalize), so that
+ * guessing is slow. */
 static int command_auth(struct client *c, const struct command *cmd,
                         const struct command_args *a)
 {
-    const char *token = commands.cfg->auth_token;
+    const struct config *cfg = commands.cfg;
     struct buffer *out = client_reply_buffer(c);
+    const struct acl_user *user;
+    int err;
 
     (void)cmd;
     if (out == NULL)
         return -ENOMEM;
-    if (token[0] == '\0')
+    if (!auth_configured())
         return reply_error(out, REPLY_ERR,
-                           "AUTH called without any auth token configured");
-    if (!token_equal(a->name, a->name_len, token, strlen(token))) {
+                           "AUTH called without any auth token or user "
+                           "configured");
+    user = acl_authenticate(cfg->acl, cfg->auth_token, a->name, a->name_len,
+                            a->password, a->password_len);
+    if (user == NULL) {
         stats.auth_failures++;
-        return reply_error(out, REPLY_ERR, "invalid auth token");
+        err = reply_error(out, REPLY_ERR, "%s",
+                          a->name != NULL ? "invalid username-password pair"
+                                          : "invalid auth token");
+        client_penalize(c, "AUTH");
+        return err;
     }
-    c->authenticated = true;
+    c->user = user;
     return reply_simple(out, "OK");
 }
 
@@ -255,19 +264,50 @@ static int refuse(struct client *c, enum reply_error code, const char *text)
     return out ? reply_error(out, code, "%s", text) : -ENOMEM;
 }
 
+/* Who the connection runs commands as: the user it authenticated as;
+ * while it has not, the default user when no AUTH is needed, else NULL. */
+static const struct acl_user *acting_user(const struct client *c)
+{
+    if (c->user != NULL)
+        return c->user;
+    return auth_configured() ? NULL : &acl_default_user;
+}
+
+/* The -NOPERM reply, in Redis's words where Redis has them. */
+static int refuse_noperm(struct client *c, const struct command *cmd,
+                         enum acl_verdict verdict, const struct command_args *a)
+{
+    char name[QUOTED_NAME_MAX + 1], text[192];
+
+    stats.noperm_replies++;
+    if (verdict == ACL_DENIED_COMMAND)
+        snprintf(text, sizeof(text),
+                 "this user has no permissions to run the '%s' command",
+                 cmd->name);
+    else
+        snprintf(text, sizeof(text),
+                 "this user has no permissions to access the '%s' lock",
+                 printable(a->name, a->name_len, name, sizeof(name)));
+    return refuse(c, REPLY_NOPERM, text);
+}
+
 static int execute(struct client *c, const struct command *cmd, size_t argc,
                    char *const *argv, const size_t *argv_len)
 {
+    const struct acl_user *user = acting_user(c);
     struct command_args args;
+    enum acl_verdict verdict;
     char err[256];
 
-    if (commands.cfg->auth_token[0] != '\0' && !c->authenticated &&
-        !(cmd->flags & CMD_BEFORE_AUTH))
+    if (user == NULL && !(cmd->flags & CMD_BEFORE_AUTH))
         return refuse(c, REPLY_NOAUTH, "Authentication required.");
     if (command_parse_args(cmd, argc, argv, argv_len,
                            (size_t)commands.cfg->max_name_length, &args, err,
                            sizeof(err)) != 0)
         return refuse(c, REPLY_ERR, err);
+    verdict = acl_allows(user, cmd->id, args.name, args.name_len);
+    if (verdict != ACL_ALLOWED)
+        return refuse_noperm(c, cmd, verdict, &args);
     return command_handlers[cmd->id](c, cmd, &args);
 }
 

@@ -175,11 +175,18 @@ static void check_name(const struct request_parser *p,
         CHECK(a->name == NULL && a->name_len == 0);
         break;
     case SYNTAX_OPTIONAL_TEXT:
-    case SYNTAX_TEXT: /* its arity makes argc 2 */
         if (p->argc == 1)
             CHECK(a->name == NULL && a->name_len == 0);
         else
             CHECK(a->name == p->argv[1] && a->name_len == p->argv_len[1]);
+        break;
+    case SYNTAX_AUTH: /* [username] <password>: the password is last */
+        if (p->argc == 2)
+            CHECK(a->name == NULL && a->name_len == 0);
+        else
+            CHECK(a->name == p->argv[1] && a->name_len == p->argv_len[1]);
+        CHECK(a->password == p->argv[p->argc - 1] &&
+              a->password_len == p->argv_len[p->argc - 1]);
         break;
     case SYNTAX_NAME:
     case SYNTAX_NAME_THREAD:
@@ -208,6 +215,8 @@ static void check_args(const struct request_parser *p,
         check_thread_id(p->argv[2], p->argv_len[2], a->thread_id);
     if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK)
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
+    if (cmd->syntax != SYNTAX_AUTH)
+        CHECK(a->password == NULL && a->password_len == 0);
 }
 
 /* What commands_execute does with a request, minus the handlers. */

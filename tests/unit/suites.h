@@ -15,6 +15,9 @@
     X(command_suite)                                                           \
     X(client_id_suite)                                                         \
     X(config_suite)                                                            \
+    X(digest_suite)                                                            \
+    X(glob_suite)                                                              \
+    X(acl_suite)                                                               \
     X(waiter_queue_suite)                                                      \
     X(hashmap_suite)                                                           \
     X(lock_engine_suite)                                                       \

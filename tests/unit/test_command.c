@@ -197,6 +197,44 @@ START_TEST(syntax_optional_text)
 }
 END_TEST
 
+START_TEST(syntax_auth_password_or_username_and_password)
+{
+    static const char *const token[] = {"AUTH", "s3cret", NULL};
+    static const char *const pair[] = {"auth", "alice", "pw", NULL};
+    struct command_args a = expect_ok(token);
+
+    ck_assert_ptr_null(a.name);
+    ck_assert_ptr_eq(a.password, token[1]);
+    ck_assert_uint_eq(a.password_len, 6);
+    a = expect_ok(pair);
+    ck_assert_ptr_eq(a.name, pair[1]);
+    ck_assert_uint_eq(a.name_len, 5);
+    ck_assert_ptr_eq(a.password, pair[2]);
+    ck_assert_uint_eq(a.password_len, 2);
+    /* a password is not a lock name: no length limit, may be empty */
+    a = expect_ok((const char *[]){"AUTH", "u", "", NULL});
+    ck_assert_uint_eq(a.password_len, 0);
+    a = expect_ok(
+        (const char *[]){"AUTH", "a password longer than sixteen", NULL});
+    ck_assert_uint_eq(a.password_len, 30);
+    expect_error((const char *[]){"AUTH", "u", "p", "x", NULL},
+                 "wrong number of arguments for 'auth' command");
+}
+END_TEST
+
+START_TEST(lock_name_commands_are_those_with_a_name_argument)
+{
+    for (int id = 0; id < COMMAND_COUNT; id++) {
+        const struct command *cmd = command_by_id((enum command_id)id);
+        bool want = id == CMD_LOCK || id == CMD_TRYLOCK || id == CMD_UNLOCK ||
+                    id == CMD_FORCEUNLOCK || id == CMD_ISLOCKED ||
+                    id == CMD_ISHELD || id == CMD_HOLDCOUNT || id == CMD_PTTL;
+
+        ck_assert_msg(command_has_lock_name(cmd) == want, "%s", cmd->name);
+    }
+}
+END_TEST
+
 START_TEST(syntax_name)
 {
     struct command_args a = expect_ok((const char *[]){"pttl", "lk", NULL});
@@ -430,6 +468,8 @@ Suite *command_suite(void)
     TCase *args = tcase_create("arguments");
     tcase_add_test(args, syntax_none);
     tcase_add_test(args, syntax_optional_text);
+    tcase_add_test(args, syntax_auth_password_or_username_and_password);
+    tcase_add_test(args, lock_name_commands_are_those_with_a_name_argument);
     tcase_add_test(args, syntax_name);
     tcase_add_test(args, name_may_hold_nul_bytes);
     tcase_add_test(args, syntax_name_thread);

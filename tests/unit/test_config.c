@@ -11,37 +11,13 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "config_text.h"
 #include "suites.h"
 
 static const char *shipped_conf(void)
 {
     const char *path = getenv("RLOCKD_CONF");
     return path ? path : "conf/rlockd.ini";
-}
-
-/* Writes text to a temporary file; the caller unlinks it. */
-static char *write_temp(const char *text)
-{
-    static char path[64];
-    int fd;
-
-    snprintf(path, sizeof(path), "/tmp/rlockd-unit-XXXXXX");
-    fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    return path;
-}
-
-/* Loads text as a config file; returns config_load's result. */
-static int load_text(const char *text, struct config *cfg, char *err,
-                     size_t err_size)
-{
-    char *path = write_temp(text);
-    int rc = config_load(cfg, path, err, err_size);
-
-    unlink(path);
-    return rc;
 }
 
 START_TEST(defaults_are_the_documented_ones)
@@ -57,6 +33,8 @@ START_TEST(defaults_are_the_documented_ones)
     ck_assert_int_eq(cfg.watchdog_timeout_ms, 30000);
     ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_RELEASE);
     ck_assert_int_eq(cfg.renew_batch_size, 100);
+    ck_assert_int_eq(cfg.max_auth_failures, 3);
+    ck_assert_ptr_null(cfg.acl);
 }
 END_TEST
 

@@ -82,6 +82,7 @@ START_TEST(error_code_names)
     ck_assert_str_eq(reply_error_code_name(REPLY_LIMIT), "LIMIT");
     ck_assert_str_eq(reply_error_code_name(REPLY_SHUTDOWN), "SHUTDOWN");
     ck_assert_str_eq(reply_error_code_name(REPLY_NOAUTH), "NOAUTH");
+    ck_assert_str_eq(reply_error_code_name(REPLY_NOPERM), "NOPERM");
 }
 END_TEST
 
@@ -131,7 +132,7 @@ START_TEST(error_code_parse_reads_what_reply_error_writes)
 {
     enum reply_error parsed;
 
-    for (int code = REPLY_ERR; code <= REPLY_NOAUTH; code++) {
+    for (int code = REPLY_ERR; code <= REPLY_NOPERM; code++) {
         struct buffer b;
         buffer_init(&b);
         ck_assert_int_eq(reply_error(&b, (enum reply_error)code, "x y"), 0);
@@ -143,6 +144,8 @@ START_TEST(error_code_parse_reads_what_reply_error_writes)
     }
     ck_assert_int_eq(reply_error_code_parse("NOAUTH", 6, &parsed), 0);
     ck_assert_int_eq(parsed, REPLY_NOAUTH);
+    ck_assert_int_eq(reply_error_code_parse("NOPERM no", 9, &parsed), 0);
+    ck_assert_int_eq(parsed, REPLY_NOPERM);
     /* only len bytes are looked at */
     ck_assert_int_eq(reply_error_code_parse("LIMITED", 5, &parsed), 0);
     ck_assert_int_eq(parsed, REPLY_LIMIT);
