@@ -87,6 +87,8 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
         strcpy(target->client_id, opts->client_id);
     else if (client_id_random(target->client_id) != 0)
         return RLOCK_ESYSTEM;
+    if (client_id_random(target->secret) != 0)
+        return RLOCK_ESYSTEM;
     if (opts->auth_token != NULL &&
         (target->auth_token = strdup(opts->auth_token)) == NULL)
         return RLOCK_ESYSTEM;
@@ -231,21 +233,25 @@ bool rlock_conn_broken(const struct rlock_conn *conn)
 
 /* ---- opening and closing --------------------------------------------- */
 
-/* A command of the set-up, answered +OK. */
+/* A command of the set-up (at most 4 words), answered +OK. */
 static int exchange_ok(struct rlock_conn *conn,
-                       const struct rlock_target *target, const char *command,
-                       const char *arg)
+                       const struct rlock_target *target, int argc,
+                       const char **argv)
 {
-    const char *argv[] = {command, arg};
-    const size_t lens[] = {strlen(command), strlen(arg)};
+    size_t lens[4];
     long long done;
 
-    return rlock_conn_exchange(conn, 2, argv, lens, target->command_timeout_ms,
-                               REDIS_REPLY_STATUS, &done);
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return rlock_conn_exchange(conn, argc, argv, lens,
+                               target->command_timeout_ms, REDIS_REPLY_STATUS,
+                               &done);
 }
 
 /* AUTH (if the client has a token) and CLIENTID go first, so that no lock
- * command ever runs under the connection's own random client-id. TCP
+ * command ever runs under the connection's own random client-id. The
+ * client's random secret lets its other connections join its session,
+ * and nobody else. TCP
  * keepalive lets a LOCK waiting with no timeout notice a vanished host.
  * Close-on-exec (hiredis 0.14 does not set it): a program the caller
  * starts must not inherit the socket, or it would keep the session, and
@@ -272,14 +278,17 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target)
         goto fail;
     }
     if (target->auth_token != NULL) {
-        err = exchange_ok(conn, target, "AUTH", target->auth_token);
+        err = exchange_ok(conn, target, 2,
+                          (const char *[]){"AUTH", target->auth_token});
         /* -ERR: a wrong token, or none configured in rlockd */
         if (err == RLOCK_EINVAL)
             err = RLOCK_EAUTH;
         if (err != RLOCK_OK)
             goto fail;
     }
-    err = exchange_ok(conn, target, "CLIENTID", target->client_id);
+    err = exchange_ok(conn, target, 4,
+                      (const char *[]){"CLIENTID", target->client_id, "SECRET",
+                                       target->secret});
     if (err == RLOCK_OK)
         return RLOCK_OK;
 fail:

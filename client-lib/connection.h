@@ -28,6 +28,8 @@ struct rlock_target {
     int connect_timeout_ms;
     int command_timeout_ms;
     char client_id[CLIENT_ID_MAX_LEN + 1];
+    /* the session's SECRET: a random UUID, 122 random bits */
+    char secret[CLIENT_ID_RANDOM_SIZE];
 };
 
 struct rlock_conn {

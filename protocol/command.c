@@ -48,6 +48,7 @@ bool command_has_lock_name(const struct command *cmd)
     switch (cmd->syntax) {
     case SYNTAX_NONE:
     case SYNTAX_OPTIONAL_TEXT:
+    case SYNTAX_CLIENTID:
     case SYNTAX_AUTH:
         return false;
     case SYNTAX_NAME:
@@ -180,6 +181,27 @@ static int parse_options(size_t first, size_t argc, char *const *argv,
     return 0;
 }
 
+/* CLIENTID [<id> [SECRET <secret>]]: the id is checked by its handler. */
+static int parse_clientid(size_t argc, char *const *argv,
+                          const size_t *argv_len, struct command_args *out,
+                          char *err, size_t err_size)
+{
+    if (argc >= 2) {
+        out->name = argv[1];
+        out->name_len = argv_len[1];
+    }
+    if (argc == 2 || argc == 1)
+        return 0;
+    if (argc != 4 || !word_is("secret", argv[2], argv_len[2]))
+        return parse_error(err, err_size, "syntax error");
+    if (argv_len[3] < COMMAND_SECRET_MIN || argv_len[3] > COMMAND_SECRET_MAX)
+        return parse_error(err, err_size, "SECRET must be %d to %d bytes",
+                           COMMAND_SECRET_MIN, COMMAND_SECRET_MAX);
+    out->secret = argv[3];
+    out->secret_len = argv_len[3];
+    return 0;
+}
+
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
                        size_t max_name_len, struct command_args *out, char *err,
@@ -195,6 +217,8 @@ int command_parse_args(const struct command *cmd, size_t argc,
     };
     if (cmd->syntax == SYNTAX_NONE)
         return 0;
+    if (cmd->syntax == SYNTAX_CLIENTID)
+        return parse_clientid(argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_OPTIONAL_TEXT) {
         if (argc == 2) {
             out->name = argv[1];

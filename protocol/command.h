@@ -18,7 +18,8 @@
 /* Arguments each command takes, after its name. */
 enum command_syntax {
     SYNTAX_NONE,          /* QUIT */
-    SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section], CLIENTID [id] */
+    SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section] */
+    SYNTAX_CLIENTID,      /* CLIENTID [<id> [SECRET <secret>]] */
     SYNTAX_AUTH,          /* AUTH [username] <password> */
     SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL: <name> */
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
@@ -48,7 +49,7 @@ enum command_syntax {
     X(ISHELD,      "isheld",      isheld,      3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(HOLDCOUNT,   "holdcount",   holdcount,   3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(PTTL,        "pttl",        pttl,        2, 2, SYNTAX_NAME,          0)         \
-    X(CLIENTID,    "clientid",    clientid,    1, 2, SYNTAX_OPTIONAL_TEXT, CMD_ALONE) \
+    X(CLIENTID,    "clientid",    clientid,    1, 4, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
     X(AUTH,        "auth",        auth,        2, 3, SYNTAX_AUTH,          CMD_BEFORE_AUTH) \
@@ -77,6 +78,9 @@ struct command {
 #define COMMAND_LEASE_WATCHDOG (-1)
 /* Largest WAIT or LEASE accepted: about 31 years, far from overflow. */
 #define COMMAND_MAX_MS 1000000000000LL
+/* A session's SECRET: long enough to be a random token, not a word. */
+#define COMMAND_SECRET_MIN 16
+#define COMMAND_SECRET_MAX 256
 
 /*
  * What a command's arguments decode to. Pointers point into the request.
@@ -92,6 +96,8 @@ struct command_args {
     uint64_t thread_id;
     int64_t wait_ms;  /* TRYLOCK default 0, LOCK: forever */
     int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
+    const char *secret; /* CLIENTID's SECRET, or NULL */
+    size_t secret_len;
 };
 
 /* Case-insensitive lookup; NULL when unknown. */

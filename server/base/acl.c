@@ -172,16 +172,14 @@ static int add_names(struct acl_user *u, const char *value, char *err,
                      size_t err_size)
 {
     const char *pattern;
-    size_t pos = 0, len, old = strlen(u->names), add = strlen(value);
+    size_t len, old = strlen(u->names), add = strlen(value);
     char *names;
 
-    while (glob_list_next(value, &pos, &pattern, &len)) {
-        if (glob_validate(pattern, len) != 0)
-            return acl_error(err, err_size,
-                             "names: bad pattern '%.*s' (an unterminated [ or "
-                             "a trailing \\)",
-                             (int)len, pattern);
-    }
+    if (glob_list_validate(value, &pattern, &len) != 0)
+        return acl_error(err, err_size,
+                         "names: bad pattern '%.*s' (an unterminated [ or "
+                         "a trailing \\)",
+                         (int)len, pattern);
     names = realloc(u->names, old + 1 + add + 1);
     if (names == NULL)
         return acl_error(err, err_size, "out of memory");

@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "base/acl.h"
+#include "base/glob.h"
 #include "base/log.h"
 
 /* inih keeps the first 49 bytes of a section name and drops the rest
@@ -27,7 +28,14 @@
 #define SECTION_NAME_MAX 48
 
 /* KIND_MODE: a file mode, an integer written in octal. */
-enum config_kind { KIND_INT, KIND_MODE, KIND_STRING, KIND_ENUM, KIND_ADDR };
+enum config_kind {
+    KIND_INT,
+    KIND_MODE,
+    KIND_STRING,
+    KIND_ENUM,
+    KIND_ADDR,
+    KIND_GLOBS, /* glob patterns (base/glob.h), space-separated */
+};
 
 /* Row flags. */
 #define LIVE 0x1   /* a SIGHUP reload applies a new value at once */
@@ -106,6 +114,7 @@ static const struct config_row config_rows[] = {
             60000),
     /* Not LIVE: held locks stay under the keys they were taken with. */
     STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
+    STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),
     INT_ROW("lock", "watchdog_timeout_ms", LIVE, watchdog_timeout_ms, "30000",
             30, 86400000),
     ENUM_ROW("lock", "on_disconnect", LIVE, on_disconnect, "release",
@@ -215,8 +224,9 @@ static int set_string(const struct config_row *row, char *dst,
                       const char *value, char *err, size_t err_size)
 {
     char host[128];
+    const char *pattern;
+    size_t len = strlen(value), pattern_len;
     int port;
-    size_t len = strlen(value);
 
     if (len >= row->size) {
         snprintf(err, err_size, "%s: longer than %zu bytes", row->key,
@@ -226,6 +236,13 @@ static int set_string(const struct config_row *row, char *dst,
     if (row->kind == KIND_ADDR && len > 0 &&
         config_split_host_port(value, host, sizeof(host), &port) != 0) {
         snprintf(err, err_size, "%s: '%s' is not host:port", row->key, value);
+        return -1;
+    }
+    if (row->kind == KIND_GLOBS &&
+        glob_list_validate(value, &pattern, &pattern_len) != 0) {
+        snprintf(err, err_size,
+                 "%s: bad pattern '%.*s' (an unterminated [ or a trailing \\)",
+                 row->key, (int)pattern_len, pattern);
         return -1;
     }
     memcpy(dst, value, len + 1);
@@ -249,6 +266,7 @@ int config_set(struct config *cfg, const char *section, const char *key,
             return set_enum(row, (int64_t *)field, value, err, err_size);
         case KIND_STRING:
         case KIND_ADDR:
+        case KIND_GLOBS:
             return set_string(row, field, value, err, err_size);
         }
     }
@@ -271,7 +289,8 @@ void config_set_defaults(struct config *cfg)
 
 static bool is_string(const struct config_row *row)
 {
-    return row->kind == KIND_STRING || row->kind == KIND_ADDR;
+    return row->kind == KIND_STRING || row->kind == KIND_ADDR ||
+           row->kind == KIND_GLOBS;
 }
 
 /* The value as the ini file spells it; secrets are not shown. */

@@ -45,6 +45,7 @@ struct config {
     int64_t reconnect_max_ms;
     /* [lock] */
     char name_prefix[256];
+    char allowed_names[1024]; /* glob patterns */
     int64_t watchdog_timeout_ms;
     int64_t on_disconnect; /* enum on_disconnect */
     int64_t max_waiters;

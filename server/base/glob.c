@@ -146,6 +146,17 @@ bool glob_list_next(const char *list, size_t *pos, const char **pattern,
     return true;
 }
 
+int glob_list_validate(const char *list, const char **bad, size_t *bad_len)
+{
+    size_t pos = 0;
+
+    while (glob_list_next(list, &pos, bad, bad_len)) {
+        if (glob_validate(*bad, *bad_len) != 0)
+            return -EINVAL;
+    }
+    return 0;
+}
+
 bool glob_list_match(const char *list, const char *s, size_t len)
 {
     const char *pattern;

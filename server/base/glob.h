@@ -37,5 +37,8 @@ bool glob_list_next(const char *list, size_t *pos, const char **pattern,
 /* Whether any pattern of the list matches s; an empty list matches
  * nothing. */
 bool glob_list_match(const char *list, const char *s, size_t len);
+/* 0, or -EINVAL with *bad and *bad_len naming the list's first pattern
+ * that glob_validate refuses. */
+int glob_list_validate(const char *list, const char **bad, size_t *bad_len);
 
 #endif

@@ -69,6 +69,8 @@ enum stats_section {
       "connections closed after max_auth_failures refusals")                  \
     X(COUNTS,  COUNTER, noperm_replies,                                        \
       "-NOPERM replies: a command or lock name the user may not use")        \
+    X(COUNTS,  COUNTER, clientid_refusals,                                     \
+      "CLIENTID of a live session without its secret")                        \
     X(COUNTS,  COUNTER, config_reloads, "SIGHUP reloads applied")             \
     X(COUNTS,  COUNTER, config_reload_failures,                                \
       "SIGHUP reloads refused (bad file)")                                     \

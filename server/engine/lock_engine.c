@@ -688,9 +688,10 @@ void lock_engine_abandon(struct lock_call *call)
 
 /* ---- sessions --------------------------------------------------------- */
 
-struct session *lock_engine_join(const char *id, size_t len)
+int lock_engine_join(const char *id, size_t len, const char *secret,
+                     size_t secret_len, struct session **out)
 {
-    return session_join(id, len);
+    return session_join(id, len, secret, secret_len, out);
 }
 
 void lock_engine_leave(struct session *s)

@@ -89,9 +89,10 @@ struct lock_call *lock_engine_start(struct session *session,
  * Redis grants later. */
 void lock_engine_abandon(struct lock_call *call);
 
-/* A connection joins the session of client-id id; NULL when out of
- * memory. */
-struct session *lock_engine_join(const char *id, size_t len);
+/* A connection joins the session of client-id id, with the proof a live
+ * one needs (session_join): 0, -EPERM or -ENOMEM. */
+int lock_engine_join(const char *id, size_t len, const char *secret,
+                     size_t secret_len, struct session **out);
 /* A connection leaves; after the last one the session's holds are
  * released (on_disconnect = release) or left to expire. */
 void lock_engine_leave(struct session *session);

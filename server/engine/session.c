@@ -1,8 +1,9 @@
 /*
- * session.c - sessions by client-id.
+ * session.c - sessions by client-id, and the proof that joins one.
  */
 #include "engine/session.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,25 +22,53 @@ void session_table_free(void)
     hashmap_free(&session_map);
 }
 
-struct session *session_join(const char *id, size_t len)
+static struct session *session_new(const char *id, size_t len)
+{
+    struct session *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    memcpy(s->id, id, len);
+    s->id_len = len;
+    list_init(&s->holds);
+    if (hashmap_put(&session_map, s->id, len, s) != 0) {
+        free(s);
+        return NULL;
+    }
+    stats.client_sessions++;
+    return s;
+}
+
+/* The digest is taken even when the session has no secret, so that the
+ * time a refusal takes tells nothing about the session. */
+static bool secret_matches(const struct session *s, const char *secret,
+                           size_t secret_len)
+{
+    unsigned char digest[DIGEST_SIZE];
+
+    digest_sha256(secret ? secret : "", secret_len, digest);
+    return digest_equal(digest, s->secret) && s->has_secret && secret != NULL;
+}
+
+int session_join(const char *id, size_t len, const char *secret,
+                 size_t secret_len, struct session **out)
 {
     struct session *s = hashmap_get(&session_map, id, len);
 
+    if (s != NULL && !secret_matches(s, secret, secret_len))
+        return -EPERM;
     if (s == NULL) {
-        s = calloc(1, sizeof(*s));
+        s = session_new(id, len);
         if (s == NULL)
-            return NULL;
-        memcpy(s->id, id, len);
-        s->id_len = len;
-        list_init(&s->holds);
-        if (hashmap_put(&session_map, s->id, len, s) != 0) {
-            free(s);
-            return NULL;
+            return -ENOMEM;
+        if (secret != NULL) {
+            digest_sha256(secret, secret_len, s->secret);
+            s->has_secret = true;
         }
-        stats.client_sessions++;
     }
     s->connections++;
-    return s;
+    *out = s;
+    return 0;
 }
 
 void session_free(struct session *s)

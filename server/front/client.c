@@ -605,7 +605,7 @@ void client_accept(uv_stream_t *server)
         return;
     }
     if (client_id_random(id) != 0 ||
-        (c->session = lock_engine_join(id, strlen(id))) == NULL) {
+        lock_engine_join(id, strlen(id), NULL, 0, &c->session) != 0) {
         client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
@@ -614,10 +614,17 @@ void client_accept(uv_stream_t *server)
     uv_read_start(&c->io.stream, on_alloc, on_read);
 }
 
+/*
+ * A refused join says the same whatever the reason (no secret given, a
+ * wrong one, a session started without one), is counted, logged and
+ * penalised as a failed AUTH is: guessing a session's secret must be as
+ * slow as guessing a password.
+ */
 int client_set_id(struct client *c, const char *id, size_t len,
-                  struct buffer *out)
+                  const char *secret, size_t secret_len, struct buffer *out)
 {
     struct session *old = c->session, *next;
+    int err;
 
     if (old->id_len == len && memcmp(old->id, id, len) == 0)
         return 0;
@@ -627,8 +634,15 @@ int client_set_id(struct client *c, const char *id, size_t len,
                     "last connection of this client");
         return -1;
     }
-    next = lock_engine_join(id, len);
-    if (next == NULL) {
+    err = lock_engine_join(id, len, secret, secret_len, &next);
+    if (err == -EPERM) {
+        stats.clientid_refusals++;
+        reply_error(out, REPLY_NOPERM,
+                    "client-id in use: joining its session needs its SECRET");
+        client_penalize(c, "CLIENTID");
+        return -1;
+    }
+    if (err != 0) {
         reply_error(out, REPLY_ERR, "out of memory");
         return -1;
     }

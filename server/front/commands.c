@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "base/acl.h"
+#include "base/glob.h"
 #include "base/stats.h"
 #include "client_id.h"
 #include "command.h"
@@ -147,7 +148,8 @@ static int command_clientid(struct client *c, const struct command *cmd,
         return reply_error(out, REPLY_ERR,
                            "client-id must be 1-64 characters of A-Z a-z "
                            "0-9 . _ -");
-    if (client_set_id(c, a->name, a->name_len, out) != 0)
+    if (client_set_id(c, a->name, a->name_len, a->secret, a->secret_len, out) !=
+        0)
         return 0; /* the refusal is written */
     return reply_simple(out, "OK");
 }
@@ -274,20 +276,16 @@ static const struct acl_user *acting_user(const struct client *c)
 }
 
 /* The -NOPERM reply, in Redis's words where Redis has them. */
-static int refuse_noperm(struct client *c, const struct command *cmd,
-                         enum acl_verdict verdict, const struct command_args *a)
+/* -NOPERM, counted; why says what the name (a command's or a lock's,
+ * quoted printable) may not be used for. */
+static int refuse_noperm(struct client *c, const char *name, size_t len,
+                         const char *why)
 {
-    char name[QUOTED_NAME_MAX + 1], text[192];
+    char quoted[QUOTED_NAME_MAX + 1], text[192];
 
     stats.noperm_replies++;
-    if (verdict == ACL_DENIED_COMMAND)
-        snprintf(text, sizeof(text),
-                 "this user has no permissions to run the '%s' command",
-                 cmd->name);
-    else
-        snprintf(text, sizeof(text),
-                 "this user has no permissions to access the '%s' lock",
-                 printable(a->name, a->name_len, name, sizeof(name)));
+    snprintf(text, sizeof(text), why,
+             printable(name, len, quoted, sizeof(quoted)));
     return refuse(c, REPLY_NOPERM, text);
 }
 
@@ -306,8 +304,18 @@ static int execute(struct client *c, const struct command *cmd, size_t argc,
                            sizeof(err)) != 0)
         return refuse(c, REPLY_ERR, err);
     verdict = acl_allows(user, cmd->id, args.name, args.name_len);
-    if (verdict != ACL_ALLOWED)
-        return refuse_noperm(c, cmd, verdict, &args);
+    if (verdict == ACL_DENIED_COMMAND)
+        return refuse_noperm(
+            c, cmd->name, strlen(cmd->name),
+            "this user has no permissions to run the '%s' command");
+    if (verdict == ACL_DENIED_NAME)
+        return refuse_noperm(
+            c, args.name, args.name_len,
+            "this user has no permissions to access the '%s' lock");
+    if (command_has_lock_name(cmd) &&
+        !glob_list_match(commands.cfg->allowed_names, args.name, args.name_len))
+        return refuse_noperm(c, args.name, args.name_len,
+                             "the '%s' lock is outside [lock] allowed_names");
     return command_handlers[cmd->id](c, cmd, &args);
 }
 

@@ -1,6 +1,7 @@
 """Lock commands touch only lock data: every other key survives them unchanged, and
-the queries reveal nothing about it."""
+the queries reveal nothing about it; name_prefix and allowed_names fence rlockd in."""
 
+import signal
 import time
 
 from harness import Env, assert_eq, assert_error, channel_for, wait_until
@@ -130,3 +131,24 @@ def test_name_prefix_keeps_locks_apart_from_application_keys():
         assert_eq(sub.read_reply(timeout=2), ["message", channel, "0"], "the unlock message on the prefixed channel")
         assert_eq(env.redis("EXISTS", "rlockd:" + n), 0, "the lock's key after UNLOCK")
         assert_eq(env.redis("GET", n), "application data", "the application's key after UNLOCK")
+
+
+def test_allowed_names_fence_every_lock_command_and_reload_live():
+    with Env({"lock": {"allowed_names": "orders:* jobs:?"}}) as env:
+        c = env.client()
+        assert_eq(c.call("LOCK", "orders:42", 1), "OK", "a name inside the patterns")
+        assert_eq(c.call("TRYLOCK", "jobs:7", 1), 1, "a name matching jobs:?")
+        before = env.info_int("noperm_replies")
+        for cmd in (("LOCK", "app:config", 1), ("TRYLOCK", "jobs:77", 1), ("UNLOCK", "app:config", 1),
+                    ("FORCEUNLOCK", "app:config"), ("ISLOCKED", "app:config"), ("ISHELD", "app:config", 1),
+                    ("HOLDCOUNT", "app:config", 1), ("PTTL", "app:config")):
+            assert_error(c.call(*cmd), "NOPERM", "allowed_names", what="%s outside the patterns" % cmd[0])
+        assert_eq(env.info_int("noperm_replies") - before, 8, "INFO noperm_replies")
+        assert_eq(env.redis("EXISTS", "app:config", "jobs:77"), 0, "no key written for a refused name")
+        assert_eq(c.call("UNLOCK", "orders:42", 1), 1, "UNLOCK inside the patterns")
+        env.rlockd.rewrite_config({"lock": {"allowed_names": "app:*"}})
+        env.rlockd.signal(signal.SIGHUP)
+        env.rlockd.wait_log("allowed_names")
+        assert_eq(c.call("TRYLOCK", "app:config", 1), 1, "a name the reloaded patterns allow")
+        assert_error(c.call("TRYLOCK", "orders:43", 1), "NOPERM", what="a name they no longer allow")
+        assert_eq(c.call("UNLOCK", "app:config", 1), 1, "UNLOCK")

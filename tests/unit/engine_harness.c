@@ -91,9 +91,11 @@ void engine_suite_add(Suite *s, TCase *tc)
 
 struct session *join(const char *id)
 {
-    struct session *s = lock_engine_join(id, strlen(id));
+    static const char secret[] = "the-test-secret!";
+    struct session *s;
 
-    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(
+        lock_engine_join(id, strlen(id), secret, strlen(secret), &s), 0);
     ck_assert_uint_lt(world.session_count, MAX_SESSIONS);
     world.sessions[world.session_count++] = s;
     return s;

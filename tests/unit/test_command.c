@@ -186,7 +186,7 @@ START_TEST(syntax_optional_text)
     ck_assert_uint_eq(a.name_len, 6);
 
     /* present but empty is told apart from absent */
-    a = expect_ok((const char *[]){"CLIENTID", "", NULL});
+    a = expect_ok((const char *[]){"PING", "", NULL});
     ck_assert_ptr_nonnull(a.name);
     ck_assert_uint_eq(a.name_len, 0);
 
@@ -232,6 +232,34 @@ START_TEST(lock_name_commands_are_those_with_a_name_argument)
 
         ck_assert_msg(command_has_lock_name(cmd) == want, "%s", cmd->name);
     }
+}
+END_TEST
+
+START_TEST(syntax_clientid)
+{
+    static const char *const with_secret[] = {"CLIENTID", "app-1", "secret",
+                                              "0123456789abcdef", NULL};
+    struct command_args a = expect_ok((const char *[]){"CLIENTID", NULL});
+
+    ck_assert_ptr_null(a.name);
+    ck_assert_ptr_null(a.secret);
+    a = expect_ok((const char *[]){"CLIENTID", "", NULL});
+    ck_assert_ptr_nonnull(a.name); /* the handler refuses the empty id */
+    ck_assert_uint_eq(a.name_len, 0);
+    ck_assert_ptr_null(a.secret);
+    a = expect_ok(with_secret);
+    ck_assert_ptr_eq(a.name, with_secret[1]);
+    ck_assert_ptr_eq(a.secret, with_secret[3]);
+    ck_assert_uint_eq(a.secret_len, 16);
+
+    expect_error((const char *[]){"CLIENTID", "app-1", "SECRET", NULL},
+                 "syntax error");
+    expect_error((const char *[]){"CLIENTID", "app-1", "PASSWORD",
+                                  "0123456789abcdef", NULL},
+                 "syntax error");
+    expect_error((const char *[]){"CLIENTID", "app-1", "SECRET",
+                                  "0123456789abcde", NULL},
+                 "SECRET must be 16 to 256 bytes");
 }
 END_TEST
 
@@ -470,6 +498,7 @@ Suite *command_suite(void)
     tcase_add_test(args, syntax_optional_text);
     tcase_add_test(args, syntax_auth_password_or_username_and_password);
     tcase_add_test(args, lock_name_commands_are_those_with_a_name_argument);
+    tcase_add_test(args, syntax_clientid);
     tcase_add_test(args, syntax_name);
     tcase_add_test(args, name_may_hold_nul_bytes);
     tcase_add_test(args, syntax_name_thread);

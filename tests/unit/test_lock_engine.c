@@ -541,6 +541,32 @@ END_TEST
 
 /* ---- sessions ----------------------------------------------------------- */
 
+/* A live session is joined only with the secret it was started with. */
+START_TEST(a_live_session_is_joined_only_with_its_secret)
+{
+    static const char right[] = "0123456789abcdef";
+    static const char wrong[] = "0123456789abcdeF";
+    struct session *first, *second, *none;
+
+    ck_assert_int_eq(lock_engine_join("s", 1, right, 16, &first), 0);
+    ck_assert_int_eq(lock_engine_join("s", 1, NULL, 0, &second), -EPERM);
+    ck_assert_int_eq(lock_engine_join("s", 1, wrong, 16, &second), -EPERM);
+    ck_assert_int_eq(lock_engine_join("s", 1, right, 15, &second), -EPERM);
+    ck_assert_int_eq(lock_engine_join("s", 1, right, 16, &second), 0);
+    ck_assert_ptr_eq(first, second);
+    ck_assert_uint_eq(first->connections, 2);
+    ck_assert_int_eq(lock_engine_join("n", 1, NULL, 0, &none), 0);
+    ck_assert_int_eq(lock_engine_join("n", 1, NULL, 0, &second), -EPERM);
+    ck_assert_int_eq(lock_engine_join("n", 1, "", 0, &second), -EPERM);
+    lock_engine_leave(first);
+    lock_engine_leave(first);
+    lock_engine_leave(none);
+    /* ended: the id is free, with a new secret */
+    ck_assert_int_eq(lock_engine_join("s", 1, wrong, 16, &first), 0);
+    lock_engine_leave(first);
+}
+END_TEST
+
 START_TEST(session_end_under_release_frees_every_hold)
 {
     struct session *a = join("a"), *b = join("b");
@@ -710,6 +736,7 @@ Suite *lock_engine_suite(void)
                    max_held_locks_refuses_a_new_hold_but_not_a_reentrant_one);
     tcase_add_test(limits, max_waiters_refuses_one_more_waiter);
     tcase_add_test(limits, per_client_limits_refuse_only_that_client_id);
+    tcase_add_test(sessions, a_live_session_is_joined_only_with_its_secret);
 
     tcase_add_test(sessions, session_end_under_release_frees_every_hold);
     tcase_add_test(sessions, session_end_under_expire_sends_nothing);
