@@ -6,6 +6,8 @@ from harness import Env, assert_eq, holds_for, wait_until
 
 # A long watchdog TTL, so that "released promptly" cannot be mistaken for "expired".
 CONFIG = {"lock": {"watchdog_timeout_ms": 10000, "on_disconnect": "release"}}
+# What a pooled program sends with its stable client-id on every connection.
+POOL_SECRET = "pool-secret-0123456789abcdef"
 
 
 def _gone(env, name):
@@ -93,8 +95,8 @@ def test_quit_releases_locks_like_a_close(env):
 def test_same_owner_is_reentrant_across_connections_with_same_clientid(env):
     n = env.name("pool")
     c1, c2 = env.client(), env.client()
-    assert_eq(c1.call("CLIENTID", "pooled-app"), "OK", "CLIENTID on c1")
-    assert_eq(c2.call("CLIENTID", "pooled-app"), "OK", "CLIENTID on c2")
+    assert_eq(c1.call("CLIENTID", "pooled-app", "SECRET", POOL_SECRET), "OK", "CLIENTID on c1")
+    assert_eq(c2.call("CLIENTID", "pooled-app", "SECRET", POOL_SECRET), "OK", "CLIENTID on c2")
     assert_eq(c1.call("LOCK", n, 1), "OK", "LOCK on c1")
     assert_eq(c2.call("TRYLOCK", n, 1), 1, "TRYLOCK by the same owner on c2 (reentrant)")
     assert_eq(env.redis_hash(n), {"pooled-app:1": "2"}, "hash: one owner, count 2")
@@ -108,8 +110,8 @@ def test_same_owner_is_reentrant_across_connections_with_same_clientid(env):
 def test_locks_survive_until_last_connection_of_clientid_closes(env):
     n = env.name("pool")
     c1, c2, other = env.client(), env.client(), env.client()
-    c1.call("CLIENTID", "pooled-app-2")
-    c2.call("CLIENTID", "pooled-app-2")
+    c1.call("CLIENTID", "pooled-app-2", "SECRET", POOL_SECRET)
+    c2.call("CLIENTID", "pooled-app-2", "SECRET", POOL_SECRET)
     assert_eq(c1.call("LOCK", n, 1), "OK", "LOCK on c1")
     c1.close()
     holds_for(lambda: env.redis("HGET", n, "pooled-app-2:1") == "1", 0.5,

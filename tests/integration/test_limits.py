@@ -101,7 +101,7 @@ def test_per_client_limits_refuse_that_client_id_and_serve_others():
     config = _config(lock={"max_held_locks_per_client": 2, "max_waiters_per_client": 1})
     with Env(config) as env:
         a1, a2, b = env.client(label="a-1"), env.client(label="a-2"), env.client(label="b")
-        a1.call("CLIENTID", "greedy")
+        a1.call("CLIENTID", "greedy", "SECRET", "greedy-secret-0123456789")
         names = [env.name("per-client") for _ in range(3)]
         assert_eq(a1.call("LOCK", names[0], 1), "OK", "greedy's first lock")
         assert_eq(a1.call("LOCK", names[1], 2), "OK", "greedy's second lock")
@@ -114,7 +114,7 @@ def test_per_client_limits_refuse_that_client_id_and_serve_others():
         assert_eq(a1.call("UNLOCK", names[1], 2), 1, "greedy frees a slot")
         a1.send("LOCK", names[2], 4)        # waits for b's lock
         env.wait_waiting(1)
-        a2.call("CLIENTID", "greedy")         # greedy's second connection
+        a2.call("CLIENTID", "greedy", "SECRET", "greedy-secret-0123456789")  # its second connection
         assert_error(a2.call("TRYLOCK", names[2], 5, "WAIT", 5000), "LIMIT", "max_waiters_per_client",
                      what="greedy's second waiter")
         other = env.client(label="b-2")
