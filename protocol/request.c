@@ -428,3 +428,8 @@ enum request_status request_parser_feed(struct request_parser *p,
     *consumed = pos;
     return status;
 }
+
+bool request_parser_started(const struct request_parser *p)
+{
+    return p->state != PARSE_REQUEST_START;
+}

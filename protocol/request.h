@@ -16,6 +16,7 @@
 #ifndef RLOCKD_REQUEST_H
 #define RLOCKD_REQUEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buffer.h"
@@ -70,5 +71,8 @@ void request_parser_free(struct request_parser *p);
 enum request_status request_parser_feed(struct request_parser *p,
                                         const char *data, size_t len,
                                         size_t *consumed);
+/* Whether the parser holds part of a request (after REQUEST_INCOMPLETE:
+ * the client has started one and not finished it). */
+bool request_parser_started(const struct request_parser *p);
 
 #endif

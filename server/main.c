@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 
 #include <uv.h>
 
@@ -183,6 +184,44 @@ static void on_backend_change(void)
         service_ready();
 }
 
+/* Descriptors besides clients: stdio, the loop's own, signals, log, the
+ * listeners (at most 8), a few spare. */
+#define FDS_RESERVED 32
+
+/*
+ * Raises the soft open-files limit as far as the hard one allows, and
+ * tells the client side how many connections fit under it: max_clients
+ * is lowered (with a warning) rather than letting accept() fail, so the
+ * Redis connections always find a descriptor and a refused client gets
+ * -LIMIT, not a silent close. As Redis's adjustOpenFilesLimit.
+ */
+static void fit_open_files_limit(void)
+{
+    uint64_t reserved = FDS_RESERVED + (uint64_t)rlockd.cfg.pool_size + 1;
+    uint64_t want = (uint64_t)rlockd.cfg.max_clients + reserved;
+    struct rlimit rl;
+    uint64_t fit;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
+                          ? want
+                          : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+            getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+        return;
+    fit = rl.rlim_cur > reserved + 1 ? rl.rlim_cur - reserved : 1;
+    log_warn("open files limit %llu is too low for max_clients %lld; "
+             "accepting at most %llu clients (raise LimitNOFILE or ulimit -n)",
+             (unsigned long long)rl.rlim_cur, (long long)rlockd.cfg.max_clients,
+             (unsigned long long)fit);
+    client_set_fd_limit(fit);
+}
+
 static int start(void)
 {
     uint8_t seed[16];
@@ -207,6 +246,7 @@ static int start(void)
         (err = uv_signal_start(&rlockd.sigterm, on_signal, SIGTERM)) != 0 ||
         (err = uv_signal_start(&rlockd.sighup, on_sighup, SIGHUP)) != 0)
         return err;
+    fit_open_files_limit();
     commands_init(&rlockd.cfg);
     info_init(&rlockd.cfg, rlockd.config_path, loop_now_ms);
     if ((err = listener_start(&rlockd.loop, &rlockd.cfg)) != 0)

@@ -88,6 +88,14 @@ static const struct config_row config_rows[] = {
     INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
             100),
     INT_ROW("server", "max_clients", LIVE, max_clients, "10000", 1, 1000000),
+    /* 0: no per-peer limit. On a sidecar every TCP client is 127.0.0.1, one
+     * peer; the limit is for a Unix socket shared by several users. */
+    INT_ROW("server", "max_clients_per_peer", LIVE, max_clients_per_peer, "0",
+            0, 1000000),
+    INT_ROW("server", "request_timeout_ms", LIVE, request_timeout_ms, "10000",
+            100, 3600000),
+    INT_ROW("server", "max_client_buffers_bytes", LIVE,
+            max_client_buffers_bytes, "134217728", 1 << 20, 1LL << 40),
     INT_ROW("server", "max_request_bytes", LIVE, max_request_bytes, "65536",
             256, 64 << 20),
     INT_ROW("server", "max_request_args", LIVE, max_request_args, "64", 8,

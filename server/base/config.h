@@ -27,6 +27,9 @@ struct config {
     char auth_token[256];
     int64_t max_auth_failures;
     int64_t max_clients;
+    int64_t max_clients_per_peer;
+    int64_t request_timeout_ms;
+    int64_t max_client_buffers_bytes;
     int64_t max_request_bytes;
     int64_t max_request_args;
     int64_t max_input_buffer_bytes;

@@ -61,6 +61,11 @@ static inline struct list_node *list_first(const struct list_node *head)
 }
 
 /* Safe against removal of the current node. */
+static inline struct list_node *list_last(const struct list_node *head)
+{
+    return list_empty(head) ? NULL : head->prev;
+}
+
 #define list_for_each_safe(pos, tmp, head)                                     \
     for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);           \
          (pos) = (tmp), (tmp) = (pos)->next)

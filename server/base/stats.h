@@ -37,6 +37,10 @@ enum stats_section {
     X(CLIENTS, GAUGE,   client_sessions, "client-ids with a connection")       \
     X(CLIENTS, GAUGE,   commands_in_flight,                                    \
       "client commands waiting for Redis")                                     \
+    X(CLIENTS, GAUGE,   client_buffers_bytes,                                  \
+      "memory held in client buffers (max_client_buffers_bytes caps it)")     \
+    X(CLIENTS, GAUGE,   max_clients_effective,                                 \
+      "max_clients, lowered if the open files limit is too low for it")       \
     X(LOCKS,   GAUGE,   held_locks, "holds taken through this daemon")         \
     X(LOCKS,   GAUGE,   watchdog_locks, "holds renewed by the watchdog")       \
     X(LOCKS,   GAUGE,   waiting_clients, "calls queued for a lock")            \
@@ -44,7 +48,11 @@ enum stats_section {
     X(LOCKS,   GAUGE,   subscribed_channels, "pub/sub channels listened on")   \
     X(COUNTS,  COUNTER, total_connections_received, "connections accepted")    \
     X(COUNTS,  COUNTER, rejected_connections,                                  \
-      "connections refused (max_clients, shutdown)")                           \
+      "connections refused (max_clients, max_clients_per_peer, shutdown)")     \
+    X(COUNTS,  COUNTER, request_timeouts,                                      \
+      "connections closed: a request unfinished for request_timeout_ms")     \
+    X(COUNTS,  COUNTER, buffer_cap_disconnects,                                \
+      "connections closed to keep under max_client_buffers_bytes")             \
     X(COUNTS,  COUNTER, total_commands_processed, "commands run")              \
     X(COUNTS,  COUNTER, protocol_errors, "malformed requests")                 \
     X(COUNTS,  COUNTER, locks_acquired, "acquisitions, reentrant included")   \

@@ -26,9 +26,14 @@
 #include "base/stats.h"
 #include "client_id.h"
 #include "engine/session.h"
+#include "front/peer.h"
 #include "reply.h"
 
 #define READ_CHUNK 16384
+/* Unsent replies past which a connection's requests wait for it to read:
+ * a few socket buffers' worth, far below max_output_buffer_bytes, so that
+ * pipelined requests cannot turn a little input into much output. */
+#define OUTPUT_PAUSE 65536
 
 /* The delay after the n-th refusal: 100 ms, doubling up to 3.2 s. A
  * legitimate client that mistyped loses little; a guesser gets a few
@@ -46,6 +51,7 @@ struct client_slot {
     struct lock_call *call; /* while in flight, if the engine kept it */
     bool answered;
     struct buffer reply;
+    size_t counted;     /* of reply.len, in client.slot_bytes */
     bool granted_is_ok; /* LOCK answers +OK, TRYLOCK :1 */
     bool alone;
 };
@@ -68,7 +74,10 @@ static struct {
     uint64_t penalty_log_next_ms; /* no refusal logged before then */
     uint64_t penalty_unlogged;    /* refusals not logged since the last */
     uint64_t next_id;
-    bool stopped; /* shutting down: no new commands */
+    uint64_t fd_max_clients;  /* what the open files limit allows */
+    struct list_node partial; /* struct client.partial_link, oldest first */
+    uv_timer_t partial_timer; /* at the oldest's request_timeout_ms */
+    bool stopped;             /* shutting down: no new commands */
 } clients;
 
 static void client_flush(struct client *c);
@@ -77,6 +86,7 @@ static void client_flush(struct client *c);
 
 static void slot_free(struct client_slot *slot)
 {
+    slot->client->slot_bytes -= slot->counted;
     list_remove(&slot->link);
     buffer_free(&slot->reply);
     free(slot);
@@ -112,6 +122,14 @@ static void slots_drain(struct client *c)
         }
         slot_free(slot);
     }
+}
+
+/* Counts what was written into a slot's reply since it was last counted:
+ * replies waiting in slots are unsent output too. */
+static void slot_count(struct client_slot *slot)
+{
+    slot->client->slot_bytes += slot->reply.len - slot->counted;
+    slot->counted = slot->reply.len;
 }
 
 struct buffer *client_reply_buffer(struct client *c)
@@ -172,6 +190,7 @@ static void on_call_done(void *ctx, const struct lock_result *result)
      * the connection instead (not here, inside the engine's call). */
     if (write_result(&slot->reply, result, slot->granted_is_ok) != 0)
         c->reply_failed = true;
+    slot_count(slot);
     mark_ready(c);
 }
 
@@ -199,10 +218,14 @@ void client_start_call(struct client *c, const struct lock_request *req,
 
 /* ---- connection life ---------------------------------------------------- */
 
+/* "client <id> (<peer>)" */
+#define CLIENT_LABEL_MAX (32 + PEER_NAME_MAX)
+
 /* How log lines name a connection: the one place to say more about it. */
 static const char *client_label(const struct client *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "client %llu", (unsigned long long)c->id);
+    snprintf(buf, size, "client %llu (%s)", (unsigned long long)c->id,
+             c->peer ? c->peer->name : "?");
     return buf;
 }
 
@@ -242,12 +265,21 @@ static void slots_abandon(struct client *c)
 
 void client_close(struct client *c, const char *why)
 {
+    char label[CLIENT_LABEL_MAX];
+
     if (c->closing)
         return;
     c->closing = true;
-    log_debug("client %llu closed: %s", (unsigned long long)c->id, why);
+    log_debug("%s closed: %s", client_label(c, label, sizeof(label)), why);
     if (penalized(c))
         list_remove(&c->penalty_link);
+    if (list_linked(&c->partial_link))
+        list_remove(&c->partial_link);
+    if (c->peer != NULL)
+        peer_detach(c->peer);
+    c->peer = NULL;
+    stats.client_buffers_bytes -= c->accounted;
+    c->accounted = 0;
     slots_abandon(c);
     if (c->session != NULL)
         lock_engine_leave(c->session);
@@ -259,6 +291,43 @@ void client_close(struct client *c, const char *why)
     uv_close(&c->io.handle, on_closed);
 }
 
+static void client_account(struct client *c);
+
+/* Replies not yet read by the client: buffered, being written, or
+ * waiting in a slot for an earlier one. */
+static size_t unsent(const struct client *c)
+{
+    return c->out.len + c->writing + c->slot_bytes;
+}
+
+static size_t output_pause(void)
+{
+    size_t hard = (size_t)clients.cfg->max_output_buffer_bytes;
+
+    return hard / 2 < OUTPUT_PAUSE ? hard / 2 : OUTPUT_PAUSE;
+}
+
+static void client_process(struct client *c);
+
+static void on_alloc(uv_handle_t *handle, size_t hint, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+/* Back-pressure: a connection with too much unsent output is not read
+ * (the kernel's buffers then slow the client down), as it runs nothing
+ * (can_run) until the client has read. */
+static void client_update_reading(struct client *c)
+{
+    bool over = unsent(c) >= output_pause();
+
+    if (over == c->read_paused || c->quitting || c->closing)
+        return;
+    c->read_paused = over;
+    if (over)
+        uv_read_stop(&c->io.stream);
+    else
+        uv_read_start(&c->io.stream, on_alloc, on_read);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
     struct client_write *w = (struct client_write *)req;
@@ -267,10 +336,15 @@ static void on_written(uv_write_t *req, int status)
     c->writing -= w->data.len;
     buffer_free(&w->data);
     free(w);
-    if (status < 0)
+    if (status < 0) {
         client_close(c, uv_strerror(status));
+        return;
+    }
+    client_flush(c);
+    if (c->read_paused && unsent(c) < output_pause())
+        client_process(c); /* runs what waited, and reads again */
     else
-        client_flush(c);
+        client_account(c);
 }
 
 static bool done_quitting(const struct client *c)
@@ -288,6 +362,7 @@ static bool done_quitting(const struct client *c)
  */
 static void client_flush(struct client *c)
 {
+    char label[CLIENT_LABEL_MAX];
     struct client_write *w;
     uv_buf_t buf;
     int err;
@@ -312,9 +387,9 @@ static void client_flush(struct client *c)
         return;
     if (c->writing + c->out.len >
         (size_t)clients.cfg->max_output_buffer_bytes) {
-        log_warn("client %llu: over max_output_buffer_bytes (not reading "
-                 "its replies); closing it",
-                 (unsigned long long)c->id);
+        log_warn("%s: over max_output_buffer_bytes (not reading its "
+                 "replies); closing it",
+                 client_label(c, label, sizeof(label)));
         client_close(c, "output limit");
         return;
     }
@@ -347,7 +422,7 @@ void client_quit(struct client *c)
 static bool can_run(const struct client *c)
 {
     return !c->alone && !c->quitting && !c->closing && !clients.stopped &&
-           !penalized(c) &&
+           !penalized(c) && unsent(c) < output_pause() &&
            c->in_flight < (size_t)clients.cfg->max_commands_in_flight;
 }
 
@@ -364,10 +439,112 @@ static bool run_parked(struct client *c)
     return true;
 }
 
-/* Runs buffered requests until one must wait or the input runs out. */
-static void client_process(struct client *c)
+/* ---- requests left unfinished (request_timeout_ms) ----------------------- */
+
+static void on_partial_timer(uv_timer_t *timer);
+
+static void partial_arm(void)
+{
+    struct list_node *node = list_first(&clients.partial);
+    uint64_t due, now = uv_now(clients.loop);
+
+    if (node == NULL) {
+        uv_timer_stop(&clients.partial_timer);
+        return;
+    }
+    due = list_entry(node, struct client, partial_link)->partial_since_ms +
+          (uint64_t)clients.cfg->request_timeout_ms;
+    uv_timer_start(&clients.partial_timer, on_partial_timer,
+                   due > now ? due - now : 0, 0);
+}
+
+/* Closes the connections whose request has been unfinished too long, the
+ * oldest first ("slowloris": a byte now and then holds a slot for ever). */
+static void on_partial_timer(uv_timer_t *timer)
+{
+    uint64_t now = uv_now(clients.loop);
+    struct list_node *node;
+    char label[CLIENT_LABEL_MAX];
+
+    (void)timer;
+    while ((node = list_first(&clients.partial)) != NULL) {
+        struct client *c = list_entry(node, struct client, partial_link);
+
+        if (c->partial_since_ms + (uint64_t)clients.cfg->request_timeout_ms >
+            now)
+            break;
+        stats.request_timeouts++;
+        log_warn("%s: a request unfinished for request_timeout_ms; closing it",
+                 client_label(c, label, sizeof(label)));
+        client_close(c, "request timeout");
+    }
+    partial_arm();
+}
+
+/* Whether the client has sent part of a request and not the rest. */
+static void client_note_partial(struct client *c, bool partial)
+{
+    if (partial == list_linked(&c->partial_link))
+        return;
+    if (!partial) {
+        list_remove(&c->partial_link);
+    } else {
+        c->partial_since_ms = uv_now(clients.loop);
+        list_push_tail(&clients.partial, &c->partial_link);
+    }
+    partial_arm();
+}
+
+/* ---- memory in client buffers (max_client_buffers_bytes) ----------------- */
+
+/* Closes the connection with the most unsent output: under the cap, the
+ * memory goes to those that read their replies. */
+static bool evict_largest(void)
+{
+    struct list_node *pos, *tmp;
+    struct client *largest = NULL;
+    char label[CLIENT_LABEL_MAX];
+
+    list_for_each_safe (pos, tmp, &clients.all) {
+        struct client *c = list_entry(pos, struct client, link);
+
+        if (largest == NULL || unsent(c) > unsent(largest))
+            largest = c;
+    }
+    if (largest == NULL || unsent(largest) == 0)
+        return false;
+    stats.buffer_cap_disconnects++;
+    log_warn("%s: %zu bytes of unread replies while client buffers are over "
+             "max_client_buffers_bytes; closing it",
+             client_label(largest, label, sizeof(label)), unsent(largest));
+    client_close(largest, "client buffers cap");
+    return true;
+}
+
+/* Updates the client's share of client_buffers_bytes (what its buffers
+ * hold in memory) and enforces the cap. */
+static void client_account(struct client *c)
+{
+    size_t held;
+
+    if (c->closing)
+        return;
+    held = c->in.cap + c->out.cap + c->writing + c->slot_bytes +
+           c->parser.arena.cap;
+    stats.client_buffers_bytes += held - c->accounted;
+    c->accounted = held;
+    while (stats.client_buffers_bytes >
+               (uint64_t)clients.cfg->max_client_buffers_bytes &&
+           evict_largest())
+        ;
+}
+
+/* Runs buffered requests until one must wait or the input runs out;
+ * true when the input ends inside a request. */
+static bool run_requests(struct client *c)
 {
     size_t pos = 0;
+    bool incomplete = false;
 
     while (can_run(c) && run_parked(c) && can_run(c) && pos < c->in.len) {
         size_t consumed = 0;
@@ -375,8 +552,10 @@ static void client_process(struct client *c)
             &c->parser, c->in.data + pos, c->in.len - pos, &consumed);
 
         pos += consumed;
-        if (st == REQUEST_INCOMPLETE)
+        if (st == REQUEST_INCOMPLETE) {
+            incomplete = true;
             break;
+        }
         if (st == REQUEST_ERROR) {
             struct buffer *out = client_reply_buffer(c);
 
@@ -389,13 +568,39 @@ static void client_process(struct client *c)
         stats.total_commands_processed++;
         c->parked = clients.execute(c, c->parser.argc, c->parser.argv,
                                     c->parser.argv_len) == CLIENT_RUN_LATER;
+        if (list_last(&c->pending) != NULL)
+            slot_count(
+                list_entry(list_last(&c->pending), struct client_slot, link));
         slots_drain(c);
     }
-    if (c->closing)
-        return;
-    buffer_consume(&c->in, pos);
-    slots_drain(c);
-    client_flush(c);
+    if (!c->closing) {
+        buffer_consume(&c->in, pos);
+        slots_drain(c);
+    }
+    return incomplete;
+}
+
+/*
+ * Runs what the client sent and sends the replies, again while sending
+ * made room under the output pause and requests are left; then updates
+ * what the limits watch: a request left unfinished, reading paused or
+ * not, the memory held.
+ */
+static void client_process(struct client *c)
+{
+    bool incomplete;
+
+    do {
+        incomplete = run_requests(c);
+        if (!c->closing)
+            client_flush(c);
+        if (c->closing)
+            return;
+    } while (!incomplete && c->in.len > 0 && can_run(c));
+    client_note_partial(
+        c, incomplete && (request_parser_started(&c->parser) || c->in.len > 0));
+    client_update_reading(c);
+    client_account(c);
 }
 
 /* Once per loop turn: clients whose calls were answered go on. */
@@ -464,7 +669,7 @@ static void on_penalty_timer(uv_timer_t *timer)
 static void log_refusal(const struct client *c, const char *what, bool closing,
                         uint64_t now)
 {
-    char label[64], unlogged[96] = "";
+    char label[CLIENT_LABEL_MAX], unlogged[96] = "";
 
     if (now < clients.penalty_log_next_ms) {
         clients.penalty_unlogged++;
@@ -539,13 +744,40 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     client_flush(c);
 }
 
-static void client_refuse(struct client *c)
+static uint64_t max_clients(void)
+{
+    uint64_t configured = (uint64_t)clients.cfg->max_clients;
+
+    return configured < clients.fd_max_clients ? configured
+                                               : clients.fd_max_clients;
+}
+
+void client_set_fd_limit(uint64_t max)
+{
+    clients.fd_max_clients = max;
+    stats.max_clients_effective = max_clients();
+}
+
+/* Why a new connection is refused, or NULL. */
+static const char *accept_refusal(const struct client *c)
+{
+    stats.max_clients_effective = max_clients();
+    if (clients.stopped)
+        return "rlockd is shutting down";
+    if (stats.connected_clients > max_clients())
+        return "max number of clients reached";
+    if (clients.cfg->max_clients_per_peer > 0 &&
+        c->peer->connections > (uint64_t)clients.cfg->max_clients_per_peer)
+        return "max number of clients from this peer reached "
+               "(max_clients_per_peer)";
+    return NULL;
+}
+
+static void client_refuse(struct client *c, const char *why)
 {
     stats.rejected_connections++;
-    if (clients.stopped)
-        reply_error(&c->out, REPLY_SHUTDOWN, "rlockd is shutting down");
-    else
-        reply_error(&c->out, REPLY_LIMIT, "max number of clients reached");
+    reply_error(&c->out, clients.stopped ? REPLY_SHUTDOWN : REPLY_LIMIT, "%s",
+                why);
     client_quit(c);
     client_flush(c);
 }
@@ -576,6 +808,7 @@ static int client_new(struct client **out, uv_stream_t *server)
     list_init(&c->pending);
     list_init(&c->ready_link);
     list_init(&c->penalty_link);
+    list_init(&c->partial_link);
     list_push_tail(&clients.all, &c->link);
     stats.connected_clients++;
     *out = c;
@@ -585,6 +818,7 @@ static int client_new(struct client **out, uv_stream_t *server)
 void client_accept(uv_stream_t *server)
 {
     char id[CLIENT_ID_RANDOM_SIZE];
+    const char *refusal;
     struct client *c;
     int err = client_new(&c, server);
 
@@ -599,9 +833,15 @@ void client_accept(uv_stream_t *server)
         return;
     }
     stats.total_connections_received++;
-    if (stats.connected_clients > (uint64_t)clients.cfg->max_clients ||
-        clients.stopped) {
-        client_refuse(c);
+    err = peer_attach(&c->io.stream, &c->peer);
+    if (err != 0) {
+        log_warn("accept: cannot tell the peer: %s", uv_strerror(err));
+        client_close(c, "unknown peer");
+        return;
+    }
+    refusal = accept_refusal(c);
+    if (refusal != NULL) {
+        client_refuse(c, refusal);
         return;
     }
     if (client_id_random(id) != 0 ||
@@ -654,7 +894,7 @@ int client_set_id(struct client *c, const char *id, size_t len,
 void client_users_reloaded(const struct acl *acl)
 {
     struct list_node *pos, *tmp;
-    char label[64];
+    char label[CLIENT_LABEL_MAX];
 
     list_for_each_safe (pos, tmp, &clients.all) {
         struct client *c = list_entry(pos, struct client, link);
@@ -681,10 +921,16 @@ int client_init(uv_loop_t *loop, const struct config *cfg,
     clients.execute = execute;
     list_init(&clients.all);
     list_init(&clients.ready);
+    list_init(&clients.partial);
+    clients.fd_max_clients = UINT64_MAX;
+    stats.max_clients_effective = max_clients();
     for (size_t i = 0; i < PENALTY_LEVELS; i++)
         list_init(&clients.penalty_box[i]);
-    err = uv_check_init(loop, &clients.ready_check);
-    return err != 0 ? err : uv_timer_init(loop, &clients.penalty_timer);
+    peer_table_init();
+    if ((err = uv_check_init(loop, &clients.ready_check)) != 0 ||
+        (err = uv_timer_init(loop, &clients.partial_timer)) != 0)
+        return err;
+    return uv_timer_init(loop, &clients.penalty_timer);
 }
 
 void client_stop_all(void)
@@ -711,4 +957,7 @@ void client_close_handles(void)
     uv_close((uv_handle_t *)&clients.ready_check, NULL);
     uv_timer_stop(&clients.penalty_timer);
     uv_close((uv_handle_t *)&clients.penalty_timer, NULL);
+    uv_timer_stop(&clients.partial_timer);
+    uv_close((uv_handle_t *)&clients.partial_timer, NULL);
+    peer_table_free();
 }

@@ -17,8 +17,13 @@
  * the ready list, which the loop drains once per turn.
  *
  * Every limit on what one client may cost (request size, arguments,
- * unprocessed input, unsent output, commands in flight) is enforced
- * here, and breaking one closes that connection only.
+ * unprocessed input, unsent output, commands in flight, a request left
+ * unfinished, connections per peer) is enforced here, and breaking one
+ * closes that connection only. A connection whose replies pile up unread
+ * runs no more requests and is not read until it reads (back-pressure);
+ * the memory all connections hold in buffers is capped, and over the cap
+ * the connections with the most unsent output are closed first, as
+ * Redis's maxmemory-clients does.
  *
  * A connection that sent wrong credentials is penalized: it is parked
  * in the penalty box (no request runs and no reply is sent) for a delay
@@ -42,6 +47,7 @@
 #include "request.h"
 
 struct acl_user;
+struct peer;
 struct session;
 
 struct client {
@@ -65,6 +71,12 @@ struct client {
     uint64_t penalty_due_ms;       /* when it leaves the box */
     unsigned penalties;            /* refused credentials so far */
     const struct acl_user *user;   /* who AUTH said; NULL: nobody yet */
+    struct peer *peer;             /* NULL only before accept */
+    size_t slot_bytes;             /* answered replies waiting in slots */
+    size_t accounted;              /* its part of client_buffers_bytes */
+    struct list_node partial_link; /* sent part of a request, since: */
+    uint64_t partial_since_ms;
+    bool read_paused;              /* unsent replies over OUTPUT_PAUSE */
     bool alone;                    /* a command that runs alone is in flight */
     bool parked;       /* the parser holds a request waiting for idle */
     bool closing;      /* uv_close called */
@@ -112,6 +124,10 @@ void client_penalize(struct client *c, const char *what);
 /* After a reload replaced the user table: points each connection at its
  * user's new entry, and closes those whose user is gone. */
 void client_users_reloaded(const struct acl *acl);
+
+/* The most connections the open files limit leaves room for; below
+ * max_clients, it is the effective limit. */
+void client_set_fd_limit(uint64_t max_clients);
 
 /* Stops running commands of every client (shutdown). */
 void client_stop_all(void);

@@ -491,8 +491,9 @@ def write_config(path, sections):
 class Rlockd:
     """The real daemon under test, with its config file in workdir."""
 
-    def __init__(self, workdir, redis_port, config=None, instance="rlockd", env=None):
+    def __init__(self, workdir, redis_port, config=None, instance="rlockd", env=None, preexec_fn=None):
         self.workdir = workdir
+        self.preexec_fn = preexec_fn
         self.env = None if env is None else dict(os.environ, **env)
         self.port = free_port()
         self.redis_port = redis_port
@@ -520,7 +521,8 @@ class Rlockd:
             raise AssertionError("rlockd binary not found or not executable: %s (set RLOCKD_BIN)" % exe)
         self.close_admin()
         write_config(self.conf_path, self.sections)
-        self.proc = _spawn([exe, "-c", self.conf_path], self.logpath, self.workdir, env=self.env)
+        self.proc = _spawn([exe, "-c", self.conf_path], self.logpath, self.workdir, env=self.env,
+                           preexec_fn=self.preexec_fn)
         if not wait_ready:
             return
         token = self.sections["server"].get("auth_token")
@@ -701,12 +703,14 @@ class Env:
 
     _names = itertools.count(1)
 
-    def __init__(self, config=None, label="env", env=None, redis_args=(), wait_redis=True):
+    def __init__(self, config=None, label="env", env=None, redis_args=(), wait_redis=True, preexec_fn=None):
         """config: rlockd's sections ({"redis": {"db": 3}}; "{tmpdir}" in a value is the
         temp dir); env: extra environment of rlockd; redis_args: extra redis-server
         arguments (see RedisServer); wait_redis=False: start() returns once rlockd
-        answers, even if it never connects to Redis (a wrong password)."""
+        answers, even if it never connects to Redis (a wrong password); preexec_fn: run in
+        rlockd's process before it starts (resource limits)."""
         self.config = config or {}
+        self.preexec_fn = preexec_fn
         self.label = label
         self.process_env = env
         self.redis_args = tuple(redis_args)
@@ -736,7 +740,8 @@ class Env:
         try:
             self.redis_server = RedisServer(self.tmpdir, args=self.redis_args)
             self.redis_server.start()
-            self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config, env=self.process_env)
+            self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config, env=self.process_env,
+                                 preexec_fn=self.preexec_fn)
             self.rlockd.start(wait_redis=self.wait_redis)
         except BaseException:
             self.close()

@@ -97,6 +97,6 @@ def test_refused_joins_are_penalised_like_failed_auth_and_logged(env):
     for i in range(max_failures):
         assert_error(guesser.read_reply(5.0), "NOPERM", what="guess %d" % i)
     assert guesser.wait_closed(5.0), "the guesser should be closed after %d refusals" % max_failures
-    env.rlockd.wait_log(r"WARN client \d+: CLIENTID refused")  # rate-limited: maybe an earlier test's
+    env.rlockd.wait_log(r"WARN client \d+ \(tcp 127\.0\.0\.1\): CLIENTID refused")  # rate-limited: maybe an earlier test's
     assert "guess-" not in env.rlockd.log_text(), "a guessed secret was logged"
     _assert_victim_untouched(env, v, cid, n)

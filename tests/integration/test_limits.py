@@ -1,12 +1,17 @@
-"""Limits from section 11 of docs/protocol.md: output and input buffers, max_held_locks.
+"""Limits from section 11 of docs/protocol.md: output and input buffers, max_held_locks and
+their per client-id twins, connections per peer, requests left unfinished (slowloris),
+memory in client buffers, and the open files limit.
 
 Each test has its own rlockd with a small limit; another client is served
 normally meanwhile.
 """
 
-import re
+import os
+import resource
+import socket
+import time
 
-from harness import Env, assert_eq, assert_error, encode_command
+from harness import HOST, Env, RespClient, Skip, assert_eq, assert_error, encode_command, wait_until
 
 CONFIG_BASE = {"lock": {"watchdog_timeout_ms": 600}}
 
@@ -19,9 +24,13 @@ def _config(**sections):
 
 
 def _lock_unlock(env, c, what):
+    """LOCK and UNLOCK by a well-behaved client; the LOCK's time (reported, not asserted)."""
     n = env.name("bystander")
-    assert_eq(c.call("LOCK", n, 1), "OK", "another client's LOCK %s" % what)
-    assert_eq(c.call("UNLOCK", n, 1), 1, "another client's UNLOCK %s" % what)
+    t0 = time.monotonic()
+    assert_eq(c.call("LOCK", n, 1, timeout=10), "OK", "another client's LOCK %s" % what)
+    took = time.monotonic() - t0
+    assert_eq(c.call("UNLOCK", n, 1, timeout=10), 1, "another client's UNLOCK %s" % what)
+    return took
 
 
 # ---------------------------------------------------------------- max_output_buffer_bytes
@@ -29,24 +38,32 @@ def _lock_unlock(env, c, what):
 MAX_OUTPUT = 65536
 
 
-def test_client_that_never_reads_its_replies_is_closed_at_max_output_buffer_bytes():
+def test_client_that_never_reads_its_replies_runs_nothing_more_until_it_reads():
+    """Back-pressure: pipelined INFO from a client that does not read stops
+    running once its unsent replies pass the pause (64 KiB, or half of
+    max_output_buffer_bytes); others are served; once it reads, it gets
+    every reply, in order."""
     with Env(_config(server={"max_output_buffer_bytes": MAX_OUTPUT})) as env:
         other = env.client(label="bystander")
         hog = env.client(label="non-reader", rcvbuf=4096)
-        batch = encode_command("INFO") * 1000   # 14 KB of requests, about 1 MB of replies
-        over = re.compile(r"over max_output_buffer_bytes")
-        for i in range(40):
-            try:
-                hog.send_raw(batch)
-            except (BrokenPipeError, ConnectionResetError):
-                break   # rlockd closed it already
-            _lock_unlock(env, other, "while a client does not read its replies (batch %d)" % (i + 1))
-            if over.search(env.rlockd.log_text()):
-                break
-        env.rlockd.wait_log(r"client \d+: over max_output_buffer_bytes")
-        assert hog.wait_closed(10.0), "the client that does not read is still connected"
-        _lock_unlock(env, other, "after the non-reading client was closed")
-        assert_eq(other.call("PING"), "PONG", "PING from another client")
+        batches, per_batch = 8, 1000   # about 24 MB of replies: more than socket buffers hold
+        for _ in range(batches):
+            hog.send_raw(encode_command("INFO") * per_batch)
+        _lock_unlock(env, other, "while a client does not read its replies")
+        before = env.info_int("total_commands_processed")
+        time.sleep(0.5)
+        info = env.info()
+        assert_eq(int(info["total_commands_processed"]) - before, 1,
+                  "commands run in 0.5 s besides this INFO (the non-reader's must wait)")
+        run = int(info["total_commands_processed"])
+        assert run < batches * per_batch, "all %d INFOs ran for a client that reads nothing" % run
+        assert int(info["client_buffers_bytes"]) < 1 << 20, \
+            "client buffers hold %s bytes for one non-reader" % info["client_buffers_bytes"]
+        for i in range(batches * per_batch):
+            r = hog.read_reply(timeout=10)
+            assert isinstance(r, str) and r.startswith("# Server"), "reply %d: %r" % (i, r[:40])
+        _lock_unlock(env, other, "after the non-reader read everything")
+        assert_eq(hog.call("PING"), "PONG", "the non-reader is served once it reads")
 
 
 # ---------------------------------------------------------------- max_input_buffer_bytes
@@ -123,3 +140,177 @@ def test_per_client_limits_refuse_that_client_id_and_serve_others():
         assert_eq(b.call("UNLOCK", names[2], 1), 1, "b frees the lock")
         assert_eq(a1.read_reply(timeout=5), "OK", "greedy's waiter gets it first")
         _lock_unlock(env, b, "after the refusals")
+
+
+def _rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+# ---------------------------------------------------------------- max_clients_per_peer
+
+
+def test_max_clients_per_peer_refuses_that_peer_and_serves_others():
+    config = _config(server={"max_clients_per_peer": 3, "unix_socket": "{tmpdir}/rlockd.sock"})
+    with Env(config) as env:
+        before = env.info_int("rejected_connections")   # the harness's own: 1 of 3
+        tcp = [env.client(label="tcp-%d" % i) for i in range(2)]
+        for c in tcp:
+            assert_eq(c.call("PING"), "PONG", "a connection within the per-peer limit")
+        extra = RespClient(env.port, label="tcp-over")
+        env.clients.append(extra)
+        assert_error(extra.read_reply(timeout=5), "LIMIT", "max_clients_per_peer",
+                     what="the 4th connection from 127.0.0.1")
+        assert extra.wait_closed(5.0), "the refused connection should be closed"
+        assert_eq(env.info_int("rejected_connections") - before, 1, "INFO rejected_connections")
+        # The Unix socket's peer is this test's uid: another peer.
+        unix = RespClient(None, unix_path=os.path.join(env.tmpdir, "rlockd.sock"), label="unix")
+        env.clients.append(unix)
+        _lock_unlock(env, unix, "from another peer")
+        tcp[0].close()
+        wait_until(lambda: env.info_int("connected_clients") == 3, 2.0, what="the closed connection gone")
+        again = env.client(label="tcp-again")
+        assert_eq(again.call("PING"), "PONG", "a slot freed by a close is usable again")
+
+
+# ---------------------------------------------------------------- request_timeout_ms
+
+
+def test_request_left_unfinished_is_closed_at_request_timeout_idle_and_waiting_are_not():
+    with Env(_config(server={"request_timeout_ms": 500})) as env:
+        idle = env.client(label="idle")
+        holder, waiter = env.client(label="holder"), env.client(label="waiter")
+        n = env.name("held")
+        assert_eq(holder.call("LOCK", n, 1), "OK", "the holder's LOCK")
+        waiter.send("LOCK", n, 1)
+        env.wait_waiting(1)
+        drip = env.client(label="slow drip")
+        request = encode_command("PING", "x" * 20)
+        t0 = time.monotonic()
+        closed = None
+        for i in range(len(request)):        # one byte every 100 ms: 3 s in all
+            try:
+                drip.send_raw(request[i:i + 1])
+            except OSError:
+                closed = time.monotonic() - t0
+                break
+            if drip.wait_closed(0.1):
+                closed = time.monotonic() - t0
+                break
+        assert closed is not None, "a request dripped over %.1fs was not closed" % (time.monotonic() - t0)
+        print("    slow drip closed after %.2fs (request_timeout_ms 500)" % closed)
+        assert closed >= 0.45, "closed after %.2fs, before request_timeout_ms" % closed
+        assert_eq(env.info_int("request_timeouts"), 1, "INFO request_timeouts")
+        env.rlockd.wait_log(r"WARN client \d+ \(tcp 127\.0\.0\.1\): a request unfinished")
+        assert_eq(idle.call("PING"), "PONG", "an idle connection (nothing sent) is kept")
+        assert_eq(holder.call("UNLOCK", n, 1), 1, "the holder's UNLOCK")
+        assert_eq(waiter.read_reply(timeout=5), "OK", "the waiting LOCK (no partial request) is kept")
+        # a request that arrives in two parts within the timeout is fine
+        part = encode_command("PING", "split")
+        idle.send_raw(part[:5])
+        time.sleep(0.2)
+        idle.send_raw(part[5:])
+        assert_eq(idle.read_reply(timeout=5), "split", "a request split over 0.2 s")
+
+
+# ---------------------------------------------------------------- memory in client buffers
+
+
+def _flood_info(env, count, batch):
+    """count connections that pipeline INFO and never read."""
+    hogs = []
+    payload = encode_command("INFO") * batch
+    for i in range(count):
+        h = RespClient(env.port, label="hog-%d" % i, rcvbuf=4096)
+        env.clients.append(h)
+        h.sock.setblocking(False)
+        hogs.append(h)
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:         # send until rlockd stops reading
+        for h in hogs:
+            try:
+                h.sock.send(payload)
+            except (BlockingIOError, OSError):
+                pass
+        time.sleep(0.01)
+    return hogs
+
+
+def test_non_reading_info_pipeliners_cannot_grow_memory_and_a_lock_stays_fast():
+    with Env(_config()) as env:
+        other = env.client(label="bystander")
+        base = _rss_bytes(env.rlockd.proc.pid)
+        _flood_info(env, 100, 100)
+        took = _lock_unlock(env, other, "under 100 non-reading INFO pipeliners")
+        rss = _rss_bytes(env.rlockd.proc.pid)
+        info = env.info()
+        print("    100 non-readers: RSS %.1f MB (from %.1f MB), client buffers %.1f MB, LOCK+UNLOCK %.1f ms"
+              % (rss / 1e6, base / 1e6, int(info["client_buffers_bytes"]) / 1e6, took * 1e3))
+        cap = int(env.rlockd.sections["server"].get("max_client_buffers_bytes", 128 << 20))
+        assert int(info["client_buffers_bytes"]) <= cap, "client buffers over the cap: %s" % info
+        assert rss < base + cap, "RSS grew from %d to %d bytes (cap %d)" % (base, rss, cap)
+
+
+def test_over_max_client_buffers_bytes_the_largest_output_is_closed_first():
+    cap = 4 << 20
+    with Env(_config(server={"max_client_buffers_bytes": cap})) as env:
+        other = env.client(label="bystander")
+        hogs = _flood_info(env, 100, 100)
+        _lock_unlock(env, other, "while client buffers are over the cap")
+        info = env.info()
+        closed = int(info["buffer_cap_disconnects"])
+        print("    cap 4 MiB: %d of 100 non-readers closed, client buffers %.1f MB"
+              % (closed, int(info["client_buffers_bytes"]) / 1e6))
+        assert closed > 0, "no connection closed though 100 non-readers exceed 4 MiB: %r" % info
+        assert int(info["client_buffers_bytes"]) <= cap, "client buffers over the cap: %s" % info
+        env.rlockd.wait_log(r"WARN client \d+ \(tcp 127\.0\.0\.1\): \d+ bytes of unread replies")
+        assert sum(1 for h in hogs if h.wait_closed(0.01)) >= closed, "the closed ones are closed"
+        assert_eq(other.call("PING"), "PONG", "the bystander was not closed")
+
+
+# ---------------------------------------------------------------- open files limit
+
+
+def _nofile_1024():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+def test_low_open_files_limit_lowers_max_clients_and_every_refusal_is_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        raise Skip("this test needs 1100+ descriptors of its own (hard limit %d)" % hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+    try:
+        with Env(_config(), preexec_fn=_nofile_1024) as env:
+            env.rlockd.wait_log(r"open files limit 1024 is too low for max_clients 10000; "
+                                r"accepting at most (\d+) clients")
+            effective = env.info_int("max_clients_effective")
+            assert 900 < effective < 1024, "max_clients_effective %d" % effective
+            served = refused = 0
+            socks = []
+            for _ in range(1100):
+                s = socket.create_connection((HOST, env.port), timeout=5)
+                socks.append(s)
+                s.sendall(encode_command("PING"))
+            for s in socks:
+                data = b""
+                while not data.endswith(b"\r\n"):
+                    chunk = s.recv(256)
+                    assert chunk, "a connection was closed without a reply (%d served)" % served
+                    data += chunk
+                if data == b"+PONG\r\n":
+                    served += 1
+                else:
+                    assert data.startswith(b"-LIMIT "), "unexpected reply %r" % data
+                    refused += 1
+            for s in socks:
+                s.close()
+            print("    ulimit -n 1024: %d served, %d refused with -LIMIT" % (served, refused))
+            assert_eq(served + refused, 1100, "every connection answered")
+            assert served >= effective - 2, "only %d of %d slots served" % (served, effective)
+            assert refused > 0, "none refused with 1100 connections"
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -44,7 +44,7 @@ def test_sighup_applies_live_keys_and_keeps_restart_keys():
         assert_error(w2.call("LOCK", after, 3), "LIMIT", what="second waiter past max_waiters 1")
         # Log level debug is live too: a closed client is logged at debug level.
         c.close()
-        env.rlockd.wait_log(r"DEBUG client \d+ closed")
+        env.rlockd.wait_log(r"DEBUG client \d+ \(tcp 127\.0\.0\.1\) closed")
 
 
 def test_sighup_with_bad_file_keeps_running_on_old_config():

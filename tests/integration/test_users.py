@@ -224,7 +224,7 @@ def test_refusals_are_logged_as_rate_limited_warnings_counting_the_rest():
         assert_error(last.call("AUTH", "ops", "wrong", timeout=5.0), "ERR", what="the last guess")
         lines = env.rlockd.wait_log(r"AUTH refused, 1 of max_auth_failures 3 \((\d+) more refusals")
         text = env.rlockd.log_text()
-        logged = re.findall(r"WARN client \d+: AUTH refused, \d of max_auth_failures \d", text)
+        logged = re.findall(r"WARN client \d+ \(tcp 127\.0\.0\.1\): AUTH refused, \d of max_auth_failures \d", text)
         counted = sum(int(k) for k in re.findall(r"\((\d+) more refusals since the last such line\)", text))
         assert int(lines.group(1)) >= 1, "the last line should count suppressed refusals: %r" % lines.group(0)
         assert_eq(len(logged) + counted, 6, "refusals logged plus those counted (%d lines)" % len(logged))
