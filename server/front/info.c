@@ -68,6 +68,12 @@ static int print_max_clients(char *out, size_t size)
     return snprintf(out, size, "%lld", (long long)info.cfg->max_clients);
 }
 
+static int print_max_client_buffers(char *out, size_t size)
+{
+    return snprintf(out, size, "%lld",
+                    (long long)info.cfg->max_client_buffers_bytes);
+}
+
 static int print_watchdog_timeout(char *out, size_t size)
 {
     return snprintf(out, size, "%lld",
@@ -104,6 +110,7 @@ static const struct info_setting {
     {STATS_SERVER, "unix_socket", print_unix_socket},
     {STATS_SERVER, "config_file", print_config_file},
     {STATS_CLIENTS, "max_clients", print_max_clients},
+    {STATS_CLIENTS, "max_client_buffers_bytes", print_max_client_buffers},
     {STATS_LOCKS, "watchdog_timeout_ms", print_watchdog_timeout},
     {STATS_LOCKS, "on_disconnect", print_on_disconnect},
     {STATS_REDIS, "redis_address", print_redis_address},
