@@ -217,6 +217,14 @@ static void check_args(const struct request_parser *p,
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
     if (cmd->syntax != SYNTAX_AUTH)
         CHECK(a->password == NULL && a->password_len == 0);
+    if (a->secret != NULL)
+        CHECK(cmd->syntax == SYNTAX_CLIENTID && p->argc == 4 &&
+              a->secret == p->argv[3] && a->secret_len == p->argv_len[3] &&
+              a->secret_len >= COMMAND_SECRET_MIN &&
+              a->secret_len <= COMMAND_SECRET_MAX);
+    else
+        CHECK(a->secret_len == 0 &&
+              (cmd->syntax != SYNTAX_CLIENTID || p->argc <= 2));
 }
 
 /* What commands_execute does with a request, minus the handlers. */

@@ -24,12 +24,13 @@ def _config(**sections):
 
 
 def _lock_unlock(env, c, what):
-    """LOCK and UNLOCK by a well-behaved client; the LOCK's time (reported, not asserted)."""
+    """LOCK and UNLOCK by a well-behaved client; the LOCK's time (reported, not asserted:
+    the timeout only bounds a hang, generous for a daemon under valgrind)."""
     n = env.name("bystander")
     t0 = time.monotonic()
-    assert_eq(c.call("LOCK", n, 1, timeout=10), "OK", "another client's LOCK %s" % what)
+    assert_eq(c.call("LOCK", n, 1, timeout=60), "OK", "another client's LOCK %s" % what)
     took = time.monotonic() - t0
-    assert_eq(c.call("UNLOCK", n, 1, timeout=10), 1, "another client's UNLOCK %s" % what)
+    assert_eq(c.call("UNLOCK", n, 1, timeout=60), 1, "another client's UNLOCK %s" % what)
     return took
 
 
@@ -278,7 +279,7 @@ def test_over_max_client_buffers_bytes_the_largest_output_is_closed_first():
         assert int(info["client_buffers_bytes"]) <= cap, "client buffers over the cap: %s" % info
         env.rlockd.wait_log(r"WARN client \d+ \(tcp 127\.0\.0\.1\): \d+ bytes of unread replies")
         assert sum(1 for h in hogs if h.wait_closed(0.01)) >= closed, "the closed ones are closed"
-        assert_eq(other.call("PING"), "PONG", "the bystander was not closed")
+        assert_eq(other.call("PING", timeout=60), "PONG", "the bystander was not closed")
 
 
 # ---------------------------------------------------------------- open files limit
@@ -295,7 +296,8 @@ def test_low_open_files_limit_lowers_max_clients_and_every_refusal_is_limit():
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
     try:
         with Env(_config(), preexec_fn=_nofile_1024) as env:
-            env.rlockd.wait_log(r"open files limit 1024 is too low for max_clients 10000; "
+            # (valgrind keeps a few descriptors for itself: the limit rlockd sees is lower)
+            env.rlockd.wait_log(r"open files limit 10\d\d is too low for max_clients 10000; "
                                 r"accepting at most (\d+) clients")
             effective = env.info_int("max_clients_effective")
             assert 900 < effective < 1024, "max_clients_effective %d" % effective
