@@ -175,6 +175,7 @@ static void check_name(const struct request_parser *p,
         CHECK(a->name == NULL && a->name_len == 0);
         break;
     case SYNTAX_OPTIONAL_TEXT:
+    case SYNTAX_CLIENTID: /* [<id> [SECRET <secret>]] */
         if (p->argc == 1)
             CHECK(a->name == NULL && a->name_len == 0);
         else
