@@ -25,15 +25,17 @@
  * reveal it. An RLock is a hash with exactly one field, an owner
  * "<client-id>:<thread-id>" whose value is a count of at least 1, and a
  * TTL (every writer sets one with the field). shape() is 'none' (no key),
- * 'lock', or 'other'. Its four reads are cheap: TYPE, PTTL, HLEN, and
- * HGETALL of one field.
+ * 'lock', or 'other'. HLEN comes first: it fails on a key of another
+ * type, is 0 only for no key (Redis deletes an empty hash) and is O(1)
+ * even on a large application hash, so a free name costs one call and a
+ * lock three.
  */
 #define SHAPE_GUARD                                                            \
     "local function shape(k) "                                                 \
-    "local t = redis.call('type', k)['ok']; "                                  \
-    "if t == 'none' then return 'none'; end; "                                 \
-    "if t ~= 'hash' or redis.call('pttl', k) < 0 "                             \
-    "or redis.call('hlen', k) ~= 1 then return 'other'; end; "                 \
+    "local n = redis.pcall('hlen', k); "                                       \
+    "if type(n) ~= 'number' then return 'other'; end; "                        \
+    "if n == 0 then return 'none'; end; "                                      \
+    "if n ~= 1 or redis.call('pttl', k) < 0 then return 'other'; end; "        \
     "local f = redis.call('hgetall', k); "                                     \
     "if string.find(f[1], '^.+:%d+$') and string.find(f[2], '^[1-9]%d*$') "    \
     "then return 'lock'; end; "                                                \
