@@ -433,3 +433,9 @@ bool request_parser_started(const struct request_parser *p)
 {
     return p->state != PARSE_REQUEST_START;
 }
+
+void request_parser_trim(struct request_parser *p)
+{
+    if (p->state == PARSE_REQUEST_START && p->arena.cap > REQUEST_ARENA_KEEP)
+        buffer_free(&p->arena);
+}

@@ -74,5 +74,10 @@ enum request_status request_parser_feed(struct request_parser *p,
 /* Whether the parser holds part of a request (after REQUEST_INCOMPLETE:
  * the client has started one and not finished it). */
 bool request_parser_started(const struct request_parser *p);
+/* Between requests, gives back an argument arena that a large request
+ * grew past REQUEST_ARENA_KEEP, so that an idle connection does not keep
+ * its largest request's size. argv is invalid afterwards. */
+#define REQUEST_ARENA_KEEP 4096
+void request_parser_trim(struct request_parser *p);
 
 #endif

@@ -34,6 +34,15 @@
  * a few socket buffers' worth, far below max_output_buffer_bytes, so that
  * pipelined requests cannot turn a little input into much output. */
 #define OUTPUT_PAUSE 65536
+/* Reply bytes one client's requests may make in one call before the
+ * others' turn: a lock client's whole pipeline, about 5 INFO replies. The
+ * kernel takes megabytes of a non-reader's replies before the pause
+ * applies; without a share, making them would hold the loop (and every
+ * other client, and the renewals) as long. */
+#define TURN_OUTPUT_SHARE 16384
+/* An emptied output buffer larger than this is given back: a client that
+ * once had a large reply does not keep its size while idle. */
+#define IDLE_OUTPUT_KEEP 4096
 
 /* The delay after the n-th refusal: 100 ms, doubling up to 3.2 s. A
  * legitimate client that mistyped loses little; a guesser gets a few
@@ -69,6 +78,7 @@ static struct {
     struct list_node all;
     struct list_node ready; /* struct client.ready_link */
     uv_check_t ready_check;
+    uv_idle_t ready_kick; /* keeps the loop from sleeping while ready */
     uv_timer_t penalty_timer;
     struct list_node penalty_box[PENALTY_LEVELS]; /* one FIFO per delay */
     uint64_t penalty_log_next_ms; /* no refusal logged before then */
@@ -314,10 +324,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 /* Back-pressure: a connection with too much unsent output is not read
  * (the kernel's buffers then slow the client down), as it runs nothing
- * (can_run) until the client has read. */
+ * (can_run) until the client has read; nor is one that used its share of
+ * the turn, until its next. */
 static void client_update_reading(struct client *c)
 {
-    bool over = unsent(c) >= output_pause();
+    bool over = unsent(c) >= output_pause() || c->yielded;
 
     if (over == c->read_paused || c->quitting || c->closing)
         return;
@@ -383,8 +394,11 @@ static void client_flush(struct client *c)
         client_close(c, "quit");
         return;
     }
-    if (c->out.len == 0)
+    if (c->out.len == 0) {
+        if (c->out.cap > IDLE_OUTPUT_KEEP)
+            buffer_free(&c->out);
         return;
+    }
     if (c->writing + c->out.len >
         (size_t)clients.cfg->max_output_buffer_bytes) {
         log_warn("%s: over max_output_buffer_bytes (not reading its "
@@ -497,32 +511,43 @@ static void client_note_partial(struct client *c, bool partial)
 
 /* ---- memory in client buffers (max_client_buffers_bytes) ----------------- */
 
-/* Closes the connection with the most unsent output: under the cap, the
- * memory goes to those that read their replies. */
-static bool evict_largest(void)
+static bool over_buffers_cap(void)
 {
-    struct list_node *pos, *tmp;
-    struct client *largest = NULL;
+    return stats.client_buffers_bytes >
+           (uint64_t)clients.cfg->max_client_buffers_bytes;
+}
+
+/* Over the cap: closes the clients holding the most memory, largest
+ * first, until under it, as Redis's maxmemory-clients does (for a client
+ * that does not read, that is its unread replies; idle ones hold almost
+ * nothing). One scan per client closed, which only a flood pays for. */
+static void enforce_buffers_cap(void)
+{
     char label[CLIENT_LABEL_MAX];
 
-    list_for_each_safe (pos, tmp, &clients.all) {
-        struct client *c = list_entry(pos, struct client, link);
+    while (over_buffers_cap()) {
+        struct list_node *pos, *tmp;
+        struct client *largest = NULL;
 
-        if (largest == NULL || unsent(c) > unsent(largest))
-            largest = c;
+        list_for_each_safe (pos, tmp, &clients.all) {
+            struct client *c = list_entry(pos, struct client, link);
+
+            if (largest == NULL || c->accounted > largest->accounted)
+                largest = c;
+        }
+        if (largest == NULL || largest->accounted == 0)
+            return;
+        stats.buffer_cap_disconnects++;
+        log_warn("%s: holds %zu bytes (%zu of unread replies), the most while "
+                 "client buffers are over max_client_buffers_bytes; closing it",
+                 client_label(largest, label, sizeof(label)),
+                 largest->accounted, unsent(largest));
+        client_close(largest, "client buffers cap");
     }
-    if (largest == NULL || unsent(largest) == 0)
-        return false;
-    stats.buffer_cap_disconnects++;
-    log_warn("%s: %zu bytes of unread replies while client buffers are over "
-             "max_client_buffers_bytes; closing it",
-             client_label(largest, label, sizeof(label)), unsent(largest));
-    client_close(largest, "client buffers cap");
-    return true;
 }
 
 /* Updates the client's share of client_buffers_bytes (what its buffers
- * hold in memory) and enforces the cap. */
+ * hold in memory); over the cap, the ready pass closes the largest. */
 static void client_account(struct client *c)
 {
     size_t held;
@@ -533,20 +558,37 @@ static void client_account(struct client *c)
            c->parser.arena.cap;
     stats.client_buffers_bytes += held - c->accounted;
     c->accounted = held;
-    while (stats.client_buffers_bytes >
-               (uint64_t)clients.cfg->max_client_buffers_bytes &&
-           evict_largest())
-        ;
+    if (over_buffers_cap())
+        uv_check_start(&clients.ready_check, on_ready_check);
 }
 
-/* Runs buffered requests until one must wait or the input runs out;
- * true when the input ends inside a request. */
+/* Gives back what an idle connection does not need: its read buffer
+ * (10,000 idle pooled connections would otherwise hold 160 MB), and an
+ * argument arena that a large request grew. */
+static void client_trim_input(struct client *c)
+{
+    if (c->in.len > 0)
+        return;
+    buffer_free(&c->in);
+    if (!c->parked)
+        request_parser_trim(&c->parser);
+}
+
+/* Runs buffered requests until one must wait, the input runs out, or
+ * their replies have used the client's share of this turn (then it goes
+ * on from the ready list); true when the input ends inside a request. */
 static bool run_requests(struct client *c)
 {
-    size_t pos = 0;
+    size_t pos = 0, start = unsent(c);
     bool incomplete = false;
 
+    c->yielded = false;
     while (can_run(c) && run_parked(c) && can_run(c) && pos < c->in.len) {
+        if (unsent(c) - start >= TURN_OUTPUT_SHARE) {
+            c->yielded = true;
+            mark_ready(c);
+            break;
+        }
         size_t consumed = 0;
         enum request_status st = request_parser_feed(
             &c->parser, c->in.data + pos, c->in.len - pos, &consumed);
@@ -576,6 +618,7 @@ static bool run_requests(struct client *c)
     if (!c->closing) {
         buffer_consume(&c->in, pos);
         slots_drain(c);
+        client_trim_input(c);
     }
     return incomplete;
 }
@@ -596,7 +639,7 @@ static void client_process(struct client *c)
             client_flush(c);
         if (c->closing)
             return;
-    } while (!incomplete && c->in.len > 0 && can_run(c));
+    } while (!incomplete && !c->yielded && c->in.len > 0 && can_run(c));
     client_note_partial(
         c, incomplete && (request_parser_started(&c->parser) || c->in.len > 0));
     client_update_reading(c);
@@ -604,11 +647,30 @@ static void client_process(struct client *c)
 }
 
 /* Once per loop turn: clients whose calls were answered go on. */
+static void on_ready_kick(uv_idle_t *idle)
+{
+    (void)idle;
+}
+
+/*
+ * Once per loop turn: closes clients while their buffers are over
+ * max_client_buffers_bytes (here, never inside another client's stack),
+ * then runs the clients whose calls were answered and those that used
+ * their share of the last turn. Each gets one call per turn: one made
+ * ready again meanwhile waits for the next, and an active idle handle
+ * keeps the loop from sleeping until then.
+ */
 static void on_ready_check(uv_check_t *check)
 {
-    struct list_node *node;
+    struct list_node batch, *node;
 
+    list_init(&batch);
     while ((node = list_first(&clients.ready)) != NULL) {
+        list_remove(node);
+        list_push_tail(&batch, node);
+    }
+    enforce_buffers_cap();
+    while ((node = list_first(&batch)) != NULL) {
         struct client *c = list_entry(node, struct client, ready_link);
 
         list_remove(node);
@@ -617,6 +679,12 @@ static void on_ready_check(uv_check_t *check)
         else
             client_process(c);
     }
+    enforce_buffers_cap();
+    if (!list_empty(&clients.ready)) {
+        uv_idle_start(&clients.ready_kick, on_ready_kick);
+        return;
+    }
+    uv_idle_stop(&clients.ready_kick);
     uv_check_stop(check);
 }
 
@@ -928,6 +996,7 @@ int client_init(uv_loop_t *loop, const struct config *cfg,
         list_init(&clients.penalty_box[i]);
     peer_table_init();
     if ((err = uv_check_init(loop, &clients.ready_check)) != 0 ||
+        (err = uv_idle_init(loop, &clients.ready_kick)) != 0 ||
         (err = uv_timer_init(loop, &clients.partial_timer)) != 0)
         return err;
     return uv_timer_init(loop, &clients.penalty_timer);
@@ -955,6 +1024,8 @@ void client_close_handles(void)
 {
     uv_check_stop(&clients.ready_check);
     uv_close((uv_handle_t *)&clients.ready_check, NULL);
+    uv_idle_stop(&clients.ready_kick);
+    uv_close((uv_handle_t *)&clients.ready_kick, NULL);
     uv_timer_stop(&clients.penalty_timer);
     uv_close((uv_handle_t *)&clients.penalty_timer, NULL);
     uv_timer_stop(&clients.partial_timer);

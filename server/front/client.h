@@ -76,8 +76,9 @@ struct client {
     size_t accounted;              /* its part of client_buffers_bytes */
     struct list_node partial_link; /* sent part of a request, since: */
     uint64_t partial_since_ms;
-    bool read_paused;              /* unsent replies over OUTPUT_PAUSE */
-    bool alone;                    /* a command that runs alone is in flight */
+    bool read_paused;  /* not read: see client_update_reading */
+    bool yielded;      /* used its share of the turn with requests left */
+    bool alone;        /* a command that runs alone is in flight */
     bool parked;       /* the parser holds a request waiting for idle */
     bool closing;      /* uv_close called */
     bool quitting;     /* close once the replies are written */
