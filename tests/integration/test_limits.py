@@ -313,8 +313,9 @@ def test_low_open_files_limit_lowers_max_clients_and_every_refusal_is_limit():
                                 r"accepting at most (\d+) clients")
             effective = env.info_int("max_clients_effective")
             assert 900 < effective < 1024, "max_clients_effective %d" % effective
+            env.redis("PING")   # the harness's connections use select(): low descriptors first
             served = refused = 0
-            socks = []
+            socks, serving = [], []
             for _ in range(1100):
                 s = socket.create_connection((HOST, env.port), timeout=5)
                 socks.append(s)
@@ -327,14 +328,28 @@ def test_low_open_files_limit_lowers_max_clients_and_every_refusal_is_limit():
                     data += chunk
                 if data == b"+PONG\r\n":
                     served += 1
+                    serving.append(s)
                 else:
                     assert data.startswith(b"-LIMIT "), "unexpected reply %r" % data
                     refused += 1
-            for s in socks:
-                s.close()
             print("    ulimit -n 1024: %d served, %d refused with -LIMIT" % (served, refused))
             assert_eq(served + refused, 1100, "every connection answered")
             assert served >= effective - 2, "only %d of %d slots served" % (served, effective)
             assert refused > 0, "none refused with 1100 connections"
+            # Redis's descriptors are kept: with every client slot taken, it reconnects.
+            reconnects = env.info_int("redis_reconnects")
+            env.redis("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+            wait_until(lambda: env.info_int("redis_reconnects") > reconnects and
+                       env.info_int("redis_connected") == 1, 10.0, what="rlockd reconnected to Redis")
+            n = env.name("after-reconnect")
+            serving[0].sendall(encode_command("LOCK", n, 1) + encode_command("UNLOCK", n, 1))
+            data = b""
+            while data.count(b"\r\n") < 2:
+                chunk = serving[0].recv(256)
+                assert chunk, "closed while locking after the reconnect"
+                data += chunk
+            assert_eq(data, b"+OK\r\n:1\r\n", "LOCK and UNLOCK at max_clients after Redis reconnected")
+            for s in socks:
+                s.close()
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
