@@ -2,6 +2,17 @@
  * redis_link.c - connect, handshake, watch and reconnect one Redis
  * connection.
  *
+ * Watching is what notices a stopped Redis (SIGSTOP, a VM paused, a
+ * partition without RST) without waiting for traffic: a link that has
+ * been silent for ping_interval_ms with nothing in flight sends a probe;
+ * a link silent for ping_interval_ms with something in flight (the probe
+ * or any request) stalls: it no longer counts as ready, so new commands
+ * for its keys get -UNAVAILABLE at once instead of queueing behind a
+ * Redis that does not answer, and it is ready again with the next reply,
+ * without a reconnect. Silent for command_timeout_ms, it is dropped and
+ * redialled as before. While commands flow the replies keep it from ever
+ * being silent that long, so no probe is sent.
+ *
  * The libuv glue is our own rather than hiredis 0.14's adapters/libuv.h:
  * that adapter drops poll events that come with an error status, so a
  * refused or reset connection never reaches hiredis and the context
@@ -20,7 +31,6 @@
 #include "base/stats.h"
 
 #define BACKOFF_START_MS 50
-#define LIVENESS_CHECK_MS 250
 
 /* ---- hiredis <-> libuv ------------------------------------------------ */
 
@@ -180,11 +190,11 @@ void redis_links_close(void)
 /* ---- connection life -------------------------------------------------- */
 
 static void link_connect(struct redis_link *link);
+static void link_watch(struct redis_link *link);
 
 static void timer_fired(uv_timer_t *timer)
 {
     struct redis_link *link = timer->data;
-    uint64_t now = uv_now(link->loop);
 
     switch (link->state) {
     case LINK_DOWN:
@@ -195,13 +205,100 @@ static void timer_fired(uv_timer_t *timer)
         redis_link_reset(link, "connect timed out");
         break;
     case LINK_READY:
-        if (link->inflight > 0 && now - link->last_progress_ms >=
-                                      (uint64_t)link->cfg->command_timeout_ms)
-            redis_link_reset(link, "no reply within command_timeout_ms");
+        link_watch(link);
         break;
     case LINK_CLOSED:
         break;
     }
+}
+
+/* The probe's reply needs nothing more than what on_reply has done:
+ * count it answered and note the progress. */
+static void on_probe_reply(struct redis_request *req, redisReply *reply)
+{
+    (void)reply;
+    req->link->probe_inflight = false;
+}
+
+/*
+ * PING, except on a connection in pub/sub mode. RESP2 allows PING there
+ * and Redis answers it as a pub/sub array ["pong", ""], but hiredis 0.14
+ * never hands that to the PING's callback: it queues the callback on
+ * sub.invalid, looks the "pong" up as a pattern named "" (the leading
+ * 'p'), finds none, and drops the reply (or hands it to the callback of
+ * the reply read just before). The callback then waits, counted in
+ * flight, until the connection goes. A SUBSCRIBE of a channel of our own
+ * is answered through hiredis's channel table like any subscription, and
+ * subscribing again to a channel already subscribed is answered again.
+ */
+static void probe_send(struct redis_link *link)
+{
+    const char *argv[] = {"PING", NULL};
+    size_t len[] = {4, 0};
+    int err;
+
+    link->probe.on_reply = on_probe_reply;
+    if (link->probe_channel == NULL) {
+        err = redis_link_send(link, &link->probe, 1, argv, len);
+    } else {
+        argv[0] = "SUBSCRIBE";
+        len[0] = 9;
+        argv[1] = link->probe_channel;
+        len[1] = strlen(link->probe_channel);
+        err = redis_link_send_pubsub(link, &link->probe, 2, argv, len);
+    }
+    if (err == 0) {
+        link->probe_inflight = true;
+        stats.redis_pings++;
+    }
+}
+
+static void link_stall(struct redis_link *link)
+{
+    if (link->stalled)
+        return;
+    link->stalled = true;
+    stats.redis_stalls++;
+    log_warn("redis %s: no reply for %lld ms; not ready until Redis answers",
+             link->label, (long long)link->cfg->ping_interval_ms);
+    link->on_readiness(link);
+}
+
+/*
+ * The liveness watch of a ready link, run by its timer. The timer is not
+ * re-armed on each reply (a heap update per reply while commands flow);
+ * it fires at the next deadline as last_progress_ms stood then and, if
+ * replies have moved it, is armed again for the rest: a busy link costs
+ * one wake-up per ping interval. It never sleeps longer than the shorter
+ * of the two settings, so a request sent meanwhile (whose deadlines are
+ * that far away at least) is never watched late, and a SIGHUP'd value
+ * applies within one old interval.
+ */
+static void link_watch(struct redis_link *link)
+{
+    uint64_t interval = (uint64_t)link->cfg->ping_interval_ms;
+    uint64_t timeout = (uint64_t)link->cfg->command_timeout_ms;
+    uint64_t cap = interval < timeout ? interval : timeout;
+    uint64_t silent = uv_now(link->loop) - link->last_progress_ms;
+    uint64_t due = timeout;
+
+    if (link->inflight == 0) {
+        if (silent >= interval) {
+            probe_send(link);
+            silent = 0;
+        }
+        due = interval;
+    } else if (silent >= timeout) {
+        redis_link_reset(link, "no reply within command_timeout_ms");
+        return;
+    } else if (silent < interval && interval < timeout) {
+        due = interval;
+    }
+    uv_timer_start(&link->timer, timer_fired,
+                   due - silent < cap ? due - silent : cap, 0);
+    /* Last: the owner's on_readiness may run the engine. */
+    if (link->inflight > 0 && silent >= interval)
+        link_stall(link);
 }
 
 static void schedule_reconnect(struct redis_link *link)
@@ -220,6 +317,8 @@ static void link_lost(struct redis_link *link, const char *why)
 
     link->ac = NULL;
     link->inflight = 0;
+    link->probe_inflight = false;
+    link->stalled = false;
     if (link->state == LINK_CLOSED)
         return;
     if (was_ready)
@@ -229,8 +328,8 @@ static void link_lost(struct redis_link *link, const char *why)
     else
         log_debug("redis %s: connect failed: %s", link->label, why);
     schedule_reconnect(link);
-    if (was_ready && link->on_lost != NULL)
-        link->on_lost(link);
+    if (was_ready)
+        link->on_readiness(link);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -344,16 +443,23 @@ void redis_link_set_ready(struct redis_link *link)
         return;
     link->state = LINK_READY;
     link->backoff_ms = BACKOFF_START_MS;
-    uv_timer_start(&link->timer, timer_fired, LIVENESS_CHECK_MS,
-                   LIVENESS_CHECK_MS);
     log_info("redis %s: ready", link->label);
+    link_watch(link);
+    link->on_readiness(link);
 }
 
 bool redis_link_ready(const struct redis_link *link)
 {
-    return link->state == LINK_READY;
+    return link->state == LINK_READY && !link->stalled;
 }
 
+unsigned redis_link_requests(const struct redis_link *link)
+{
+    return link->inflight - link->probe_inflight;
+}
+
+/* Any reply, a pub/sub message included, shows Redis is answering: a
+ * stalled link is ready again, on the connection it has. */
 static void note_progress(struct redis_link *link, redisAsyncContext *ac,
                           bool answered)
 {
@@ -362,6 +468,11 @@ static void note_progress(struct redis_link *link, redisAsyncContext *ac,
     if (answered && link->inflight > 0)
         link->inflight--;
     link->last_progress_ms = uv_now(link->loop);
+    if (link->stalled) {
+        link->stalled = false;
+        log_info("redis %s: answering again", link->label);
+        link->on_readiness(link);
+    }
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)

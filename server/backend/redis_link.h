@@ -3,9 +3,12 @@
  *
  * Owns the redisAsyncContext and everything about its life: connecting
  * (TCP or Unix socket) with a timeout, AUTH and SELECT, reconnecting with
- * capped exponential backoff, and declaring the connection dead when
- * Redis stops answering for command_timeout_ms. The pool and the
- * subscriber each build on links; neither touches connection state.
+ * capped exponential backoff, and watching that Redis answers: an idle
+ * link is probed every ping_interval_ms, a link with a request unanswered
+ * for ping_interval_ms stops counting as ready (it "stalls") until Redis
+ * answers again, and one unanswered for command_timeout_ms is dropped.
+ * The pool and the subscriber each build on links; neither touches
+ * connection state.
  *
  * Every request sent with redis_link_send gets exactly one call of its
  * on_reply: with Redis's reply, or with NULL when the connection is lost
@@ -53,15 +56,24 @@ struct redis_link {
     const struct config *cfg;
     redisAsyncContext *ac;
     enum redis_link_state state;
-    uv_timer_t timer; /* connect timeout, backoff, or liveness check */
+    uv_timer_t timer; /* connect timeout, backoff, or liveness watch */
     int64_t backoff_ms;
     unsigned inflight; /* requests sent, replies not yet received */
+    /* The last reply, or the send that put the first request in flight:
+     * Redis has been silent since. */
     uint64_t last_progress_ms;
+    bool stalled;        /* READY, but silent for ping_interval_ms */
+    bool probe_inflight; /* the probe is one of inflight */
+    struct redis_request probe;
+    /* Set by an owner whose connection is in pub/sub mode: the probe is
+     * SUBSCRIBE of this channel instead of PING (see probe_send). */
+    const char *probe_channel;
     /* Connected and authenticated: the owner sends what it needs, then
      * calls redis_link_set_ready. */
     void (*on_connected)(struct redis_link *link);
-    /* It was ready and is not any more. */
-    void (*on_lost)(struct redis_link *link);
+    /* redis_link_ready changed: the link became ready, stalled, answered
+     * again after a stall, or was lost. */
+    void (*on_readiness)(struct redis_link *link);
     void *owner;
     struct redis_request handshake; /* AUTH, SELECT */
 };
@@ -75,7 +87,10 @@ int redis_link_init(struct redis_link *link, uv_loop_t *loop,
 /* Starts connecting; failures are retried forever. */
 void redis_link_start(struct redis_link *link);
 void redis_link_set_ready(struct redis_link *link);
+/* Ready and not stalled: a request sent now is expected to be answered. */
 bool redis_link_ready(const struct redis_link *link);
+/* Requests in flight, the link's own probe not counted. */
+unsigned redis_link_requests(const struct redis_link *link);
 /* Sends a command; 0, or -ENOTCONN when the link cannot take it now, or
  * -ENOMEM (in which cases on_reply is not called). */
 int redis_link_send(struct redis_link *link, struct redis_request *req,

@@ -120,11 +120,8 @@ static void on_script_loaded(struct redis_request *req, redisReply *reply)
     }
     memcpy(load->script->sha, reply->str, 40);
     load->script->sha[40] = '\0';
-    if (--pl->loads_pending > 0)
-        return;
-    redis_link_set_ready(&pl->link);
-    stats.redis_pool_ready++;
-    pool.on_change();
+    if (--pl->loads_pending == 0)
+        redis_link_set_ready(&pl->link);
 }
 
 static void on_link_connected(struct redis_link *link)
@@ -145,10 +142,16 @@ static void on_link_connected(struct redis_link *link)
     }
 }
 
-static void on_link_lost(struct redis_link *link)
+/* Counted afresh: a link can stall and come back, be lost while stalled,
+ * or become ready, and only the links themselves know which. */
+static void on_link_readiness(struct redis_link *link)
 {
+    unsigned ready = 0;
+
     (void)link;
-    stats.redis_pool_ready--;
+    for (unsigned i = 0; i < pool.size; i++)
+        ready += redis_link_ready(&pool.links[i].link);
+    stats.redis_pool_ready = ready;
     pool.on_change();
 }
 
@@ -170,7 +173,7 @@ int redis_pool_init(uv_loop_t *loop, const struct config *cfg,
         if (err != 0)
             return err;
         pool.links[i].link.on_connected = on_link_connected;
-        pool.links[i].link.on_lost = on_link_lost;
+        pool.links[i].link.on_readiness = on_link_readiness;
     }
     return 0;
 }
@@ -240,7 +243,7 @@ unsigned redis_pool_inflight(void)
     unsigned n = 0;
 
     for (unsigned i = 0; i < pool.size; i++)
-        n += pool.links[i].link.inflight;
+        n += redis_link_requests(&pool.links[i].link);
     return n;
 }
 

@@ -40,7 +40,8 @@ bool redis_pool_key_ready(const char *key, size_t len);
 /* Keys served by one connection share a group. */
 unsigned redis_pool_key_group(const char *key, size_t len);
 bool redis_pool_all_ready(void);
-/* Requests sent on all connections and not yet answered. */
+/* Requests sent on all connections and not yet answered (the links' own
+ * probes not counted). */
 unsigned redis_pool_inflight(void);
 
 #endif

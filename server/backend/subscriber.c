@@ -22,6 +22,11 @@
 #include "base/log.h"
 #include "base/stats.h"
 
+/* What the link's liveness probe subscribes to (see redis_link.c's
+ * probe_send): no lock kind's channel, so no subscription shares it, and
+ * nothing publishes to it. */
+#define PROBE_CHANNEL "rlockd:liveness"
+
 enum sub_state { SUB_IDLE, SUB_SUBSCRIBING, SUB_ACTIVE, SUB_UNSUBSCRIBING };
 
 struct subscription {
@@ -142,8 +147,6 @@ static void on_ping_reply(struct redis_request *req, redisReply *reply)
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR)
         return; /* lost, or already being dropped */
     redis_link_set_ready(req->link);
-    stats.redis_subscriber_ready = 1;
-    subscriber.on_change();
     hashmap_foreach(&subscriber.channels, resubscribe, NULL);
 }
 
@@ -158,10 +161,9 @@ static void on_connected(struct redis_link *link)
         redis_link_reset(link, "cannot send PING");
 }
 
-static void on_lost(struct redis_link *link)
+static void on_readiness(struct redis_link *link)
 {
-    (void)link;
-    stats.redis_subscriber_ready = 0;
+    stats.redis_subscriber_ready = redis_link_ready(link);
     subscriber.on_change();
 }
 
@@ -173,7 +175,8 @@ int subscriber_init(uv_loop_t *loop, const struct config *cfg,
     hashmap_init(&subscriber.channels);
     subscriber.on_change = on_change;
     subscriber.link.on_connected = on_connected;
-    subscriber.link.on_lost = on_lost;
+    subscriber.link.on_readiness = on_readiness;
+    subscriber.link.probe_channel = PROBE_CHANNEL;
     return err;
 }
 

@@ -12,7 +12,9 @@
  * messages sent before may have been missed.
  *
  * Everything it sends goes through its redis_link, so command_timeout_ms
- * covers SUBSCRIBE and UNSUBSCRIBE like any command.
+ * covers SUBSCRIBE and UNSUBSCRIBE like any command, and the link's
+ * liveness probe (a SUBSCRIBE of a channel of its own, which no lock
+ * uses) finds a stopped Redis while no channel changes.
  */
 #ifndef RLOCKD_SUBSCRIBER_H
 #define RLOCKD_SUBSCRIBER_H

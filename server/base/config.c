@@ -120,6 +120,8 @@ static const struct config_row config_rows[] = {
             600000),
     INT_ROW("redis", "reconnect_max_ms", LIVE, reconnect_max_ms, "1000", 10,
             60000),
+    INT_ROW("redis", "ping_interval_ms", LIVE, ping_interval_ms, "1000", 100,
+            60000),
     /* Not LIVE: held locks stay under the keys they were taken with. */
     STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
     STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),

@@ -46,6 +46,7 @@ struct config {
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t reconnect_max_ms;
+    int64_t ping_interval_ms; /* idle probe; also when a link stalls */
     /* [lock] */
     char name_prefix[256];
     char allowed_names[1024]; /* glob patterns */

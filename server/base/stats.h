@@ -89,6 +89,10 @@ enum stats_section {
     X(REDIS,   GAUGE,   redis_subscriber_ready,                                \
       "1 when the pub/sub connection is ready")                                \
     X(REDIS,   COUNTER, redis_reconnects, "ready Redis connections lost")     \
+    X(REDIS,   COUNTER, redis_pings,                                           \
+      "probes sent on idle Redis connections (PING; SUBSCRIBE on pub/sub)")   \
+    X(REDIS,   COUNTER, redis_stalls,                                          \
+      "Redis connections unready: a request unanswered for ping_interval_ms") \
     X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")
 /* clang-format on */
 
