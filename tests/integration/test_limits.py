@@ -233,6 +233,11 @@ def test_request_left_unfinished_is_closed_at_request_timeout_idle_and_waiting_a
 # ---------------------------------------------------------------- memory in client buffers
 
 
+# A flood slows a daemon under valgrind past the 600 ms watchdog of the other
+# tests: the bystander's locks get the default lease.
+FLOOD_LOCK = {"watchdog_timeout_ms": 30000}
+
+
 def _flood_info(env, count, batch, each_round=None, seconds=3.0):
     """count connections that pipeline INFO and never read, for seconds or until
     each_round(), run between rounds of sending, returns True."""
@@ -257,7 +262,7 @@ def _flood_info(env, count, batch, each_round=None, seconds=3.0):
 
 
 def test_non_reading_info_pipeliners_cannot_grow_memory_and_a_lock_stays_fast():
-    with Env(_config()) as env:
+    with Env(_config(lock=FLOOD_LOCK)) as env:
         other = env.client(label="bystander")
         base = _rss_bytes(env.rlockd.proc.pid)
         took = []
@@ -282,7 +287,7 @@ def test_non_reading_info_pipeliners_cannot_grow_memory_and_a_lock_stays_fast():
 
 def test_over_max_client_buffers_bytes_the_largest_output_is_closed_first():
     cap = 4 << 20
-    with Env(_config(server={"max_client_buffers_bytes": cap})) as env:
+    with Env(_config(server={"max_client_buffers_bytes": cap}, lock=FLOOD_LOCK)) as env:
         other = env.client(label="bystander")
         # (until the first is closed: a daemon under a sanitizer fills buffers slowly)
         hogs = _flood_info(env, 100, 100, lambda: env.info_int("buffer_cap_disconnects") > 0, seconds=60)
