@@ -24,59 +24,61 @@
  * the application's data, and a lock command must never change it or
  * reveal it. An RLock is a hash with exactly one field, an owner
  * "<client-id>:<thread-id>" whose value is a count of at least 1, and a
- * TTL (every writer sets one with the field). shape() is 'none' (no key),
- * 'lock', or 'other'. HLEN comes first: it fails on a key of another
- * type, is 0 only for no key (Redis deletes an empty hash) and is O(1)
- * even on a large application hash, so a free name costs one call and a
- * lock three.
+ * TTL (every writer sets one with the field). shape() answers 'none' (no
+ * key), 'other', or 'lock' with the lock's owner field, count and PTTL,
+ * which the scripts use instead of asking again. HLEN comes first: it
+ * fails on a key of another type, is 0 only for no key (Redis deletes an
+ * empty hash) and is O(1) even on a large application hash, so a free
+ * name costs one call and a lock three.
  */
 #define SHAPE_GUARD                                                            \
     "local function shape(k) "                                                 \
     "local n = redis.pcall('hlen', k); "                                       \
     "if type(n) ~= 'number' then return 'other'; end; "                        \
     "if n == 0 then return 'none'; end; "                                      \
-    "if n ~= 1 or redis.call('pttl', k) < 0 then return 'other'; end; "        \
+    "if n ~= 1 then return 'other'; end; "                                     \
+    "local ttl = redis.call('pttl', k); "                                      \
+    "if ttl < 0 then return 'other'; end; "                                    \
     "local f = redis.call('hgetall', k); "                                     \
     "if string.find(f[1], '^.+:%d+$') and string.find(f[2], '^[1-9]%d*$') "    \
-    "then return 'lock'; end; "                                                \
+    "then return 'lock', f[1], tonumber(f[2]), ttl; end; "                     \
     "return 'other'; "                                                         \
     "end; "
 #define WRONG_TYPE_ERROR                                                       \
     "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
 
-/* Redisson's tryLockInnerAsync, behind the guard. */
+/* Redisson's tryLockInnerAsync, behind the guard (the owner's field is the
+ * only one a lock has, so "it exists" is "it is the lock's owner"). */
 static struct backend_script acquire_script = {
     "rlock_acquire",
-    SHAPE_GUARD "local s = shape(KEYS[1]); "
+    SHAPE_GUARD "local s, owner, _, ttl = shape(KEYS[1]); "
                 "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-                "if ((s == 'none') "
-                "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+                "if (s == 'none' or owner == ARGV[2]) then "
                 "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
                 "redis.call('pexpire', KEYS[1], ARGV[1]); "
                 "return nil; "
                 "end; "
-                "return redis.call('pttl', KEYS[1]);",
+                "return ttl;",
     ""};
 
 /* Redisson's unlockInnerAsync (3.x, without the latch), behind the guard. */
 static struct backend_script release_script = {
     "rlock_release",
-    SHAPE_GUARD
-    "local s = shape(KEYS[1]); "
-    "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-    "if (s == 'none' or redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
-    "return nil; "
-    "end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then "
-    "redis.call('pexpire', KEYS[1], ARGV[2]); "
-    "return 0; "
-    "else "
-    "redis.call('del', KEYS[1]); "
-    "redis.call('publish', KEYS[2], ARGV[1]); "
-    "return 1; "
-    "end; "
-    "return nil;",
+    SHAPE_GUARD "local s, owner = shape(KEYS[1]); "
+                "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+                "if (s == 'none' or owner ~= ARGV[3]) then "
+                "return nil; "
+                "end; "
+                "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+                "if (counter > 0) then "
+                "redis.call('pexpire', KEYS[1], ARGV[2]); "
+                "return 0; "
+                "else "
+                "redis.call('del', KEYS[1]); "
+                "redis.call('publish', KEYS[2], ARGV[1]); "
+                "return 1; "
+                "end; "
+                "return nil;",
     ""};
 
 /* Redisson's forceUnlockAsync, behind the guard. */
@@ -96,8 +98,8 @@ static struct backend_script force_release_script = {
  * a key that is no longer a lock is left alone. */
 static struct backend_script release_owner_script = {
     "rlock_release_owner",
-    SHAPE_GUARD "if (shape(KEYS[1]) ~= 'lock' "
-                "or redis.call('hexists', KEYS[1], ARGV[2]) == 0) then "
+    SHAPE_GUARD "local s, owner = shape(KEYS[1]); "
+                "if (s ~= 'lock' or owner ~= ARGV[2]) then "
                 "return 0; "
                 "end; "
                 "redis.call('del', KEYS[1]); "
@@ -109,18 +111,17 @@ static struct backend_script release_owner_script = {
  * A key that is no longer a lock is not renewed: its hold is lost. */
 static struct backend_script renew_script = {
     "rlock_renew_many",
-    SHAPE_GUARD
-    "local result = {}; "
-    "for i = 1, #KEYS do "
-    "if (shape(KEYS[i]) == 'lock' "
-    "and redis.call('hexists', KEYS[i], ARGV[2 * i - 1]) == 1) then "
-    "redis.call('pexpire', KEYS[i], ARGV[2 * i]); "
-    "result[i] = 1; "
-    "else "
-    "result[i] = 0; "
-    "end; "
-    "end; "
-    "return result;",
+    SHAPE_GUARD "local result = {}; "
+                "for i = 1, #KEYS do "
+                "local s, owner = shape(KEYS[i]); "
+                "if (s == 'lock' and owner == ARGV[2 * i - 1]) then "
+                "redis.call('pexpire', KEYS[i], ARGV[2 * i]); "
+                "result[i] = 1; "
+                "else "
+                "result[i] = 0; "
+                "end; "
+                "end; "
+                "return result;",
     ""};
 
 /*
@@ -130,12 +131,11 @@ static struct backend_script renew_script = {
  */
 static struct backend_script inspect_script = {
     "rlock_inspect",
-    SHAPE_GUARD
-    "if (shape(KEYS[1]) ~= 'lock') then "
-    "return {0, 0, -2}; "
-    "end; "
-    "local count = redis.call('hget', KEYS[1], ARGV[1]); "
-    "return {1, tonumber(count or '0'), redis.call('pttl', KEYS[1])};",
+    SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
+                "if (s ~= 'lock') then "
+                "return {0, 0, -2}; "
+                "end; "
+                "return {1, owner == ARGV[1] and count or 0, ttl};",
     ""};
 
 static struct backend_script *const rlock_scripts[] = {&acquire_script,
