@@ -9,11 +9,19 @@
  * Redis's unblocked-clients list: one client's completion never runs
  * another client's commands inside its stack.
  *
+ * The same pass gives each client a share of the turn (a client whose
+ * requests made TURN_OUTPUT_SHARE of replies goes on in the next turn),
+ * and closes the clients holding the most memory while all client
+ * buffers are over max_client_buffers_bytes, so that closing one never
+ * happens inside another's stack either.
+ *
  * The penalty box holds penalized connections in one FIFO per delay:
  * every connection in a FIFO waits the same delay, so each FIFO is in
  * due order, and one timer armed at the earliest head serves them all
  * (no heap, no timer per connection, nothing armed while the box is
- * empty).
+ * empty). Requests left unfinished (request_timeout_ms) are kept the same
+ * way: one list in the order they started, one timer at the head's
+ * deadline.
  */
 #include "front/client.h"
 
