@@ -41,14 +41,14 @@ enum command_syntax {
  */
 /* clang-format off */
 #define COMMAND_LIST(X)                                                          \
-    X(LOCK,        "lock",        lock,        3, 5, SYNTAX_LOCK,          CMD_ALONE) \
-    X(TRYLOCK,     "trylock",     lock,        3, 7, SYNTAX_TRYLOCK,       CMD_ALONE) \
-    X(UNLOCK,      "unlock",      unlock,      3, 3, SYNTAX_NAME_THREAD,   0)         \
-    X(FORCEUNLOCK, "forceunlock", forceunlock, 2, 2, SYNTAX_NAME,          0)         \
-    X(ISLOCKED,    "islocked",    islocked,    2, 2, SYNTAX_NAME,          0)         \
-    X(ISHELD,      "isheld",      isheld,      3, 3, SYNTAX_NAME_THREAD,   0)         \
-    X(HOLDCOUNT,   "holdcount",   holdcount,   3, 3, SYNTAX_NAME_THREAD,   0)         \
-    X(PTTL,        "pttl",        pttl,        2, 2, SYNTAX_NAME,          0)         \
+    X(LOCK,        "lock",        request,     3, 5, SYNTAX_LOCK,          CMD_ALONE) \
+    X(TRYLOCK,     "trylock",     request,     3, 7, SYNTAX_TRYLOCK,       CMD_ALONE) \
+    X(UNLOCK,      "unlock",      request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
+    X(FORCEUNLOCK, "forceunlock", request,     2, 2, SYNTAX_NAME,          0)         \
+    X(ISLOCKED,    "islocked",    request,     2, 2, SYNTAX_NAME,          0)         \
+    X(ISHELD,      "isheld",      request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
+    X(HOLDCOUNT,   "holdcount",   request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
+    X(PTTL,        "pttl",        request,     2, 2, SYNTAX_NAME,          0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 4, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \

@@ -72,11 +72,24 @@ static int lock_key(const char *name, size_t len, const char **key,
     return err;
 }
 
-static int start(struct client *c, const struct command *cmd,
-                 const struct command_args *a, enum lock_request_op op)
+/* What each lock command asks of the engine. */
+static const enum lock_request_op op_of_command[COMMAND_COUNT] = {
+    [CMD_LOCK] = LOCK_REQUEST_ACQUIRE,
+    [CMD_TRYLOCK] = LOCK_REQUEST_ACQUIRE,
+    [CMD_UNLOCK] = LOCK_REQUEST_RELEASE,
+    [CMD_FORCEUNLOCK] = LOCK_REQUEST_FORCE_RELEASE,
+    [CMD_ISLOCKED] = LOCK_REQUEST_IS_LOCKED,
+    [CMD_ISHELD] = LOCK_REQUEST_IS_HELD,
+    [CMD_HOLDCOUNT] = LOCK_REQUEST_HOLD_COUNT,
+    [CMD_PTTL] = LOCK_REQUEST_PTTL,
+};
+
+/* Every lock command: a request for the engine, answered in order. */
+static int command_request(struct client *c, const struct command *cmd,
+                           const struct command_args *a)
 {
     struct lock_request req = {.kind = lock_kinds[LOCK_KIND_RLOCK],
-                               .op = op,
+                               .op = op_of_command[cmd->id],
                                .thread_id = a->thread_id,
                                .wait_ms = a->wait_ms,
                                .lease_ms = a->lease_ms};
@@ -88,48 +101,6 @@ static int start(struct client *c, const struct command *cmd,
     }
     client_start_call(c, &req, cmd->flags & CMD_ALONE, cmd->id == CMD_LOCK);
     return 0;
-}
-
-static int command_lock(struct client *c, const struct command *cmd,
-                        const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_ACQUIRE);
-}
-
-static int command_unlock(struct client *c, const struct command *cmd,
-                          const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_RELEASE);
-}
-
-static int command_forceunlock(struct client *c, const struct command *cmd,
-                               const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_FORCE_RELEASE);
-}
-
-static int command_islocked(struct client *c, const struct command *cmd,
-                            const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_IS_LOCKED);
-}
-
-static int command_isheld(struct client *c, const struct command *cmd,
-                          const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_IS_HELD);
-}
-
-static int command_holdcount(struct client *c, const struct command *cmd,
-                             const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_HOLD_COUNT);
-}
-
-static int command_pttl(struct client *c, const struct command *cmd,
-                        const struct command_args *a)
-{
-    return start(c, cmd, a, LOCK_REQUEST_PTTL);
 }
 
 /* ---- commands answered here ----------------------------------------------- */
