@@ -7,9 +7,10 @@
  * redisson_lock__channel:{name} when the lock is freed, which wakes one
  * waiter. The acquire, release and force-release scripts are Redisson's
  * (3.x) own, so a Java service using Redisson and rlockd exclude and wake
- * each other. Three are rlockd's: freeing an owner whatever its count (its
- * session ended), renewing many locks in one call, and every query in one
- * read. Each script first makes sure its key is a lock (SHAPE_GUARD): a
+ * each other, but for the acquire's new-hold argument. Four are rlockd's:
+ * freeing an owner whatever its count (its session ended), setting an
+ * owner's count after a lost reply, renewing many locks in one call, and
+ * every query in one read. Each script first makes sure its key is a lock (SHAPE_GUARD): a
  * write to any other key is refused with WRONGTYPE, a query of one reads
  * as "no lock".
  */
@@ -47,14 +48,25 @@
 #define WRONG_TYPE_ERROR                                                       \
     "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
 
-/* Redisson's tryLockInnerAsync, behind the guard (the owner's field is the
- * only one a lock has, so "it exists" is "it is the lock's owner"). */
+/*
+ * Redisson's tryLockInnerAsync, behind the guard (the owner's field is the
+ * only one a lock has, so "it exists" is "it is the lock's owner"), with
+ * one change: ARGV[3] is the count this daemon knows the owner holds, and
+ * 0 means a new hold. A new hold that finds its owner's field (left by an
+ * earlier incarnation of the client-id, or by an acquire whose reply was
+ * lost) takes it over at count 1 instead of re-entering it, so that one
+ * LOCK and one UNLOCK always release.
+ */
 static struct backend_script acquire_script = {
     "rlock_acquire",
     SHAPE_GUARD "local s, owner, _, ttl = shape(KEYS[1]); "
                 "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
                 "if (s == 'none' or owner == ARGV[2]) then "
+                "if ARGV[3] == '0' then "
+                "redis.call('hset', KEYS[1], ARGV[2], 1); "
+                "else "
                 "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+                "end; "
                 "redis.call('pexpire', KEYS[1], ARGV[1]); "
                 "return nil; "
                 "end; "
@@ -107,6 +119,27 @@ static struct backend_script release_owner_script = {
                 "return 1;",
     ""};
 
+/*
+ * rlockd's: sets an owner's count to what this daemon knows (ARGV[3]),
+ * after an acquire whose reply was lost may have run in Redis: 0 frees
+ * the lock (and tells the channel), anything else keeps it with that
+ * count and its TTL. A lock of another owner, or no lock, is left alone.
+ */
+static struct backend_script settle_script = {
+    "rlock_settle",
+    SHAPE_GUARD "local s, owner = shape(KEYS[1]); "
+                "if (s ~= 'lock' or owner ~= ARGV[2]) then "
+                "return 0; "
+                "end; "
+                "if ARGV[3] == '0' then "
+                "redis.call('del', KEYS[1]); "
+                "redis.call('publish', KEYS[2], ARGV[1]); "
+                "return 1; "
+                "end; "
+                "redis.call('hset', KEYS[1], ARGV[2], ARGV[3]); "
+                "return 0;",
+    ""};
+
 /* KEYS name1..nameN, ARGV field1, ms1, ..., fieldN, msN: N results 1/0.
  * A key that is no longer a lock is not renewed: its hold is lost. */
 static struct backend_script renew_script = {
@@ -142,6 +175,7 @@ static struct backend_script *const rlock_scripts[] = {&acquire_script,
                                                        &release_script,
                                                        &force_release_script,
                                                        &release_owner_script,
+                                                       &settle_script,
                                                        &renew_script,
                                                        &inspect_script,
                                                        NULL};
@@ -177,6 +211,7 @@ static void build_acquire(const struct lock_call_args *a,
     arg(call, a->name, a->name_len);
     arg_number(call, 0, a->lease_ms);
     arg(call, a->field, a->field_len);
+    arg_number(call, 1, a->count);
 }
 
 static void build_release(const struct lock_call_args *a,
@@ -207,6 +242,14 @@ static void build_release_owner(const struct lock_call_args *a,
     arg(call, a->channel, a->channel_len);
     arg(call, UNLOCK_MESSAGE, 1);
     arg(call, a->field, a->field_len);
+}
+
+static void build_settle(const struct lock_call_args *a,
+                         struct lock_kind_call *call)
+{
+    build_release_owner(a, call);
+    call->script = &settle_script;
+    arg_number(call, 0, a->count);
 }
 
 /* Every query: the lock's name and the caller's owner field. */
@@ -349,6 +392,7 @@ const struct lock_kind lock_kind_rlock = {
             [LOCK_OP_RELEASE] = {build_release, read_release},
             [LOCK_OP_FORCE_RELEASE] = {build_force_release, read_freed},
             [LOCK_OP_RELEASE_OWNER] = {build_release_owner, read_freed},
+            [LOCK_OP_SETTLE] = {build_settle, read_freed},
             [LOCK_OP_IS_LOCKED] = {build_inspect, read_locked},
             [LOCK_OP_IS_HELD] = {build_inspect, read_held},
             [LOCK_OP_HOLD_COUNT] = {build_inspect, read_count},

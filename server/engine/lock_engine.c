@@ -44,6 +44,8 @@ struct lock_call {
     lock_done_fn *done;
     void *ctx;
     uint64_t thread_id;
+    int64_t count;    /* acquire: the hold's count when sent; settle: the
+                         count to set */
     int64_t lease_ms; /* as asked; < 0: watchdog mode */
     uint64_t deadline_ms;
     char field[OWNER_FIELD_SIZE];
@@ -56,6 +58,7 @@ static struct {
     const struct config *cfg;
     const struct backend *backend;
     struct list_node waiting_locks; /* struct lock.waiting_link */
+    struct list_node unsettled;     /* struct unsettled.link */
     bool shutting_down;
 } engine;
 
@@ -106,9 +109,10 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
 {
     struct lock *lock = call->lock;
-    struct lock_call_args args = {
-        lock->name,  lock->name_len,  lock->channel, lock->channel_len,
-        call->field, call->field_len, lease_ms};
+    struct lock_call_args args = {lock->name,     lock->name_len,
+                                  lock->channel,  lock->channel_len,
+                                  call->field,    call->field_len,
+                                  lease_ms,       call->count};
     struct lock_kind_call kc;
     int err;
 
@@ -374,6 +378,119 @@ static void release_in_background(struct lock *lock, enum lock_op op,
     call_unref(call);
 }
 
+/* ---- acquires whose reply was lost ------------------------------------ */
+
+/*
+ * An acquire that got no reply (a timeout, a lost connection) may have run
+ * in Redis, or may still run when Redis resumes. Its owner is remembered
+ * until the lock's key can be served again, and then the owner's count in
+ * Redis is set to the one this daemon knows (0 frees the lock and wakes
+ * its waiters), before any later call for the key is sent: so no lock is
+ * left that nobody here accounts for, no count grows behind a client's
+ * back, and a waiter is not kept waiting for a TTL.
+ */
+struct unsettled {
+    struct list_node link;
+    struct lock *lock;
+    size_t field_len;
+    char field[OWNER_FIELD_SIZE];
+};
+
+static void settle_ready(void);
+
+static void settle_later(struct lock *lock, const char *field,
+                         size_t field_len)
+{
+    struct unsettled *u = malloc(sizeof(*u));
+
+    if (u == NULL) {
+        log_error("out of memory: an acquire of '%.*s' whose reply was lost "
+                  "is left to its TTL",
+                  (int)lock->name_len, lock->name);
+        return;
+    }
+    u->lock = lock;
+    lock->refs++;
+    memcpy(u->field, field, field_len);
+    u->field_len = field_len;
+    list_push_tail(&engine.unsettled, &u->link);
+}
+
+/* The hold this daemon has for an owner field, whoever's call asks. */
+static struct hold *hold_of_field(struct lock *lock, const char *field,
+                                  size_t len)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &lock->holds) {
+        struct hold *h = list_entry(pos, struct hold, lock_link);
+
+        if (h->field_len == len && memcmp(h->field, field, len) == 0)
+            return h;
+    }
+    return NULL;
+}
+
+static void on_settle_reply(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+
+    if (reply == NULL) { /* still no answer: again when it can be served */
+        settle_later(call->lock, call->field, call->field_len);
+        call_unref(call);
+        return;
+    }
+    stats.acquires_settled++;
+    on_background_reply(arg, reply);
+}
+
+static void settle_send(struct unsettled *u)
+{
+    struct hold *hold = hold_of_field(u->lock, u->field, u->field_len);
+    struct lock_call *call = call_new(u->lock, LOCK_OP_SETTLE);
+
+    if (call == NULL) {
+        log_error("out of memory: '%.*s' is settled by its TTL",
+                  (int)u->lock->name_len, u->lock->name);
+        return;
+    }
+    call->state = CALL_FINISHED;
+    call->background = true;
+    memcpy(call->field, u->field, u->field_len);
+    call->field_len = u->field_len;
+    call->count = hold != NULL && !hold->lost ? hold->count : 0;
+    if (call_send(call, LOCK_OP_SETTLE, 0, on_settle_reply) != 0)
+        settle_later(u->lock, u->field, u->field_len);
+    call_unref(call);
+}
+
+/* Settles every remembered acquire whose key can be served now. */
+static void settle_ready(void)
+{
+    struct list_node *pos, *tmp;
+    struct list_node batch;
+
+    /* A send that fails at once remembers its owner again, on the list's
+     * tail: take the ready ones off first, so the walk ends. */
+    list_init(&batch);
+    list_for_each_safe (pos, tmp, &engine.unsettled) {
+        struct unsettled *u = list_entry(pos, struct unsettled, link);
+
+        if (engine.backend->key_ready(u->lock->name, u->lock->name_len)) {
+            list_remove(&u->link);
+            list_push_tail(&batch, &u->link);
+        }
+    }
+    while ((pos = list_first(&batch)) != NULL) {
+        struct unsettled *u = list_entry(pos, struct unsettled, link);
+
+        list_remove(&u->link);
+        settle_send(u);
+        lock_unref(u->lock);
+        free(u);
+    }
+}
+
 /* ---- acquire --------------------------------------------------------- */
 
 static void acquire_granted(struct lock_call *call)
@@ -393,6 +510,7 @@ static void acquire_granted(struct lock_call *call)
         hold->lost = false;
         hold->epoch++;
     }
+    hold->count = call->count + 1;
     if (call->lease_ms < 0)
         hold->watchdog = true;
     hold->lease_ms =
@@ -454,6 +572,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
     int64_t pttl = -1;
     enum lock_outcome outcome = call_read(call, LOCK_OP_ACQUIRE, reply, &pttl);
 
+    if (reply == NULL) /* it may have run, or run yet */
+        settle_later(call->lock, call->field, call->field_len);
     if (call->state == CALL_FINISHED) {
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
             /* its caller left while we asked: undo it */
@@ -480,7 +600,10 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 
 static void call_attempt(struct lock_call *call)
 {
+    struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+
     call->woken = false;
+    call->count = hold != NULL && !hold->lost ? hold->count : 0;
     if (call_send(call, LOCK_OP_ACQUIRE, effective_lease(call),
                   on_acquire_reply) != 0) {
         acquire_unavailable(call);
@@ -537,6 +660,8 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
         finish_error(call, REPLY_LOCKLOST,
                      "the lock expired or was deleted while held");
     } else if (outcome == OUTCOME_DECREMENTED) {
+        if (hold != NULL && hold->count > 1)
+            hold->count--;
         finish_integer(call, 0);
     } else {
         if (hold != NULL)
@@ -726,6 +851,7 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     engine.backend = backend;
     engine.shutting_down = false;
     list_init(&engine.waiting_locks);
+    list_init(&engine.unsettled);
     timers_init(clock);
     lock_table_init();
     session_table_init();
@@ -739,6 +865,15 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
 
 void lock_engine_free(void)
 {
+    struct list_node *node;
+
+    while ((node = list_first(&engine.unsettled)) != NULL) {
+        struct unsettled *u = list_entry(node, struct unsettled, link);
+
+        list_remove(&u->link);
+        lock_unref(u->lock);
+        free(u);
+    }
     watchdog_close();
     session_table_free();
     lock_table_free();
@@ -754,6 +889,7 @@ void lock_engine_backend_ready(void)
 {
     struct list_node *pos, *tmp;
 
+    settle_ready(); /* before any waiter's call for the same keys */
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 

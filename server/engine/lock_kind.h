@@ -32,6 +32,8 @@ enum lock_op {
     LOCK_OP_RELEASE,
     LOCK_OP_FORCE_RELEASE,
     LOCK_OP_RELEASE_OWNER, /* free whatever the count: the owner left */
+    LOCK_OP_SETTLE,        /* set the owner's count (0: free) after a lost
+                              reply */
     LOCK_OP_IS_LOCKED,
     LOCK_OP_IS_HELD,
     LOCK_OP_HOLD_COUNT,
@@ -60,6 +62,9 @@ struct lock_call_args {
     const char *field; /* "<client-id>:<thread-id>" */
     size_t field_len;
     int64_t lease_ms;
+    /* acquire: the count this daemon knows the owner holds (0: a new
+     * hold); settle: the count to set */
+    int64_t count;
 };
 
 /* A call under construction, with room for its arguments and numbers. */

@@ -53,6 +53,7 @@ struct hold {
     uint64_t thread_id;
     char field[OWNER_FIELD_SIZE];
     size_t field_len;
+    int64_t count;    /* as in Redis: acquires granted less releases */
     int64_t lease_ms; /* the PEXPIRE of renewals and reentrant releases */
     bool watchdog;    /* renewed by the watchdog */
     bool lost;        /* Redis no longer has it */

@@ -40,6 +40,7 @@
 #define RELEASE "rlock_release"
 #define FORCE_RELEASE "rlock_force_release"
 #define RELEASE_OWNER "rlock_release_owner"
+#define SETTLE "rlock_settle"
 #define INSPECT "rlock_inspect"
 #define RENEW "rlock_renew_many"
 #define CHANNEL_OF_L "redisson_lock__channel:{L}"

@@ -35,7 +35,7 @@ START_TEST(acquire_sends_name_lease_and_owner_and_nil_grants)
     expect_open(c);
     ck_assert_ptr_nonnull(e->script);
     ck_assert_int_eq(e->nkeys, 1);
-    expect_args(e, 3, "L", "10000", "client-a:7");
+    expect_args(e, 4, "L", "10000", "client-a:7", "0");
     ck_assert_uint_eq(stats.lock_attempts, 1);
     fake_eval_answer(e, &nil_reply);
     expect_result(c, RESULT_GRANTED);
@@ -52,7 +52,7 @@ START_TEST(watchdog_mode_acquire_asks_for_the_watchdog_timeout)
     struct session *a = join("a");
     struct test_call *c = acquire(a, "L", 1, 0, WATCHDOG_MODE);
 
-    expect_args(expect_eval(ACQUIRE, "L"), 3, "L", "30000", "a:1");
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "30000", "a:1", "0");
     answer_nil(ACQUIRE, "L");
     expect_result(c, RESULT_GRANTED);
     ck_assert_uint_eq(stats.watchdog_locks, 1);
@@ -89,7 +89,7 @@ START_TEST(another_thread_of_the_session_is_another_owner)
 
     take(a, "L", 1, LEASE_MS);
     other = acquire(a, "L", 2, 0, LEASE_MS);
-    expect_args(expect_eval(ACQUIRE, "L"), 3, "L", "10000", "a:2");
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:2", "0");
     answer_integer(ACQUIRE, "L", 9000);
     expect_result(other, RESULT_NOT_GRANTED);
     ck_assert_uint_eq(stats.held_locks, 1);
@@ -122,6 +122,91 @@ START_TEST(no_reply_to_a_first_attempt_or_a_command_is_unavailable)
     ck_assert_uint_eq(stats.held_locks, 0);
     ck_assert_uint_eq(stats.waiting_clients, 0);
     expect_nothing_pending();
+}
+END_TEST
+
+START_TEST(a_reentrant_acquire_sends_the_count_it_knows)
+{
+    struct session *a = join("a");
+
+    take(a, "L", 1, LEASE_MS);
+    take(a, "L", 1, LEASE_MS);
+    acquire(a, "L", 1, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "2");
+    answer_nil(ACQUIRE, "L");
+    request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    answer_integer(RELEASE, "L", 0); /* 3 -> 2 */
+    acquire(a, "L", 1, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "2");
+    answer_nil(ACQUIRE, "L");
+}
+END_TEST
+
+/* A lost hold is a new one: its stale field, if any, is taken over. */
+START_TEST(an_acquire_after_the_hold_was_lost_sends_a_new_hold)
+{
+    struct session *a = join("a");
+
+    take(a, "L", 1, LEASE_MS);
+    take(a, "L", 1, LEASE_MS);
+    request(a, LOCK_REQUEST_FORCE_RELEASE, "L", 0);
+    answer_integer(FORCE_RELEASE, "L", 1); /* the hold is lost, still known */
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    acquire(a, "L", 1, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "0");
+    answer_nil(ACQUIRE, "L");
+}
+END_TEST
+
+START_TEST(an_acquire_without_reply_is_settled_to_free_when_redis_is_back)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, 0, LEASE_MS);
+
+    answer(ACQUIRE, "L", NULL);
+    expect_error(c, REPLY_UNAVAILABLE);
+    expect_nothing_pending(); /* not before Redis answers again */
+    lock_engine_backend_ready();
+    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
+                "0");
+    answer_integer(SETTLE, "L", 1);
+    ck_assert_uint_eq(stats.acquires_settled, 1);
+    ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+START_TEST(a_reentrant_acquire_without_reply_is_settled_to_the_known_count)
+{
+    struct session *a = join("a");
+
+    take(a, "L", 1, LEASE_MS);
+    acquire(a, "L", 1, 0, LEASE_MS);
+    answer(ACQUIRE, "L", NULL);
+    lock_engine_backend_ready();
+    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
+                "1");
+    answer_integer(SETTLE, "L", 0);
+    ck_assert_uint_eq(stats.held_locks, 1);
+}
+END_TEST
+
+/* The settle that frees the phantom wakes the head at once, and a settle
+ * that gets no reply either is sent again next time. */
+START_TEST(a_settle_frees_the_waiter_and_is_retried_without_reply)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct test_call *waiter;
+
+    waiter = queue(b, "L", 1, WAIT_FOREVER, 20000);
+    abandon(acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS));
+    answer(ACQUIRE, "L", NULL); /* a's, abandoned: a phantom maybe */
+    lock_engine_backend_ready();
+    answer(SETTLE, "L", NULL);
+    lock_engine_backend_ready();
+    answer_integer(SETTLE, "L", 1);
+    expect_acquire_by("L", "b:1");
+    answer_nil(ACQUIRE, "L");
+    expect_result(waiter, RESULT_GRANTED);
 }
 END_TEST
 
@@ -711,6 +796,17 @@ Suite *lock_engine_suite(void)
                    trylock_without_wait_refused_is_not_granted_and_not_queued);
     tcase_add_test(acquiring, queries_read_their_element_of_the_inspect_reply);
     tcase_add_test(acquiring, a_key_that_is_not_a_lock_is_wrongtype);
+    tcase_add_test(acquiring, a_reentrant_acquire_sends_the_count_it_knows);
+    tcase_add_test(acquiring,
+                   an_acquire_after_the_hold_was_lost_sends_a_new_hold);
+    tcase_add_test(
+        acquiring,
+        an_acquire_without_reply_is_settled_to_free_when_redis_is_back);
+    tcase_add_test(
+        acquiring,
+        a_reentrant_acquire_without_reply_is_settled_to_the_known_count);
+    tcase_add_test(acquiring,
+                   a_settle_frees_the_waiter_and_is_retried_without_reply);
 
     tcase_add_test(waiting, waiters_ask_in_arrival_order_one_at_a_time);
     tcase_add_test(waiting, the_new_head_asks_when_the_granted_lease_runs_out);
