@@ -54,6 +54,7 @@ struct config_row {
 };
 
 static const char *const on_disconnect_names[] = {"release", "expire", NULL};
+static const char *const on_shutdown_names[] = {"keep", "release", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
@@ -129,6 +130,8 @@ static const struct config_row config_rows[] = {
             30, 86400000),
     ENUM_ROW("lock", "on_disconnect", LIVE, on_disconnect, "release",
              on_disconnect_names),
+    ENUM_ROW("lock", "on_shutdown", LIVE, on_shutdown, "keep",
+             on_shutdown_names),
     INT_ROW("lock", "max_waiters", LIVE, max_waiters, "100000", 1, 10000000),
     INT_ROW("lock", "max_held_locks", LIVE, max_held_locks, "1000000", 1,
             100000000),

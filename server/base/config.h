@@ -16,6 +16,9 @@
 #include <stdint.h>
 
 enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
+/* keep: a stopping rlockd leaves every lock to its TTL, for its clients
+ * to resume on the next one; release: sessions end as on_disconnect says */
+enum on_shutdown { ON_SHUTDOWN_KEEP, ON_SHUTDOWN_RELEASE };
 
 struct acl;
 
@@ -52,6 +55,7 @@ struct config {
     char allowed_names[1024]; /* glob patterns */
     int64_t watchdog_timeout_ms;
     int64_t on_disconnect; /* enum on_disconnect */
+    int64_t on_shutdown;   /* enum on_shutdown */
     int64_t max_waiters;
     int64_t max_held_locks;
     int64_t max_waiters_per_client;

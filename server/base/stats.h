@@ -62,6 +62,8 @@ enum stats_section {
       "releases sent because a client-id's last connection went")             \
     X(COUNTS,  COUNTER, orphan_acquires_undone,                                \
       "acquisitions undone because their client had gone")                    \
+    X(COUNTS,  COUNTER, sessions_resumed,                                      \
+      "sessions given back with their holds after a restart")                 \
     X(COUNTS,  COUNTER, acquires_settled,                                      \
       "owners' counts set after an acquire's reply was lost")                 \
     X(COUNTS,  COUNTER, locks_lost, "holds found gone from Redis")            \

@@ -11,6 +11,7 @@
  */
 #include "engine/lock_engine.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "base/stats.h"
 #include "engine/lock_table.h"
 #include "engine/session.h"
+#include "engine/session_store.h"
 #include "engine/waiter_queue.h"
 #include "engine/watchdog.h"
 
@@ -40,6 +42,9 @@ struct lock_call {
     enum call_state state;
     bool woken;      /* woken while asking: ask again if refused */
     bool background; /* a release nobody waits for: log its failure */
+    bool recorded;   /* named "pending" in its session's record */
+    bool record_pending; /* a resume's count: the record said pending */
+    uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
     lock_done_fn *done;
     void *ctx;
@@ -63,6 +68,8 @@ static struct {
 } engine;
 
 static void call_attempt(struct lock_call *call);
+static void record_forget(struct session *s, struct lock *lock,
+                          uint64_t thread_id);
 static void wake(struct lock *lock, size_t count);
 
 /* ---- call life ------------------------------------------------------- */
@@ -285,6 +292,9 @@ static void wake(struct lock *lock, size_t count)
 static void call_finish(struct lock_call *call, bool granted,
                         const struct lock_result *result)
 {
+    if (call->recorded && !granted &&
+        hold_find(call->lock, call->session, call->thread_id) == NULL)
+        record_forget(call->session, call->lock, call->thread_id);
     if (call_queued(call))
         call_dequeue(call, granted);
     timer_stop(&call->timer);
@@ -491,12 +501,132 @@ static void settle_ready(void)
     }
 }
 
+/* ---- the session record ---------------------------------------------- */
+
+/* Only a session with a secret has a record: nobody else could prove
+ * to a later rlockd that it is the same client. */
+static bool recording(const struct session *s)
+{
+    return s->has_secret;
+}
+
+static void record_timer_fired(struct timer *timer);
+
+/* Renews the record every third of the watchdog timeout while the
+ * session has a watchdog hold, as the watchdog renews the locks. */
+static void record_keep_alive(struct session *s)
+{
+    if (timer_armed(&s->record_timer))
+        return;
+    timer_init(&s->record_timer, record_timer_fired);
+    if (timer_start(&s->record_timer,
+                    timers_now() +
+                        (uint64_t)engine.cfg->watchdog_timeout_ms / 3) != 0)
+        log_error("out of memory: the record of %s is not renewed", s->id);
+}
+
+static void record_timer_fired(struct timer *timer)
+{
+    struct session *s = list_entry(timer, struct session, record_timer);
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &s->holds) {
+        struct hold *h = list_entry(pos, struct hold, session_link);
+
+        if (h->watchdog && !h->lost) {
+            session_store_touch(s, engine.cfg->watchdog_timeout_ms);
+            record_keep_alive(s);
+            return;
+        }
+    }
+}
+
+/* Names a granted hold and its lease in the record. */
+static void record_hold(struct hold *h, int64_t ttl_ms)
+{
+    struct lock *lock = h->lock;
+
+    if (session_store_put(h->session, lock->kind, lock->name, lock->name_len,
+                          h->thread_id, false, h->watchdog ? -1 : h->lease_ms,
+                          ttl_ms, NULL, NULL) != 0)
+        log_warn("the record of %s does not name '%.*s' (Redis unavailable): "
+                 "a later rlockd cannot give it back",
+                 h->session->id, (int)lock->name_len, lock->name);
+    if (h->watchdog)
+        record_keep_alive(h->session);
+}
+
+static void record_forget(struct session *s, struct lock *lock,
+                          uint64_t thread_id)
+{
+    if (recording(s))
+        session_store_forget(s, lock->kind, lock->name, lock->name_len,
+                             thread_id);
+}
+
+/* A new hold of a recording session (none yet, or one lost) is named
+ * "pending" in the record before its acquire may run. */
+static bool needs_record(const struct lock_call *call)
+{
+    struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+
+    return recording(call->session) && (hold == NULL || hold->lost);
+}
+
+static int record_pending(struct lock_call *call, backend_reply_fn *fn)
+{
+    struct lock *lock = call->lock;
+    int err = session_store_put(
+        call->session, lock->kind, lock->name, lock->name_len,
+        call->thread_id, true, call->lease_ms, effective_lease(call), fn, call);
+
+    if (err == 0) {
+        call->recorded = true;
+        call->recorded_ms = timers_now();
+    }
+    return err;
+}
+
+static void on_pending_recorded(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+
+    if (call->state != CALL_FINISHED) {
+        if (reply == NULL || reply->type == VALUE_ERROR)
+            finish_unavailable(call);
+        else
+            call_attempt(call);
+    }
+    call_unref(call);
+}
+
+/*
+ * Writes "pending", then the first attempt: at once behind it when the
+ * record and the lock share a connection (Redis runs them in order),
+ * else once Redis has answered the write.
+ */
+static void record_then_attempt(struct lock_call *call)
+{
+    bool ordered = session_store_with_lock(call->session, call->lock->name,
+                                           call->lock->name_len);
+
+    if (record_pending(call, ordered ? NULL : on_pending_recorded) != 0) {
+        finish_unavailable(call);
+    } else if (ordered) {
+        call_attempt(call);
+    } else {
+        call->refs++;
+        call->state = CALL_ASKING;
+    }
+}
+
 /* ---- acquire --------------------------------------------------------- */
 
 static void acquire_granted(struct lock_call *call)
 {
     struct lock *lock = call->lock;
     struct hold *hold = hold_find(lock, call->session, call->thread_id);
+    bool was_watchdog;
 
     if (hold == NULL)
         hold = hold_create(lock, call->session, call->thread_id);
@@ -511,12 +641,16 @@ static void acquire_granted(struct lock_call *call)
         hold->epoch++;
     }
     hold->count = call->count + 1;
+    was_watchdog = hold->watchdog;
     if (call->lease_ms < 0)
         hold->watchdog = true;
     hold->lease_ms =
         hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
     if (hold->watchdog)
         watchdog_start(hold);
+    if (recording(call->session) &&
+        (call->count == 0 || hold->watchdog != was_watchdog))
+        record_hold(hold, effective_lease(call));
     lock->last_grant_ttl_ms = effective_lease(call);
     stats.locks_acquired++;
     call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
@@ -604,6 +738,14 @@ static void call_attempt(struct lock_call *call)
 
     call->woken = false;
     call->count = hold != NULL && !hold->lost ? hold->count : 0;
+    /* A long wait outlives the TTL "pending" was written with. */
+    if (call->recorded &&
+        timers_now() - call->recorded_ms >=
+            (uint64_t)effective_lease(call) / 2 &&
+        record_pending(call, NULL) != 0) {
+        acquire_unavailable(call);
+        return;
+    }
     if (call_send(call, LOCK_OP_ACQUIRE, effective_lease(call),
                   on_acquire_reply) != 0) {
         acquire_unavailable(call);
@@ -656,6 +798,7 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
                      "the lock is not held by this owner");
     } else if (gone) {
         hold_lost(hold, "UNLOCK found it gone");
+        record_forget(call->session, call->lock, call->thread_id);
         hold_drop(hold);
         finish_error(call, REPLY_LOCKLOST,
                      "the lock expired or was deleted while held");
@@ -664,8 +807,10 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
             hold->count--;
         finish_integer(call, 0);
     } else {
-        if (hold != NULL)
+        if (hold != NULL) {
+            record_forget(call->session, call->lock, call->thread_id);
             hold_release(hold);
+        }
         stats.locks_released++;
         finish_integer(call, 1);
     }
@@ -757,6 +902,8 @@ static void call_begin(struct lock_call *call, const struct lock_request *req)
         refusal = hold_refusal(call);
         if (refusal != NULL)
             finish_error(call, REPLY_LIMIT, refusal);
+        else if (needs_record(call))
+            record_then_attempt(call);
         else
             call_attempt(call);
     } else {
@@ -813,22 +960,247 @@ void lock_engine_abandon(struct lock_call *call)
 
 /* ---- sessions --------------------------------------------------------- */
 
-int lock_engine_join(const char *id, size_t len, const char *secret,
-                     size_t secret_len, struct session **out)
+/* A join that reads the client-id's record before it answers. */
+struct lock_join {
+    struct session *session; /* new, resuming, one connection counted */
+    lock_join_fn *done;      /* NULL: its caller went */
+    void *ctx;
+    unsigned waiting; /* Redis replies still to come */
+    int err;          /* the first failure */
+    unsigned resumed, lost;
+    uint64_t deadline_ms; /* no record read by then: -EAGAIN */
+    struct timer retry;
+};
+
+int lock_engine_join_new(const char *id, size_t len, struct session **out)
 {
-    return session_join(id, len, secret, secret_len, out);
+    int err = session_join(id, len, NULL, 0, out);
+
+    return err < 0 ? err : 0;
+}
+
+/* Ends a join: gives the session to its caller, or to nobody. */
+static void join_end(struct lock_join *j, int err)
+{
+    struct session *s = j->session;
+    struct list_node *pos, *tmp;
+
+    timer_stop(&j->retry);
+    s->resuming = false;
+    if (err != 0 || j->done == NULL) {
+        /* Not resumed after all: the record stays for the next try. */
+        list_for_each_safe (pos, tmp, &s->holds) {
+            hold_release(list_entry(pos, struct hold, session_link));
+        }
+        session_free(s);
+        if (j->done != NULL)
+            j->done(j->ctx, NULL, err);
+        free(j);
+        return;
+    }
+    if (s->hold_count > 0) {
+        stats.sessions_resumed++;
+        log_info("client %s resumed its session: %u lock(s) held, %u lost",
+                 s->id, j->resumed, j->lost);
+        record_timer_fired(&s->record_timer); /* renews it if it must */
+    }
+    j->done(j->ctx, s, 0);
+    free(j);
+}
+
+/* A hold the record names, with the count Redis has for its owner. */
+static void resume_hold(struct lock_join *j, struct lock_call *call,
+                        int64_t count)
+{
+    struct session *s = j->session;
+    struct hold *hold;
+
+    if (count == 0 && call->record_pending) { /* the acquire never ran */
+        record_forget(s, call->lock, call->thread_id);
+        return;
+    }
+    hold = hold_create(call->lock, s, call->thread_id);
+    if (hold == NULL) {
+        j->err = -ENOMEM;
+        return;
+    }
+    hold->count = count;
+    hold->watchdog = call->lease_ms < 0;
+    hold->lease_ms =
+        hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
+    if (count > 0 && !call->record_pending) {
+        j->resumed++;
+        if (hold->watchdog)
+            watchdog_start_now(hold);
+        return;
+    }
+    /* Gone; or taken by an acquire whose client may never have been
+     * told: either way lost, and told at its UNLOCK; one that is still
+     * in Redis is freed. */
+    j->lost++;
+    hold_mark_lost(hold, count > 0 ? "its acquire was cut short by a restart"
+                                   : "it was gone when its session resumed");
+    if (count > 0) {
+        settle_later(call->lock, call->field, call->field_len);
+        settle_ready();
+    }
+}
+
+static void on_resume_count(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+    struct lock_join *j = call->ctx;
+    int64_t count = 0;
+
+    if (call_read(call, LOCK_OP_HOLD_COUNT, reply, &count) != OUTCOME_VALUE)
+        j->err = -EAGAIN;
+    else if (j->err == 0)
+        resume_hold(j, call, count);
+    call_unref(call);
+    if (--j->waiting == 0)
+        join_end(j, j->err);
+}
+
+/* Asks Redis for the count of the hold one record field names. */
+static void resume_ask(struct lock_join *j, const struct session_entry *e)
+{
+    struct lock *lock = lock_ref(e->kind, e->key, e->key_len);
+    struct lock_call *call = lock ? call_new(lock, LOCK_OP_HOLD_COUNT) : NULL;
+
+    if (lock != NULL)
+        lock_unref(lock);
+    if (call == NULL) {
+        j->err = -ENOMEM;
+        return;
+    }
+    call->state = CALL_FINISHED;
+    call->ctx = j;
+    call->thread_id = e->thread_id;
+    call->lease_ms = e->lease_ms;
+    call->record_pending = e->pending;
+    call->field_len = owner_field(call->field, j->session->id,
+                                  j->session->id_len, e->thread_id);
+    if (call_send(call, LOCK_OP_HOLD_COUNT, 0, on_resume_count) == 0)
+        j->waiting++;
+    else
+        j->err = -EAGAIN;
+    call_unref(call);
+}
+
+/* The record: a flat array of fields and values, empty when none. */
+static void on_record(void *arg, const struct backend_value *reply)
+{
+    static const char secret[] = "secret";
+    struct lock_join *j = arg;
+    struct session_entry e;
+    bool proved = false;
+    size_t i;
+
+    j->waiting--;
+    if (reply == NULL || reply->type != VALUE_ARRAY ||
+        reply->elements % 2 != 0) {
+        if (reply != NULL)
+            log_warn("the record of %s cannot be read: %s", j->session->id,
+                     reply->type == VALUE_ERROR ? reply->str : "not a hash");
+        join_end(j, -EAGAIN);
+        return;
+    }
+    for (i = 0; i < reply->elements; i += 2)
+        if (reply->element[i].len == sizeof(secret) - 1 &&
+            memcmp(reply->element[i].str, secret, sizeof(secret) - 1) == 0)
+            proved = session_store_secret_matches(
+                j->session, reply->element[i + 1].str,
+                reply->element[i + 1].len);
+    if (reply->elements > 0 && !proved) {
+        join_end(j, -EPERM);
+        return;
+    }
+    j->waiting++; /* ours, while asking */
+    for (i = 0; i < reply->elements && j->err == 0; i += 2) {
+        const struct backend_value *f = &reply->element[i], *v = f + 1;
+
+        if (session_store_entry(f->str, f->len, v->str, v->len, &e) == 0)
+            resume_ask(j, &e);
+    }
+    if (--j->waiting == 0)
+        join_end(j, j->err);
+}
+
+/* Reads the record once the backend can; -EAGAIN at the deadline. */
+static void join_retry_fired(struct timer *timer)
+{
+    struct lock_join *j = list_entry(timer, struct lock_join, retry);
+
+    if (j->done == NULL)
+        join_end(j, -ECANCELED);
+    else if (session_store_read(j->session, on_record, j) == 0)
+        j->waiting++;
+    else if (timers_now() >= j->deadline_ms)
+        join_end(j, -EAGAIN);
+    else if (timer_start(&j->retry, timers_now() + UNAVAILABLE_RETRY_MS) != 0)
+        join_end(j, -ENOMEM);
+}
+
+struct lock_join *lock_engine_join(const char *id, size_t len,
+                                   const char *secret, size_t secret_len,
+                                   lock_join_fn *done, void *ctx)
+{
+    struct session *s;
+    int created = session_join(id, len, secret, secret_len, &s);
+    struct lock_join *j;
+
+    if (created < 0 || (created == 0 && s->resuming)) {
+        if (created == 0)
+            s->connections--; /* only its first connection waits */
+        done(ctx, NULL, created < 0 ? created : -EAGAIN);
+        return NULL;
+    }
+    if (created == 0) {
+        done(ctx, s, 0);
+        return NULL;
+    }
+    j = calloc(1, sizeof(*j));
+    s->resuming = true;
+    if (j != NULL) {
+        j->session = s;
+        j->done = done;
+        j->ctx = ctx;
+        j->deadline_ms =
+            timers_now() + (uint64_t)engine.cfg->command_timeout_ms;
+        timer_init(&j->retry, join_retry_fired);
+    }
+    /* The first read goes from the timer, so done never runs in here. */
+    if (j == NULL || timer_start(&j->retry, timers_now()) != 0) {
+        free(j);
+        session_free(s);
+        done(ctx, NULL, -ENOMEM);
+        return NULL;
+    }
+    return j;
+}
+
+void lock_engine_join_abandon(struct lock_join *j)
+{
+    j->done = NULL;
+    if (j->waiting == 0) /* between reads: nothing will come */
+        join_end(j, -ECANCELED);
 }
 
 void lock_engine_leave(struct session *s)
 {
     struct list_node *pos, *tmp;
-    bool release = engine.cfg->on_disconnect == ON_DISCONNECT_RELEASE;
+    bool keep = engine.shutting_down &&
+                engine.cfg->on_shutdown == ON_SHUTDOWN_KEEP;
+    bool release = !keep && engine.cfg->on_disconnect == ON_DISCONNECT_RELEASE;
 
     if (--s->connections > 0)
         return;
     if (s->hold_count > 0)
         log_info("client %s gone: %s its %zu lock(s)", s->id,
-                 release ? "releasing" : "letting expire", s->hold_count);
+                 keep      ? "leaving to a later rlockd"
+                 : release ? "releasing"
+                           : "letting expire",
+                 s->hold_count);
     list_for_each_safe (pos, tmp, &s->holds) {
         struct hold *h = list_entry(pos, struct hold, session_link);
 
@@ -839,6 +1211,9 @@ void lock_engine_leave(struct session *s)
         }
         hold_release(h);
     }
+    if (release && recording(s))
+        session_store_delete(s);
+    timer_stop(&s->record_timer);
     session_free(s);
 }
 
@@ -856,6 +1231,7 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     lock_table_init();
     session_table_init();
     watchdog_init(cfg, backend);
+    session_store_init(cfg, backend);
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++)
         for (struct backend_script *const *s = lock_kinds[k]->scripts;
              *s != NULL; s++)

@@ -11,7 +11,9 @@
  * message. This is where waiters wake up.
  *
  * It also decides what happens to a session's holds when its last
- * connection goes (on_disconnect), and answers every waiter at shutdown.
+ * connection goes (on_disconnect) and when rlockd stops (on_shutdown),
+ * keeps the record that lets a later rlockd give a session back and gives
+ * it back (session_store.h), and answers every waiter at shutdown.
  *
  * The engine knows nothing of connections or RESP. A call's outcome is
  * handed once to the caller's done function as a struct lock_result, and
@@ -89,12 +91,32 @@ struct lock_call *lock_engine_start(struct session *session,
  * Redis grants later. */
 void lock_engine_abandon(struct lock_call *call);
 
-/* A connection joins the session of client-id id, with the proof a live
- * one needs (session_join): 0, -EPERM or -ENOMEM. */
-int lock_engine_join(const char *id, size_t len, const char *secret,
-                     size_t secret_len, struct session **out);
+/* A connection joins its own new session under a client-id nobody else
+ * can know (made at random): 0 or -ENOMEM. */
+int lock_engine_join_new(const char *id, size_t len, struct session **out);
+
+/* How a join ended: the session, or NULL and -EPERM (no proof), -EAGAIN
+ * (Redis could not be read, or the session is being resumed), -ENOMEM. */
+typedef void lock_join_fn(void *ctx, struct session *session, int err);
+struct lock_join;
+/*
+ * A connection joins the session of client-id id with the proof a live
+ * one needs (session_join). Without a live session, the id's record in
+ * Redis is read first (session_store.h): a session that an rlockd before
+ * this one (or this one, after on_disconnect = expire) left there is
+ * given back with its holds and counts, to the one proving its secret,
+ * and to nobody else while the record lives. done may run before this
+ * returns (then it returns NULL); otherwise the returned join is passed
+ * to lock_engine_join_abandon if the caller goes first.
+ */
+struct lock_join *lock_engine_join(const char *id, size_t len,
+                                   const char *secret, size_t secret_len,
+                                   lock_join_fn *done, void *ctx);
+/* The caller went: its session, once resumed, is left as by it. */
+void lock_engine_join_abandon(struct lock_join *join);
 /* A connection leaves; after the last one the session's holds are
- * released (on_disconnect = release) or left to expire. */
+ * released (on_disconnect = release) or left to expire, and while
+ * shutting down (on_shutdown = keep) left for a later rlockd. */
 void lock_engine_leave(struct session *session);
 
 /* The engine's timer is due (the clock's arm said when). */

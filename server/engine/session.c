@@ -54,6 +54,7 @@ int session_join(const char *id, size_t len, const char *secret,
                  size_t secret_len, struct session **out)
 {
     struct session *s = hashmap_get(&session_map, id, len);
+    int created = s == NULL;
 
     if (s != NULL && !secret_matches(s, secret, secret_len))
         return -EPERM;
@@ -68,7 +69,7 @@ int session_join(const char *id, size_t len, const char *secret,
     }
     s->connections++;
     *out = s;
-    return 0;
+    return created;
 }
 
 void session_free(struct session *s)

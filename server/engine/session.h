@@ -21,6 +21,7 @@
 #include "base/digest.h"
 #include "base/list.h"
 #include "client_id.h"
+#include "engine/timer.h"
 
 struct session {
     char id[CLIENT_ID_MAX_LEN + 1];
@@ -29,8 +30,11 @@ struct session {
     struct list_node holds; /* struct hold.session_link */
     size_t hold_count;
     size_t waiting_count; /* calls queued for a lock */
-    bool has_secret;      /* false: no other connection may join */
+    bool has_secret;      /* false: no other connection may join; and
+                             no record in Redis (session_store.h) */
     unsigned char secret[DIGEST_SIZE];
+    bool resuming;              /* its record is being read */
+    struct timer record_timer;  /* renews the record with the watchdog */
 };
 
 void session_table_init(void);
@@ -40,7 +44,8 @@ void session_table_free(void);
  * it when none is live; a new session keeps secret (NULL: none) as the
  * proof its other connections must give. 0 with *out set; -EPERM when a
  * live session's secret was not given (whether it has none, another one,
- * or none was presented: the caller cannot tell); -ENOMEM.
+ * or none was presented: the caller cannot tell); -ENOMEM. 1 when the
+ * session is new.
  */
 int session_join(const char *id, size_t len, const char *secret,
                  size_t secret_len, struct session **out);

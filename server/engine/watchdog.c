@@ -85,6 +85,12 @@ void watchdog_start(struct hold *h)
         schedule(h, timers_now() + interval_of(h));
 }
 
+void watchdog_start_now(struct hold *h)
+{
+    if (!list_linked(&h->watchdog_link))
+        schedule(h, timers_now());
+}
+
 void watchdog_stop(struct hold *h)
 {
     if (!list_linked(&h->watchdog_link))

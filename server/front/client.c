@@ -66,6 +66,7 @@ struct client_slot {
     struct list_node link; /* in client.pending */
     struct client *client;
     struct lock_call *call; /* while in flight, if the engine kept it */
+    struct lock_join *join; /* a CLIENTID's, likewise */
     bool answered;
     struct buffer reply;
     size_t counted;     /* of reply.len, in client.slot_bytes */
@@ -190,14 +191,15 @@ static int write_result(struct buffer *out, const struct lock_result *r,
     return -EINVAL;
 }
 
-/* The engine's done: record the reply; the ready list does the rest. */
-static void on_call_done(void *ctx, const struct lock_result *result)
+/* The engine answered: record the reply; the ready list does the rest. */
+static void slot_answer(struct client_slot *slot,
+                        const struct lock_result *result)
 {
-    struct client_slot *slot = ctx;
     struct client *c = slot->client;
 
     slot->answered = true;
     slot->call = NULL;
+    slot->join = NULL;
     c->in_flight--;
     stats.commands_in_flight--;
     if (slot->alone) {
@@ -212,23 +214,39 @@ static void on_call_done(void *ctx, const struct lock_result *result)
     mark_ready(c);
 }
 
-void client_start_call(struct client *c, const struct lock_request *req,
-                       bool alone, bool granted_is_ok)
+static void on_call_done(void *ctx, const struct lock_result *result)
+{
+    slot_answer(ctx, result);
+}
+
+/* A slot for a command the engine answers, counted in flight before the
+ * engine may answer it at once; NULL when out of memory (then closed). */
+static struct client_slot *slot_start(struct client *c, bool alone,
+                                      bool granted_is_ok)
 {
     struct client_slot *slot = slot_add(c);
-    struct lock_call *call;
 
     if (slot == NULL)
-        return;
+        return NULL;
     slot->granted_is_ok = granted_is_ok;
     slot->alone = alone;
-    /* Counted before the engine may answer at once. */
     c->in_flight++;
     stats.commands_in_flight++;
     if (alone) {
         c->alone = true;
         stats.blocked_clients++;
     }
+    return slot;
+}
+
+void client_start_call(struct client *c, const struct lock_request *req,
+                       bool alone, bool granted_is_ok)
+{
+    struct client_slot *slot = slot_start(c, alone, granted_is_ok);
+    struct lock_call *call;
+
+    if (slot == NULL)
+        return;
     call = lock_engine_start(c->session, req, on_call_done, slot);
     if (!slot->answered)
         slot->call = call;
@@ -274,7 +292,10 @@ static void slots_abandon(struct client *c)
             stats.commands_in_flight--;
             if (slot->alone)
                 stats.blocked_clients--;
-            lock_engine_abandon(slot->call);
+            if (slot->join != NULL)
+                lock_engine_join_abandon(slot->join);
+            else
+                lock_engine_abandon(slot->call);
         }
         slot_free(slot);
     }
@@ -921,7 +942,7 @@ void client_accept(uv_stream_t *server)
         return;
     }
     if (client_id_random(id) != 0 ||
-        lock_engine_join(id, strlen(id), NULL, 0, &c->session) != 0) {
+        lock_engine_join_new(id, strlen(id), &c->session) != 0) {
         client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
@@ -936,35 +957,62 @@ void client_accept(uv_stream_t *server)
  * penalised as a failed AUTH is: guessing a session's secret must be as
  * slow as guessing a password.
  */
-int client_set_id(struct client *c, const char *id, size_t len,
-                  const char *secret, size_t secret_len, struct buffer *out)
+static void on_join_done(void *ctx, struct session *session, int err)
 {
-    struct session *old = c->session, *next;
+    struct client_slot *slot = ctx;
+    struct client *c = slot->client;
+    struct lock_result result = {.type = RESULT_ERROR,
+                                 .error = REPLY_ERR,
+                                 .message = "out of memory"};
+    struct session *old = c->session;
+
+    if (session != NULL) {
+        c->session = session;
+        lock_engine_leave(old); /* holds nothing: client_set_id saw to it */
+        result.type = RESULT_GRANTED;
+    } else if (err == -EPERM) {
+        stats.clientid_refusals++;
+        result.error = REPLY_NOPERM;
+        result.message =
+            "client-id in use: joining its session needs its SECRET";
+    } else if (err == -EAGAIN) {
+        result.error = REPLY_UNAVAILABLE;
+        result.message = "the client-id's session cannot be read from Redis "
+                         "now, or is being resumed: try again";
+    }
+    slot_answer(slot, &result);
+    if (err == -EPERM)
+        client_penalize(c, "CLIENTID");
+}
+
+void client_set_id(struct client *c, const char *id, size_t len,
+                   const char *secret, size_t secret_len)
+{
+    struct session *old = c->session;
+    bool same = old->id_len == len && memcmp(old->id, id, len) == 0;
+    struct client_slot *slot;
+    struct lock_join *join;
+    struct buffer *out;
     int err;
 
-    if (old->id_len == len && memcmp(old->id, id, len) == 0)
-        return 0;
-    if (old->connections == 1 && old->hold_count > 0) {
-        reply_error(out, REPLY_ERR,
-                    "cannot change client-id while holding locks as the "
-                    "last connection of this client");
-        return -1;
+    if (same || (old->connections == 1 && old->hold_count > 0)) {
+        out = client_reply_buffer(c);
+        err = out == NULL ? -ENOMEM
+              : same      ? reply_simple(out, "OK")
+                          : reply_error(out, REPLY_ERR,
+                                        "cannot change client-id while "
+                                        "holding locks as the last "
+                                        "connection of this client");
+        if (err != 0)
+            client_close(c, "out of memory writing a reply");
+        return;
     }
-    err = lock_engine_join(id, len, secret, secret_len, &next);
-    if (err == -EPERM) {
-        stats.clientid_refusals++;
-        reply_error(out, REPLY_NOPERM,
-                    "client-id in use: joining its session needs its SECRET");
-        client_penalize(c, "CLIENTID");
-        return -1;
-    }
-    if (err != 0) {
-        reply_error(out, REPLY_ERR, "out of memory");
-        return -1;
-    }
-    c->session = next;
-    lock_engine_leave(old);
-    return 0;
+    slot = slot_start(c, true, true);
+    if (slot == NULL)
+        return;
+    join = lock_engine_join(id, len, secret, secret_len, on_join_done, slot);
+    if (!slot->answered)
+        slot->join = join;
 }
 
 void client_users_reloaded(const struct acl *acl)

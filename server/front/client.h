@@ -110,10 +110,11 @@ void client_start_call(struct client *c, const struct lock_request *req,
 /* Replies what is buffered, then closes (QUIT, protocol errors). */
 void client_quit(struct client *c);
 void client_close(struct client *c, const char *why);
-/* Changes the connection's client-id, joining a live session with its
- * secret (NULL: none given); 0, or -1 with the refusal written. */
-int client_set_id(struct client *c, const char *id, size_t len,
-                  const char *secret, size_t secret_len, struct buffer *out);
+/* CLIENTID: moves the connection to client-id id's session, joining a
+ * live one with its secret (NULL: none given) or resuming one a restart
+ * left in Redis; answered in order like a lock command. */
+void client_set_id(struct client *c, const char *id, size_t len,
+                   const char *secret, size_t secret_len);
 /*
  * The connection sent credentials that were refused (`what`: "AUTH",
  * say): logs it (rate-limited), holds back its replies (the refusal's

@@ -108,21 +108,21 @@ static int command_request(struct client *c, const struct command *cmd,
 static int command_clientid(struct client *c, const struct command *cmd,
                             const struct command_args *a)
 {
-    struct buffer *out = client_reply_buffer(c);
+    struct buffer *out;
 
     (void)cmd;
+    if (a->name != NULL && client_id_valid(a->name, a->name_len)) {
+        client_set_id(c, a->name, a->name_len, a->secret, a->secret_len);
+        return 0;
+    }
+    out = client_reply_buffer(c);
     if (out == NULL)
         return -ENOMEM;
     if (a->name == NULL)
         return reply_bulk(out, c->session->id, c->session->id_len);
-    if (!client_id_valid(a->name, a->name_len))
-        return reply_error(out, REPLY_ERR,
-                           "client-id must be 1-64 characters of A-Z a-z "
-                           "0-9 . _ -");
-    if (client_set_id(c, a->name, a->name_len, a->secret, a->secret_len, out) !=
-        0)
-        return 0; /* the refusal is written */
-    return reply_simple(out, "OK");
+    return reply_error(out, REPLY_ERR,
+                       "client-id must be 1-64 characters of A-Z a-z "
+                       "0-9 . _ -");
 }
 
 /* Whether connections must AUTH: a token or a user is configured. */

@@ -66,7 +66,8 @@ def test_sighup_with_bad_file_keeps_running_on_old_config():
 
 
 def test_sigterm_answers_waiter_shutdown_releases_lock_and_exits_0():
-    with Env({"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release"}}) as env:
+    with Env({"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release",
+                       "on_shutdown": "release"}}) as env:
         n = env.name("term")
         holder, waiter = env.client(), env.client()
         assert_eq(holder.call("LOCK", n, 1), "OK", "holder LOCK")
@@ -84,7 +85,8 @@ def test_sigterm_answers_waiter_shutdown_releases_lock_and_exits_0():
 
 
 def test_sigterm_with_on_disconnect_expire_leaves_lock_to_its_ttl():
-    with Env({"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "expire"}}) as env:
+    with Env({"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "expire",
+                       "on_shutdown": "release"}}) as env:
         n = env.name("term")
         assert_eq(env.client().call("LOCK", n, 1), "OK", "LOCK")
         env.rlockd.signal(signal.SIGTERM)

@@ -5,7 +5,10 @@
 #include "engine_harness.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "engine/session.h"
 
 #include "base/log.h"
 
@@ -98,16 +101,67 @@ void engine_suite_add(Suite *s, TCase *tc)
 
 /* ---- sessions and calls -------------------------------------------------- */
 
-struct session *join(const char *id)
+static void remember(struct session *s)
 {
-    static const char secret[] = "the-test-secret!";
-    struct session *s;
-
-    ck_assert_int_eq(
-        lock_engine_join(id, strlen(id), secret, strlen(secret), &s), 0);
     ck_assert_uint_lt(world.session_count, MAX_SESSIONS);
     world.sessions[world.session_count++] = s;
+}
+
+struct session *join(const char *id)
+{
+    struct session *s;
+
+    ck_assert_int_eq(lock_engine_join_new(id, strlen(id), &s), 0);
+    remember(s);
     return s;
+}
+
+struct session *join_again(struct session *s)
+{
+    s->connections++;
+    remember(s);
+    return s;
+}
+
+static void on_joined(void *ctx, struct session *s, int err)
+{
+    struct test_join *j = ctx;
+
+    ck_assert_msg(!j->done, "a join answered twice");
+    j->done = true;
+    j->session = s;
+    j->err = err;
+}
+
+void join_start(struct test_join *j, const char *id, const char *secret)
+{
+    memset(j, 0, sizeof(*j));
+    j->join = lock_engine_join(id, strlen(id), secret,
+                               secret ? strlen(secret) : 0, on_joined, j);
+    advance(0); /* the record is read from the engine's timer */
+}
+
+void join_end(struct test_join *j)
+{
+    ck_assert_msg(j->done, "the join is not answered");
+    if (j->session != NULL)
+        remember(j->session);
+}
+
+int join_with(const char *id, const char *secret, struct session **out)
+{
+    struct test_join j;
+    char key[128];
+
+    join_start(&j, id, secret);
+    if (!j.done) {
+        snprintf(key, sizeof(key), "rlockd_session:{%s}", id);
+        answer("HGETALL", key,
+               &(struct backend_value){.type = VALUE_ARRAY, .elements = 0});
+    }
+    join_end(&j);
+    *out = j.session;
+    return j.err;
 }
 
 void leave(struct session *s)

@@ -63,8 +63,26 @@ void engine_suite_add(Suite *s, TCase *tc);
 
 /* ---- sessions and calls -------------------------------------------------- */
 
+/* A session of its own (no secret, no record in Redis). */
 struct session *join(const char *id);
+/* One more connection of s, as a join with its secret makes (the join
+ * itself is the sessions tests'), without the record a secret brings. */
+struct session *join_again(struct session *s);
 void leave(struct session *s);
+
+/* A CLIENTID join, which may wait for its record to be read. */
+struct test_join {
+    struct lock_join *join;
+    bool done;
+    struct session *session;
+    int err;
+};
+/* Starts the join and lets the engine ask for the record. */
+void join_start(struct test_join *j, const char *id, const char *secret);
+/* Expects it answered; a session it got is left at the teardown. */
+void join_end(struct test_join *j);
+/* A join whose record, if read, is empty: 0 with *out, or the error. */
+int join_with(const char *id, const char *secret, struct session **out);
 
 struct test_call *start(struct session *s, enum lock_request_op op,
                         const char *name, uint64_t thread_id, int64_t wait_ms,

@@ -601,7 +601,7 @@ END_TEST
 /* One client-id over its own limits is refused; another is still served. */
 START_TEST(per_client_limits_refuse_only_that_client_id)
 {
-    struct session *a = join("a"), *a2 = join("a"), *b = join("b");
+    struct session *a = join("a"), *a2 = join_again(a), *b = join("b");
     struct test_call *late;
 
     engine_cfg.max_held_locks_per_client = 1;
@@ -633,22 +633,21 @@ START_TEST(a_live_session_is_joined_only_with_its_secret)
     static const char wrong[] = "0123456789abcdeF";
     struct session *first, *second, *none;
 
-    ck_assert_int_eq(lock_engine_join("s", 1, right, 16, &first), 0);
-    ck_assert_int_eq(lock_engine_join("s", 1, NULL, 0, &second), -EPERM);
-    ck_assert_int_eq(lock_engine_join("s", 1, wrong, 16, &second), -EPERM);
-    ck_assert_int_eq(lock_engine_join("s", 1, right, 15, &second), -EPERM);
-    ck_assert_int_eq(lock_engine_join("s", 1, right, 16, &second), 0);
+    ck_assert_int_eq(join_with("s", right, &first), 0);
+    ck_assert_int_eq(join_with("s", NULL, &second), -EPERM);
+    ck_assert_int_eq(join_with("s", wrong, &second), -EPERM);
+    ck_assert_int_eq(join_with("s", "0123456789abcde", &second), -EPERM);
+    ck_assert_int_eq(join_with("s", right, &second), 0);
     ck_assert_ptr_eq(first, second);
     ck_assert_uint_eq(first->connections, 2);
-    ck_assert_int_eq(lock_engine_join("n", 1, NULL, 0, &none), 0);
-    ck_assert_int_eq(lock_engine_join("n", 1, NULL, 0, &second), -EPERM);
-    ck_assert_int_eq(lock_engine_join("n", 1, "", 0, &second), -EPERM);
-    lock_engine_leave(first);
-    lock_engine_leave(first);
-    lock_engine_leave(none);
+    ck_assert_int_eq(join_with("n", NULL, &none), 0);
+    ck_assert_int_eq(join_with("n", NULL, &second), -EPERM);
+    ck_assert_int_eq(join_with("n", "", &second), -EPERM);
+    leave(first);
+    leave(first);
+    leave(none);
     /* ended: the id is free, with a new secret */
-    ck_assert_int_eq(lock_engine_join("s", 1, wrong, 16, &first), 0);
-    lock_engine_leave(first);
+    ck_assert_int_eq(join_with("s", wrong, &first), 0);
 }
 END_TEST
 
@@ -697,7 +696,7 @@ END_TEST
 
 START_TEST(a_session_ends_with_its_last_connection)
 {
-    struct session *first = join("a"), *second = join("a");
+    struct session *first = join("a"), *second = join_again(first);
 
     ck_assert_ptr_eq(first, second);
     take(first, "L", 1, LEASE_MS);

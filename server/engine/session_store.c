@@ -1,0 +1,281 @@
+/*
+ * session_store.c - session records in Redis: their key, fields and
+ * scripts.
+ */
+#include "engine/session_store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/digest.h"
+#include "base/log.h"
+#include "buffer.h"
+#include "engine/lock_kind.h"
+#include "engine/session.h"
+
+#define KEY_TAG "rlockd_session:{"
+#define SECRET_FIELD "secret"
+#define PENDING "pending"
+#define WATCHDOG "watchdog"
+
+/* "<kind>:<thread-id>:<key>": a kind name, 20 digits, two colons */
+#define FIELD_EXTRA 48
+/* the record's key: the prefix, the tag, the client-id, "}" */
+#define RECORD_KEY_SIZE                                                        \
+    (sizeof(((struct config *)0)->name_prefix) + sizeof(KEY_TAG) +            \
+     CLIENT_ID_MAX_LEN + 2)
+
+/* Writes the secret and one field (none for a touch), and makes the
+ * record live at least ARGV[1] ms: a TTL only ever grows here, so that
+ * the record outlives every lock it names. */
+static struct backend_script put_script = {
+    "rlockd_session_put",
+    "if ARGV[3] then "
+    "redis.call('hset', KEYS[1], '" SECRET_FIELD "', ARGV[2], ARGV[3], "
+    "ARGV[4]); "
+    "end; "
+    "local ttl = redis.call('pttl', KEYS[1]); "
+    "if ttl == -1 or (ttl >= 0 and ttl < tonumber(ARGV[1])) then "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "end; "
+    "return 1;",
+    ""};
+
+/* Removes a field, and the record once only the secret is left. */
+static struct backend_script forget_script = {
+    "rlockd_session_forget",
+    "redis.call('hdel', KEYS[1], ARGV[1]); "
+    "if redis.call('hlen', KEYS[1]) <= 1 then "
+    "redis.call('del', KEYS[1]); "
+    "end; "
+    "return 1;",
+    ""};
+
+static struct {
+    const struct config *cfg;
+    const struct backend *backend;
+} store;
+
+void session_store_init(const struct config *cfg, const struct backend *backend)
+{
+    store.cfg = cfg;
+    store.backend = backend;
+    backend->add_script(&put_script);
+    backend->add_script(&forget_script);
+}
+
+static size_t record_key(char *out, const struct session *s)
+{
+    size_t prefix_len = strlen(store.cfg->name_prefix);
+    char *p = out;
+
+    memcpy(p, store.cfg->name_prefix, prefix_len);
+    p += prefix_len;
+    memcpy(p, KEY_TAG, sizeof(KEY_TAG) - 1);
+    p += sizeof(KEY_TAG) - 1;
+    memcpy(p, s->id, s->id_len);
+    p += s->id_len;
+    *p++ = '}';
+    return (size_t)(p - out);
+}
+
+bool session_store_ready(const struct session *s)
+{
+    char key[RECORD_KEY_SIZE];
+    size_t len = record_key(key, s);
+
+    return store.backend->key_ready(key, len);
+}
+
+bool session_store_with_lock(const struct session *s, const char *key,
+                             size_t key_len)
+{
+    char record[RECORD_KEY_SIZE];
+    size_t len = record_key(record, s);
+
+    return store.backend->key_group(record, len) ==
+           store.backend->key_group(key, key_len);
+}
+
+/* A reply nobody waits for: only a failure is worth a line. */
+static void on_logged_reply(void *arg, const struct backend_value *reply)
+{
+    (void)arg;
+    if (reply == NULL || reply->type == VALUE_ERROR)
+        log_warn("session record: %s",
+                 reply ? reply->str : "no reply (Redis unavailable)");
+}
+
+/* Sends a call on the record; argv[0] is the record's key. */
+static int send(const struct session *s, struct backend_script *script,
+                const char *command, int argc, const char **argv,
+                size_t *argv_len, backend_reply_fn *fn, void *arg)
+{
+    char key[RECORD_KEY_SIZE];
+    size_t len = record_key(key, s);
+    int first = script ? 0 : 1; /* a command's name comes before its key */
+
+    argv[first] = key;
+    argv_len[first] = len;
+    if (command != NULL) {
+        argv[0] = command;
+        argv_len[0] = strlen(command);
+    }
+    return store.backend->eval(
+        &(struct backend_call){script, key, len, script ? 1 : 0, argc, argv,
+                               argv_len},
+        fn ? fn : on_logged_reply, arg);
+}
+
+static size_t hold_field(char *out, const struct lock_kind *kind,
+                         const char *key, size_t key_len, uint64_t thread_id)
+{
+    int n = snprintf(out, FIELD_EXTRA, "%s:%llu:", kind->name,
+                     (unsigned long long)thread_id);
+
+    memcpy(out + n, key, key_len);
+    return (size_t)n + key_len;
+}
+
+int session_store_put(const struct session *s, const struct lock_kind *kind,
+                      const char *key, size_t key_len, uint64_t thread_id,
+                      bool pending, int64_t lease_ms, int64_t ttl_ms,
+                      backend_reply_fn *fn, void *arg)
+{
+    char field[FIELD_EXTRA + key_len], ttl[FORMAT_INT_MAX],
+        lease[FORMAT_INT_MAX], secret[2 * DIGEST_SIZE + 1];
+    const char *argv[5];
+    size_t argv_len[5];
+
+    for (size_t i = 0; i < DIGEST_SIZE; i++)
+        snprintf(secret + 2 * i, 3, "%02x", s->secret[i]);
+    argv[1] = ttl;
+    argv_len[1] = format_int64(ttl, ttl_ms);
+    argv[2] = secret;
+    argv_len[2] = 2 * DIGEST_SIZE;
+    argv[3] = field;
+    argv_len[3] = hold_field(field, kind, key, key_len, thread_id);
+    if (pending) {
+        argv[4] = PENDING;
+        argv_len[4] = sizeof(PENDING) - 1;
+    } else if (lease_ms < 0) {
+        argv[4] = WATCHDOG;
+        argv_len[4] = sizeof(WATCHDOG) - 1;
+    } else {
+        argv[4] = lease;
+        argv_len[4] = format_int64(lease, lease_ms);
+    }
+    return send(s, &put_script, NULL, 5, argv, argv_len, fn, arg);
+}
+
+void session_store_forget(const struct session *s,
+                          const struct lock_kind *kind, const char *key,
+                          size_t key_len, uint64_t thread_id)
+{
+    char field[FIELD_EXTRA + key_len];
+    const char *argv[2];
+    size_t argv_len[2];
+
+    argv[1] = field;
+    argv_len[1] = hold_field(field, kind, key, key_len, thread_id);
+    if (send(s, &forget_script, NULL, 2, argv, argv_len, NULL, NULL) != 0)
+        log_warn("session record of %s: cannot forget a hold now (Redis "
+                 "unavailable); it goes with the record's TTL",
+                 s->id);
+}
+
+void session_store_touch(const struct session *s, int64_t ttl_ms)
+{
+    char ttl[FORMAT_INT_MAX];
+    const char *argv[2];
+    size_t argv_len[2];
+
+    argv[1] = ttl;
+    argv_len[1] = format_int64(ttl, ttl_ms);
+    if (send(s, &put_script, NULL, 2, argv, argv_len, NULL, NULL) != 0)
+        log_warn("session record of %s: cannot renew it now (Redis "
+                 "unavailable)",
+                 s->id);
+}
+
+void session_store_delete(const struct session *s)
+{
+    const char *argv[2];
+    size_t argv_len[2];
+
+    if (send(s, NULL, "DEL", 2, argv, argv_len, NULL, NULL) != 0)
+        log_warn("session record of %s: cannot delete it now (Redis "
+                 "unavailable); it goes with its TTL",
+                 s->id);
+}
+
+int session_store_read(const struct session *s, backend_reply_fn *fn,
+                       void *arg)
+{
+    const char *argv[2];
+    size_t argv_len[2];
+
+    return send(s, NULL, "HGETALL", 2, argv, argv_len, fn, arg);
+}
+
+bool session_store_secret_matches(const struct session *s, const char *hex,
+                                  size_t len)
+{
+    unsigned char digest[DIGEST_SIZE];
+
+    return len == 2 * DIGEST_SIZE && s->has_secret &&
+           digest_parse_hex(hex, digest) == 0 &&
+           digest_equal(digest, s->secret);
+}
+
+/* A decimal number of at most 18 digits, nothing else: 0 or -EINVAL. */
+static int parse_number(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (len == 0 || len > 18)
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int session_store_entry(const char *field, size_t field_len,
+                        const char *value, size_t value_len,
+                        struct session_entry *out)
+{
+    const char *end = field + field_len, *colon, *thread;
+    uint64_t lease;
+
+    colon = memchr(field, ':', field_len);
+    if (colon == NULL)
+        return -EINVAL;
+    out->kind = NULL;
+    for (size_t k = 0; k < LOCK_KIND_COUNT; k++)
+        if (strlen(lock_kinds[k]->name) == (size_t)(colon - field) &&
+            memcmp(lock_kinds[k]->name, field, (size_t)(colon - field)) == 0)
+            out->kind = lock_kinds[k];
+    thread = colon + 1;
+    colon = memchr(thread, ':', (size_t)(end - thread));
+    if (out->kind == NULL || colon == NULL || colon + 1 == end ||
+        parse_number(thread, (size_t)(colon - thread), &out->thread_id) != 0)
+        return -EINVAL;
+    out->key = colon + 1;
+    out->key_len = (size_t)(end - out->key);
+    out->pending = value_len == sizeof(PENDING) - 1 &&
+                   memcmp(value, PENDING, value_len) == 0;
+    out->lease_ms = -1;
+    if (out->pending || (value_len == sizeof(WATCHDOG) - 1 &&
+                         memcmp(value, WATCHDOG, value_len) == 0))
+        return 0;
+    if (parse_number(value, value_len, &lease) != 0 || lease == 0)
+        return -EINVAL;
+    out->lease_ms = (int64_t)lease;
+    return 0;
+}
