@@ -968,8 +968,7 @@ struct lock_join {
     unsigned waiting; /* Redis replies still to come */
     int err;          /* the first failure */
     unsigned resumed, lost;
-    uint64_t deadline_ms; /* no record read by then: -EAGAIN */
-    struct timer retry;
+    struct timer start; /* the record is read from the loop, not the join */
 };
 
 int lock_engine_join_new(const char *id, size_t len, struct session **out)
@@ -985,7 +984,7 @@ static void join_end(struct lock_join *j, int err)
     struct session *s = j->session;
     struct list_node *pos, *tmp;
 
-    timer_stop(&j->retry);
+    timer_stop(&j->start);
     s->resuming = false;
     if (err != 0 || j->done == NULL) {
         /* Not resumed after all: the record stays for the next try. */
@@ -1126,19 +1125,18 @@ static void on_record(void *arg, const struct backend_value *reply)
         join_end(j, j->err);
 }
 
-/* Reads the record once the backend can; -EAGAIN at the deadline. */
-static void join_retry_fired(struct timer *timer)
+/* Reads the record; Redis unreachable: -EAGAIN at once, as for every
+ * command that needs it. */
+static void join_start_fired(struct timer *timer)
 {
-    struct lock_join *j = list_entry(timer, struct lock_join, retry);
+    struct lock_join *j = list_entry(timer, struct lock_join, start);
 
     if (j->done == NULL)
         join_end(j, -ECANCELED);
     else if (session_store_read(j->session, on_record, j) == 0)
         j->waiting++;
-    else if (timers_now() >= j->deadline_ms)
+    else
         join_end(j, -EAGAIN);
-    else if (timer_start(&j->retry, timers_now() + UNAVAILABLE_RETRY_MS) != 0)
-        join_end(j, -ENOMEM);
 }
 
 struct lock_join *lock_engine_join(const char *id, size_t len,
@@ -1165,12 +1163,10 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
         j->session = s;
         j->done = done;
         j->ctx = ctx;
-        j->deadline_ms =
-            timers_now() + (uint64_t)engine.cfg->command_timeout_ms;
-        timer_init(&j->retry, join_retry_fired);
+        timer_init(&j->start, join_start_fired);
     }
-    /* The first read goes from the timer, so done never runs in here. */
-    if (j == NULL || timer_start(&j->retry, timers_now()) != 0) {
+    /* The read goes from the timer, so done never runs in here. */
+    if (j == NULL || timer_start(&j->start, timers_now()) != 0) {
         free(j);
         session_free(s);
         done(ctx, NULL, -ENOMEM);
@@ -1182,7 +1178,7 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
 void lock_engine_join_abandon(struct lock_join *j)
 {
     j->done = NULL;
-    if (j->waiting == 0) /* between reads: nothing will come */
+    if (j->waiting == 0) /* not read yet: nothing will come */
         join_end(j, -ECANCELED);
 }
 

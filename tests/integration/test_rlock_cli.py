@@ -490,7 +490,8 @@ def test_rlockd_unreachable_past_the_lock_ttl_counts_as_lost():
 
 def test_rlockd_stopped_in_order_counts_as_lost_at_once_not_at_the_ttl():
     # A long TTL: only the unreachable-rlockd grace (1 s) can end this in time.
-    config = {"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release"}}
+    config = {"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release",
+                       "on_shutdown": "release"}}
     with Env(config, label="rlock-stop") as env, TempDir() as d:
         n = env.name("stop")
         with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:

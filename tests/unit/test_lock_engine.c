@@ -8,8 +8,11 @@
  * exactly once.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "engine/session.h"
+#include "base/digest.h"
 #include "engine_harness.h"
 #include "suites.h"
 
@@ -726,6 +729,230 @@ START_TEST(a_lost_hold_is_not_released_at_session_end)
 }
 END_TEST
 
+/* ---- session records and resuming ---------------------------------------- */
+
+#define SECRET "0123456789abcdef"
+#define RECORD_OF_S "rlockd_session:{s}"
+#define PUT "rlockd_session_put"
+#define FORGET "rlockd_session_forget"
+
+static struct backend_value string_value(const char *s)
+{
+    return (struct backend_value){
+        .type = VALUE_STRING, .str = s, .len = strlen(s)};
+}
+
+/* The hex SHA-256 of SECRET, as a record stores it. */
+static const char *secret_hex(void)
+{
+    static char hex[2 * DIGEST_SIZE + 1];
+    unsigned char digest[DIGEST_SIZE];
+
+    digest_sha256(SECRET, strlen(SECRET), digest);
+    for (size_t i = 0; i < DIGEST_SIZE; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return hex;
+}
+
+/* Answers the HGETALL of s's record with fields and values. */
+static void answer_record(const char *const *flat, size_t n)
+{
+    struct backend_value element[16];
+
+    ck_assert_uint_le(n, 16);
+    for (size_t i = 0; i < n; i++)
+        element[i] = string_value(flat[i]);
+    answer("HGETALL", RECORD_OF_S,
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = n, .element = element});
+}
+
+/* Answers the inspect of lock name by s:<thread> with count. */
+static void answer_count(const char *name, const char *field, long long count)
+{
+    const struct backend_value element[3] = {
+        {.type = VALUE_INTEGER, .integer = count > 0},
+        {.type = VALUE_INTEGER, .integer = count},
+        {.type = VALUE_INTEGER, .integer = count > 0 ? 20000 : -2}};
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &fake_backend.evals) {
+        struct fake_eval *e = list_entry(pos, struct fake_eval, link);
+
+        if (strcmp(e->name, INSPECT) == 0 && strcmp(e->key, name) == 0 &&
+            strcmp(e->argv[1], field) == 0) {
+            fake_eval_answer(e, &(struct backend_value){.type = VALUE_ARRAY,
+                                                        .elements = 3,
+                                                        .element = element});
+            return;
+        }
+    }
+    ck_abort_msg("no inspect of %s by %s", name, field);
+}
+
+/* A granted hold of a recording session, its record writes answered. */
+static void take_recorded(struct session *s, const char *name)
+{
+    struct test_call *c = acquire(s, name, 1, 0, LEASE_MS);
+
+    answer(PUT, RECORD_OF_S, &one_reply);
+    answer_nil(ACQUIRE, name);
+    answer(PUT, RECORD_OF_S, &one_reply);
+    expect_result(c, RESULT_GRANTED);
+}
+
+START_TEST(a_new_hold_is_named_pending_before_its_acquire_then_its_lease)
+{
+    struct session *s;
+    struct fake_eval *put;
+
+    ck_assert_int_eq(join_with("s", SECRET, &s), 0);
+    acquire(s, "L", 1, 0, LEASE_MS);
+    put = expect_eval(PUT, RECORD_OF_S);
+    expect_args(put, 5, RECORD_OF_S, "10000", secret_hex(), "rlock:1:L",
+                "pending");
+    ck_assert_ptr_eq(list_first(&fake_backend.evals), &put->link);
+    answer(PUT, RECORD_OF_S, &one_reply);
+    answer_nil(ACQUIRE, "L");
+    expect_args(expect_eval(PUT, RECORD_OF_S), 5, RECORD_OF_S, "10000",
+                secret_hex(), "rlock:1:L", "10000");
+    answer(PUT, RECORD_OF_S, &one_reply);
+    take(s, "L", 1, LEASE_MS); /* reentrant: the record is not touched */
+    expect_nothing_pending();
+    unlock_answered(s, "L", 1, &(struct backend_value){.type = VALUE_INTEGER});
+    expect_nothing_pending();
+    unlock_answered(s, "L", 1, &one_reply);
+    expect_args(expect_eval(FORGET, RECORD_OF_S), 2, RECORD_OF_S, "rlock:1:L");
+}
+END_TEST
+
+/* Record and lock on two connections: the acquire waits for the write. */
+static unsigned two_groups(const char *key, size_t len)
+{
+    return len > 0 && key[0] == 'r';
+}
+
+START_TEST(an_acquire_waits_for_pending_on_another_connection)
+{
+    struct session *s;
+    struct test_call *c;
+
+    fake_backend.group = two_groups;
+    ck_assert_int_eq(join_with("s", SECRET, &s), 0);
+    c = acquire(s, "L", 1, 0, LEASE_MS);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    answer(PUT, RECORD_OF_S, &one_reply);
+    answer_nil(ACQUIRE, "L");
+    expect_result(c, RESULT_GRANTED);
+}
+END_TEST
+
+START_TEST(a_refused_new_hold_is_forgotten_by_the_record)
+{
+    struct session *s;
+
+    ck_assert_int_eq(join_with("s", SECRET, &s), 0);
+    acquire(s, "L", 1, 0, LEASE_MS);
+    answer(PUT, RECORD_OF_S, &one_reply);
+    answer_integer(ACQUIRE, "L", 5000);
+    expect_args(expect_eval(FORGET, RECORD_OF_S), 2, RECORD_OF_S, "rlock:1:L");
+}
+END_TEST
+
+START_TEST(a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost)
+{
+    const char *record[] = {"secret",    secret_hex(), "rlock:1:L",
+                            "watchdog",  "rlock:2:M",  "pending",
+                            "rlock:3:N", "5000",       "rlock:4:P",
+                            "pending"};
+    struct test_join j;
+    struct test_call *unlock;
+
+    join_start(&j, "s", SECRET);
+    ck_assert(!j.done);
+    answer_record(record, 10);
+    answer_count("L", "s:1", 2);
+    answer_count("M", "s:2", 1); /* taken in the instant before a crash */
+    answer_count("N", "s:3", 0); /* gone meanwhile */
+    answer_count("P", "s:4", 0); /* never ran */
+    join_end(&j);
+    ck_assert_int_eq(j.err, 0);
+    ck_assert_uint_eq(stats.sessions_resumed, 1);
+    ck_assert_uint_eq(stats.held_locks, 3);
+    ck_assert_uint_eq(stats.locks_lost, 2);
+    expect_args(expect_eval(SETTLE, "M"), 5, "M", "redisson_lock__channel:{M}",
+                "0", "s:2", "0");
+    expect_args(expect_eval(FORGET, RECORD_OF_S), 2, RECORD_OF_S, "rlock:4:P");
+    advance(0); /* the watchdog renews L at once */
+    expect_eval(RENEW, "L");
+    /* the counts are Redis's: L is released by its second UNLOCK */
+    acquire(j.session, "L", 1, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "s:1", "2");
+    unlock = request(j.session, LOCK_REQUEST_RELEASE, "N", 3);
+    answer_nil(RELEASE, "N");
+    expect_error(unlock, REPLY_LOCKLOST);
+}
+END_TEST
+
+START_TEST(a_record_is_resumed_only_with_its_secret)
+{
+    const char *record[] = {"secret", secret_hex(), "rlock:1:L", "watchdog"};
+    struct test_join j;
+
+    join_start(&j, "s", "another-secret-0123");
+    answer_record(record, 4);
+    join_end(&j);
+    ck_assert_int_eq(j.err, -EPERM);
+    join_start(&j, "s", NULL);
+    answer_record(record, 4);
+    join_end(&j);
+    ck_assert_int_eq(j.err, -EPERM);
+    ck_assert_uint_eq(stats.client_sessions, 0);
+    ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+START_TEST(a_join_while_redis_cannot_be_read_is_unavailable)
+{
+    struct test_join j;
+
+    fake_backend.ready = false;
+    fake_backend.eval_error = -ENOTCONN;
+    join_start(&j, "s", SECRET);
+    join_end(&j);
+    ck_assert_int_eq(j.err, -EAGAIN);
+    fake_backend.eval_error = 0;
+    fake_backend.ready = true;
+}
+END_TEST
+
+START_TEST(shutdown_under_keep_leaves_every_lock_and_record)
+{
+    struct session *s;
+
+    ck_assert_int_eq(join_with("s", SECRET, &s), 0);
+    take_recorded(s, "L");
+    lock_engine_shutdown();
+    leave(s);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+START_TEST(shutdown_under_release_releases_and_deletes_the_record)
+{
+    struct session *s;
+
+    engine_cfg.on_shutdown = ON_SHUTDOWN_RELEASE;
+    ck_assert_int_eq(join_with("s", SECRET, &s), 0);
+    take_recorded(s, "L");
+    lock_engine_shutdown();
+    leave(s);
+    expect_eval(RELEASE_OWNER, "L");
+    expect_eval("DEL", RECORD_OF_S);
+}
+END_TEST
+
 /* ---- shutdown ----------------------------------------------------------- */
 
 START_TEST(shutdown_answers_every_waiter_and_sends_no_acquire)
@@ -837,6 +1064,21 @@ Suite *lock_engine_suite(void)
     tcase_add_test(sessions, session_end_under_expire_sends_nothing);
     tcase_add_test(sessions, a_session_ends_with_its_last_connection);
     tcase_add_test(sessions, a_lost_hold_is_not_released_at_session_end);
+    tcase_add_test(
+        sessions,
+        a_new_hold_is_named_pending_before_its_acquire_then_its_lease);
+    tcase_add_test(sessions,
+                   an_acquire_waits_for_pending_on_another_connection);
+    tcase_add_test(sessions, a_refused_new_hold_is_forgotten_by_the_record);
+    tcase_add_test(
+        sessions,
+        a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost);
+    tcase_add_test(sessions, a_record_is_resumed_only_with_its_secret);
+    tcase_add_test(sessions,
+                   a_join_while_redis_cannot_be_read_is_unavailable);
+    tcase_add_test(shutdown, shutdown_under_keep_leaves_every_lock_and_record);
+    tcase_add_test(shutdown,
+                   shutdown_under_release_releases_and_deletes_the_record);
 
     tcase_add_test(shutdown,
                    shutdown_answers_every_waiter_and_sends_no_acquire);
