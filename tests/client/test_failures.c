@@ -49,23 +49,50 @@ START_TEST(force_unlock_by_another_client_makes_unlock_report_lock_lost)
 }
 END_TEST
 
-START_TEST(daemon_stopped_while_holding_reports_lock_lost)
+/* rlockd stops (on_shutdown = keep) and starts again: the next call
+ * resumes the client's session, the hold with it. */
+START_TEST(daemon_restarted_while_holding_resumes_the_session)
 {
     rlock_client *c = connect_or_fail(harness_addr(), NULL);
     int r;
 
     ck_assert_int_eq(rlock_lock(c, "held", RLOCK_WATCHDOG), RLOCK_OK);
+    ck_assert_int_eq(rlock_lock(c, "held", RLOCK_WATCHDOG), RLOCK_OK);
+    harness_sleep_ms(100); /* mid-section: the hold is in the record */
     harness_rlockd_stop();
     r = rlock_is_held(c, "held");
     ck_assert_msg(r == RLOCK_ECONNLOST || r == RLOCK_EDAEMON,
                   "call after rlockd stopped: %d %s", r, rlock_strerror(r));
     ck_assert_int_eq(rlock_is_held(c, "held"), RLOCK_EDAEMON);
     harness_rlockd_start();
-    /* the new rlockd never knew the hold: -NOTOWNER, reported as lost */
-    ck_assert_int_eq(rlock_unlock(c, "held"), RLOCK_ELOCKLOST);
-    ck_assert_int_eq(rlock_unlock(c, "held"), RLOCK_ENOTOWNER);
-    ck_assert_int_eq(rlock_lock(c, "held", RLOCK_WATCHDOG), RLOCK_OK);
+    ck_assert_int_eq(rlock_hold_count(c, "held"), 2);
+    ck_assert_int_eq(rlock_unlock(c, "held"), 0);
     ck_assert_int_eq(rlock_unlock(c, "held"), 1);
+    ck_assert_int_eq(rlock_is_locked(c, "held"), 0);
+    rlock_close(c);
+}
+END_TEST
+
+/* The lock went while rlockd was away: the resumed session says so. */
+START_TEST(daemon_restarted_and_lock_gone_reports_lock_lost)
+{
+    rlock_client *c = connect_or_fail(harness_addr(), NULL);
+    redisReply *reply;
+
+    ck_assert_int_eq(rlock_lock(c, "gone", RLOCK_WATCHDOG), RLOCK_OK);
+    harness_sleep_ms(100);
+    harness_rlockd_stop();
+    reply = redisCommand(harness_redis(), "DEL gone");
+    ck_assert_ptr_nonnull(reply);
+    ck_assert_int_eq(reply->integer, 1);
+    freeReplyObject(reply);
+    harness_rlockd_start();
+    /* the old connection is found closed first: the caller decides */
+    ck_assert_int_eq(rlock_is_held(c, "gone"), RLOCK_ECONNLOST);
+    ck_assert_int_eq(rlock_unlock(c, "gone"), RLOCK_ELOCKLOST);
+    ck_assert_int_eq(rlock_unlock(c, "gone"), RLOCK_ENOTOWNER);
+    ck_assert_int_eq(rlock_lock(c, "gone", RLOCK_WATCHDOG), RLOCK_OK);
+    ck_assert_int_eq(rlock_unlock(c, "gone"), 1);
     rlock_close(c);
 }
 END_TEST
@@ -378,7 +405,8 @@ Suite *failures_suite(void)
     tcase_add_test(tc, unlock_by_a_thread_not_holding_is_not_owner);
     tcase_add_test(
         tc, force_unlock_by_another_client_makes_unlock_report_lock_lost);
-    tcase_add_test(tc, daemon_stopped_while_holding_reports_lock_lost);
+    tcase_add_test(tc, daemon_restarted_while_holding_resumes_the_session);
+    tcase_add_test(tc, daemon_restarted_and_lock_gone_reports_lock_lost);
     tcase_add_test(tc, daemon_stopped_while_waiting_is_eshutdown);
     tcase_add_test(tc,
                    reply_timeout_drops_the_connection_and_reports_lock_lost);
