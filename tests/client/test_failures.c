@@ -77,15 +77,17 @@ END_TEST
 START_TEST(daemon_restarted_and_lock_gone_reports_lock_lost)
 {
     rlock_client *c = connect_or_fail(harness_addr(), NULL);
+    redisContext *redis = harness_redis();
     redisReply *reply;
 
     ck_assert_int_eq(rlock_lock(c, "gone", RLOCK_WATCHDOG), RLOCK_OK);
     harness_sleep_ms(100);
     harness_rlockd_stop();
-    reply = redisCommand(harness_redis(), "DEL gone");
+    reply = redisCommand(redis, "DEL gone");
     ck_assert_ptr_nonnull(reply);
     ck_assert_int_eq(reply->integer, 1);
     freeReplyObject(reply);
+    redisFree(redis);
     harness_rlockd_start();
     /* the old connection is found closed first: the caller decides */
     ck_assert_int_eq(rlock_is_held(c, "gone"), RLOCK_ECONNLOST);
