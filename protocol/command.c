@@ -50,6 +50,7 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_OPTIONAL_TEXT:
     case SYNTAX_CLIENTID:
     case SYNTAX_AUTH:
+    case SYNTAX_CLIENT:
         return false;
     case SYNTAX_NAME:
     case SYNTAX_NAME_THREAD:
@@ -202,6 +203,27 @@ static int parse_clientid(size_t argc, char *const *argv,
     return 0;
 }
 
+/* CLIENT HEARTBEAT <ms>, the one subcommand, in Redis's words otherwise. */
+static int parse_client(size_t argc, char *const *argv, const size_t *argv_len,
+                        struct command_args *out, char *err, size_t err_size)
+{
+    uint64_t ms;
+
+    if (argc != 3 || !word_is("heartbeat", argv[1], argv_len[1]))
+        return parse_error(err, err_size,
+                           "unknown CLIENT subcommand or wrong number of "
+                           "arguments: CLIENT HEARTBEAT <ms> is the one");
+    if (parse_u64(argv[2], argv_len[2], &ms) != 0 ||
+        (ms != 0 && (ms < COMMAND_HEARTBEAT_MIN_MS ||
+                     ms > COMMAND_HEARTBEAT_MAX_MS)))
+        return parse_error(err, err_size,
+                           "HEARTBEAT must be 0 (off) or %d to %d "
+                           "milliseconds",
+                           COMMAND_HEARTBEAT_MIN_MS, COMMAND_HEARTBEAT_MAX_MS);
+    out->heartbeat_ms = (int64_t)ms;
+    return 0;
+}
+
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
                        size_t max_name_len, struct command_args *out, char *err,
@@ -219,6 +241,8 @@ int command_parse_args(const struct command *cmd, size_t argc,
         return 0;
     if (cmd->syntax == SYNTAX_CLIENTID)
         return parse_clientid(argc, argv, argv_len, out, err, err_size);
+    if (cmd->syntax == SYNTAX_CLIENT)
+        return parse_client(argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_OPTIONAL_TEXT) {
         if (argc == 2) {
             out->name = argv[1];

@@ -25,6 +25,7 @@ enum command_syntax {
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
     SYNTAX_LOCK,          /* <name> <thread-id> [LEASE ms] */
     SYNTAX_TRYLOCK,       /* <name> <thread-id> [WAIT ms] [LEASE ms] */
+    SYNTAX_CLIENT,        /* CLIENT HEARTBEAT <ms> */
 };
 
 /* command flags */
@@ -50,6 +51,7 @@ enum command_syntax {
     X(HOLDCOUNT,   "holdcount",   request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(PTTL,        "pttl",        request,     2, 2, SYNTAX_NAME,          0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 4, SYNTAX_CLIENTID,      CMD_ALONE) \
+    X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
     X(AUTH,        "auth",        auth,        2, 3, SYNTAX_AUTH,          CMD_BEFORE_AUTH) \
@@ -81,6 +83,9 @@ struct command {
 /* A session's SECRET: long enough to be a random token, not a word. */
 #define COMMAND_SECRET_MIN 16
 #define COMMAND_SECRET_MAX 256
+/* CLIENT HEARTBEAT: 0 (off), or from a tenth of a second to a day. */
+#define COMMAND_HEARTBEAT_MIN_MS 100
+#define COMMAND_HEARTBEAT_MAX_MS 86400000
 
 /*
  * What a command's arguments decode to. Pointers point into the request.
@@ -98,6 +103,7 @@ struct command_args {
     int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
     const char *secret; /* CLIENTID's SECRET, or NULL */
     size_t secret_len;
+    int64_t heartbeat_ms; /* CLIENT HEARTBEAT */
 };
 
 /* Case-insensitive lookup; NULL when unknown. */

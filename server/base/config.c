@@ -93,6 +93,9 @@ static const struct config_row config_rows[] = {
      * peer; the limit is for a Unix socket shared by several users. */
     INT_ROW("server", "max_clients_per_peer", LIVE, max_clients_per_peer, "0",
             0, 1000000),
+    /* Applies to connections accepted from then on. */
+    INT_ROW("server", "tcp_keepalive_s", LIVE, tcp_keepalive_s, "60", 0,
+            7200),
     INT_ROW("server", "request_timeout_ms", LIVE, request_timeout_ms, "10000",
             100, 3600000),
     INT_ROW("server", "max_client_buffers_bytes", LIVE,

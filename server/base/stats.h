@@ -49,6 +49,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, total_connections_received, "connections accepted")    \
     X(COUNTS,  COUNTER, rejected_connections,                                  \
       "connections refused (max_clients, max_clients_per_peer, shutdown)")     \
+    X(COUNTS,  COUNTER, heartbeat_timeouts,                                    \
+      "clients ended: nothing heard for their CLIENT HEARTBEAT")              \
     X(COUNTS,  COUNTER, request_timeouts,                                      \
       "connections closed: a request unfinished for request_timeout_ms")     \
     X(COUNTS,  COUNTER, buffer_cap_disconnects,                                \

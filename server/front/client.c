@@ -21,7 +21,9 @@
  * (no heap, no timer per connection, nothing armed while the box is
  * empty). Requests left unfinished (request_timeout_ms) are kept the same
  * way: one list in the order they started, one timer at the head's
- * deadline.
+ * deadline. Heartbeats too: one list by the time each is next looked
+ * at, one timer; a connection that was heard from meanwhile goes back in
+ * order, so that a byte read costs a store, not a timer update.
  */
 #include "front/client.h"
 
@@ -96,6 +98,8 @@ static struct {
     uint64_t fd_max_clients;  /* what the open files limit allows */
     struct list_node partial; /* struct client.partial_link, oldest first */
     uv_timer_t partial_timer; /* at the oldest's request_timeout_ms */
+    struct list_node heartbeats; /* struct client.heartbeat_link, by due */
+    uv_timer_t heartbeat_timer;  /* at the first one's due time */
     bool stopped;             /* shutting down: no new commands */
 } clients;
 
@@ -200,7 +204,8 @@ static void slot_answer(struct client_slot *slot,
     slot->answered = true;
     slot->call = NULL;
     slot->join = NULL;
-    c->in_flight--;
+    if (--c->in_flight == 0) /* a heartbeat's clock starts again */
+        c->heard_ms = uv_now(clients.loop);
     stats.commands_in_flight--;
     if (slot->alone) {
         c->alone = false;
@@ -314,6 +319,8 @@ void client_close(struct client *c, const char *why)
         list_remove(&c->penalty_link);
     if (list_linked(&c->partial_link))
         list_remove(&c->partial_link);
+    if (list_linked(&c->heartbeat_link))
+        list_remove(&c->heartbeat_link);
     if (c->peer != NULL)
         peer_detach(c->peer);
     c->peer = NULL;
@@ -522,6 +529,95 @@ static void on_partial_timer(uv_timer_t *timer)
         client_close(c, "request timeout");
     }
     partial_arm();
+}
+
+/* ---- heartbeats (CLIENT HEARTBEAT) --------------------------------------- */
+
+static void on_heartbeat_timer(uv_timer_t *timer);
+
+static void heartbeat_arm(void)
+{
+    struct list_node *node = list_first(&clients.heartbeats);
+    uint64_t due, now = uv_now(clients.loop);
+
+    if (node == NULL) {
+        uv_timer_stop(&clients.heartbeat_timer);
+        return;
+    }
+    due = list_entry(node, struct client, heartbeat_link)->heartbeat_due_ms;
+    uv_timer_start(&clients.heartbeat_timer, on_heartbeat_timer,
+                   due > now ? due - now : 0, 0);
+}
+
+/* Inserts by due time, scanning from the tail: clients mostly share one
+ * interval, so a new due time is nearly always the latest. */
+static void heartbeat_schedule(struct client *c, uint64_t due)
+{
+    struct list_node *pos = clients.heartbeats.prev;
+
+    c->heartbeat_due_ms = due;
+    while (pos != &clients.heartbeats &&
+           list_entry(pos, struct client, heartbeat_link)->heartbeat_due_ms >
+               due)
+        pos = pos->prev;
+    list_insert_before(pos->next, &c->heartbeat_link);
+}
+
+void client_set_heartbeat(struct client *c, int64_t ms)
+{
+    uint64_t now = uv_now(clients.loop);
+
+    if (list_linked(&c->heartbeat_link))
+        list_remove(&c->heartbeat_link);
+    c->heartbeat_ms = ms;
+    c->heard_ms = now;
+    if (ms > 0)
+        heartbeat_schedule(c, now + (uint64_t)ms);
+    heartbeat_arm();
+}
+
+/* The client went silent: it is gone, with every connection of its
+ * session, as if it had closed them (on_disconnect then applies). */
+static void heartbeat_missed(struct client *c)
+{
+    struct session *session = c->session;
+    struct list_node *pos, *tmp;
+    char label[CLIENT_LABEL_MAX];
+
+    stats.heartbeat_timeouts++;
+    log_warn("%s: nothing heard for its heartbeat of %lld ms; ending client "
+             "%s",
+             client_label(c, label, sizeof(label)), (long long)c->heartbeat_ms,
+             session->id);
+    list_for_each_safe (pos, tmp, &clients.all) {
+        struct client *other = list_entry(pos, struct client, link);
+
+        if (other->session == session)
+            client_close(other, "heartbeat missed");
+    }
+}
+
+/* Looks at each client due: one heard from since (or still being served)
+ * is due again a heartbeat after that; the others have missed it. */
+static void on_heartbeat_timer(uv_timer_t *timer)
+{
+    uint64_t now = uv_now(clients.loop), due;
+    struct list_node *node;
+
+    (void)timer;
+    while ((node = list_first(&clients.heartbeats)) != NULL) {
+        struct client *c = list_entry(node, struct client, heartbeat_link);
+
+        if (c->heartbeat_due_ms > now)
+            break;
+        list_remove(&c->heartbeat_link);
+        due = (c->in_flight > 0 ? now : c->heard_ms) + (uint64_t)c->heartbeat_ms;
+        if (due > now)
+            heartbeat_schedule(c, due);
+        else
+            heartbeat_missed(c);
+    }
+    heartbeat_arm();
 }
 
 /* Whether the client has sent part of a request and not the rest. */
@@ -829,6 +925,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     c->in.len += (size_t)nread;
+    c->heard_ms = uv_now(clients.loop);
     client_process(c);
     if (c->closing || c->quitting ||
         c->in.len <= (size_t)clients.cfg->max_input_buffer_bytes)
@@ -906,6 +1003,7 @@ static int client_new(struct client **out, uv_stream_t *server)
     list_init(&c->ready_link);
     list_init(&c->penalty_link);
     list_init(&c->partial_link);
+    list_init(&c->heartbeat_link);
     list_push_tail(&clients.all, &c->link);
     stats.connected_clients++;
     *out = c;
@@ -946,8 +1044,13 @@ void client_accept(uv_stream_t *server)
         client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
-    if (server->type == UV_TCP)
+    if (server->type == UV_TCP) {
         uv_tcp_nodelay(&c->io.tcp, 1);
+        /* a client whose host died, or whose network went, is found */
+        if (clients.cfg->tcp_keepalive_s > 0)
+            uv_tcp_keepalive(&c->io.tcp, 1,
+                             (unsigned)clients.cfg->tcp_keepalive_s);
+    }
     uv_read_start(&c->io.stream, on_alloc, on_read);
 }
 
@@ -1046,6 +1149,7 @@ int client_init(uv_loop_t *loop, const struct config *cfg,
     list_init(&clients.all);
     list_init(&clients.ready);
     list_init(&clients.partial);
+    list_init(&clients.heartbeats);
     clients.fd_max_clients = UINT64_MAX;
     stats.max_clients_effective = max_clients();
     for (size_t i = 0; i < PENALTY_LEVELS; i++)
@@ -1053,7 +1157,8 @@ int client_init(uv_loop_t *loop, const struct config *cfg,
     peer_table_init();
     if ((err = uv_check_init(loop, &clients.ready_check)) != 0 ||
         (err = uv_idle_init(loop, &clients.ready_kick)) != 0 ||
-        (err = uv_timer_init(loop, &clients.partial_timer)) != 0)
+        (err = uv_timer_init(loop, &clients.partial_timer)) != 0 ||
+        (err = uv_timer_init(loop, &clients.heartbeat_timer)) != 0)
         return err;
     return uv_timer_init(loop, &clients.penalty_timer);
 }
@@ -1086,5 +1191,7 @@ void client_close_handles(void)
     uv_close((uv_handle_t *)&clients.penalty_timer, NULL);
     uv_timer_stop(&clients.partial_timer);
     uv_close((uv_handle_t *)&clients.partial_timer, NULL);
+    uv_timer_stop(&clients.heartbeat_timer);
+    uv_close((uv_handle_t *)&clients.heartbeat_timer, NULL);
     peer_table_free();
 }

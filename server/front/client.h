@@ -76,6 +76,10 @@ struct client {
     size_t accounted;              /* its part of client_buffers_bytes */
     struct list_node partial_link; /* sent part of a request, since: */
     uint64_t partial_since_ms;
+    int64_t heartbeat_ms;            /* CLIENT HEARTBEAT; 0: none */
+    uint64_t heard_ms;               /* bytes came, or a wait ended */
+    uint64_t heartbeat_due_ms;       /* when it is looked at next */
+    struct list_node heartbeat_link; /* while heartbeat_ms > 0 */
     bool read_paused;  /* not read: see client_update_reading */
     bool yielded;      /* used its share of the turn with requests left */
     bool alone;        /* a command that runs alone is in flight */
@@ -115,6 +119,10 @@ void client_close(struct client *c, const char *why);
  * left in Redis; answered in order like a lock command. */
 void client_set_id(struct client *c, const char *id, size_t len,
                    const char *secret, size_t secret_len);
+/* CLIENT HEARTBEAT: when nothing arrives on the connection for ms (0: no
+ * heartbeat) while none of its commands is being served, its session ends
+ * as if the client had gone: every connection of the client-id closes. */
+void client_set_heartbeat(struct client *c, int64_t ms);
 /*
  * The connection sent credentials that were refused (`what`: "AUTH",
  * say): logs it (rate-limited), holds back its replies (the refusal's

@@ -125,6 +125,18 @@ static int command_clientid(struct client *c, const struct command *cmd,
                        "0-9 . _ -");
 }
 
+static int command_client(struct client *c, const struct command *cmd,
+                          const struct command_args *a)
+{
+    struct buffer *out = client_reply_buffer(c);
+
+    (void)cmd;
+    if (out == NULL)
+        return -ENOMEM;
+    client_set_heartbeat(c, a->heartbeat_ms);
+    return reply_simple(out, "OK");
+}
+
 /* Whether connections must AUTH: a token or a user is configured. */
 static bool auth_configured(void)
 {

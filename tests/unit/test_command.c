@@ -263,6 +263,36 @@ START_TEST(syntax_clientid)
 }
 END_TEST
 
+START_TEST(syntax_client_heartbeat)
+{
+    static const char bad_ms[] =
+        "HEARTBEAT must be 0 (off) or 100 to 86400000 milliseconds";
+    static const char unknown[] = "unknown CLIENT subcommand or wrong number "
+                                  "of arguments: CLIENT HEARTBEAT <ms> is "
+                                  "the one";
+
+    ck_assert_int_eq(
+        expect_ok((const char *[]){"CLIENT", "heartbeat", "10000", NULL})
+            .heartbeat_ms,
+        10000);
+    ck_assert_int_eq(
+        expect_ok((const char *[]){"client", "HEARTBEAT", "0", NULL})
+            .heartbeat_ms,
+        0);
+    ck_assert_int_eq(
+        expect_ok((const char *[]){"CLIENT", "HEARTBEAT", "86400000", NULL})
+            .heartbeat_ms,
+        86400000);
+    expect_error((const char *[]){"CLIENT", "HEARTBEAT", "99", NULL}, bad_ms);
+    expect_error((const char *[]){"CLIENT", "HEARTBEAT", "86400001", NULL},
+                 bad_ms);
+    expect_error((const char *[]){"CLIENT", "HEARTBEAT", "-1", NULL}, bad_ms);
+    expect_error((const char *[]){"CLIENT", "HEARTBEAT", "1e4", NULL}, bad_ms);
+    expect_error((const char *[]){"CLIENT", "HEARTBEAT", NULL}, unknown);
+    expect_error((const char *[]){"CLIENT", "SETNAME", "x", NULL}, unknown);
+}
+END_TEST
+
 START_TEST(syntax_name)
 {
     struct command_args a = expect_ok((const char *[]){"pttl", "lk", NULL});
@@ -499,6 +529,7 @@ Suite *command_suite(void)
     tcase_add_test(args, syntax_auth_password_or_username_and_password);
     tcase_add_test(args, lock_name_commands_are_those_with_a_name_argument);
     tcase_add_test(args, syntax_clientid);
+    tcase_add_test(args, syntax_client_heartbeat);
     tcase_add_test(args, syntax_name);
     tcase_add_test(args, name_may_hold_nul_bytes);
     tcase_add_test(args, syntax_name_thread);

@@ -1,0 +1,117 @@
+"""Liveness of clients: CLIENT HEARTBEAT and TCP keepalive.
+
+A connection that declared a heartbeat and from which nothing arrives for
+that long (while none of its commands is being served) ends its client's
+session as a disconnection would: a hung (SIGSTOPped) holder loses its
+locks after the interval. Client TCP connections have keepalive on.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from harness import HOST, Env, Skip, assert_eq, assert_error, wait_until, which
+
+# A holder in a process of its own: locks, says so, then pings every 100 ms.
+HOLDER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, %r)
+    from harness import RespClient
+    c = RespClient(int(sys.argv[1]), timeout=5.0)
+    assert c.call("CLIENT", "HEARTBEAT", sys.argv[3]) == "OK"
+    assert c.call("LOCK", sys.argv[2], 1) == "OK"
+    print("locked", flush=True)
+    while True:
+        time.sleep(0.1)
+        assert c.call("PING") == "PONG"
+""") % os.path.dirname(os.path.abspath(__file__))
+
+
+def test_a_stopped_holder_with_a_heartbeat_loses_its_lock_after_the_interval():
+    with Env({"lock": {"watchdog_timeout_ms": 30000}}) as env:
+        n = env.name("hb")
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(env.port), n, "500"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert_eq(holder.stdout.readline().strip(), "locked", "the holder's LOCK")
+            waiter = env.client(timeout=10.0)
+            waiter.send("LOCK", n, 2)
+            env.wait_waiting(1)
+            waiter.expect_no_reply(1.0, "LOCK while the pinging holder lives")
+            holder.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            assert_eq(waiter.read_reply(10.0), "OK", "the waiter gets the hung holder's lock")
+            assert time.monotonic() - t0 < 10.0
+            assert_eq(env.rlockd.info()["heartbeat_timeouts"], "1", "INFO heartbeat_timeouts")
+        finally:
+            holder.send_signal(signal.SIGCONT)
+            holder.kill()
+            holder.wait(5)
+            holder.stdout.close()
+
+
+def test_a_client_waiting_in_lock_is_not_ended_by_its_heartbeat():
+    with Env() as env:
+        n = env.name("hbwait")
+        holder, waiter = env.client(), env.client(timeout=5.0)
+        assert_eq(holder.call("LOCK", n, 1), "OK", "holder LOCK")
+        assert_eq(waiter.call("CLIENT", "HEARTBEAT", 200), "OK", "CLIENT HEARTBEAT")
+        waiter.send("LOCK", n, 2)
+        env.wait_waiting(1)
+        waiter.expect_no_reply(1.5, "LOCK waiting past its heartbeat")
+        assert_eq(holder.call("UNLOCK", n, 1), 1, "holder UNLOCK")
+        assert_eq(waiter.read_reply(2.0), "OK", "the waiter's LOCK, after waiting 7 heartbeats")
+        # ... and, now silent, it is ended.
+        waiter.wait_closed(3.0)
+        assert_eq(holder.call("ISLOCKED", n), 0, "its lock released with its session")
+
+
+def test_a_silent_connection_ends_every_connection_of_its_client():
+    with Env() as env:
+        n = env.name("hbsession")
+        a, b = env.client(), env.client()
+        assert_eq(a.call("CLIENTID", "hb-app", "SECRET", "0123456789abcdef0"), "OK", "CLIENTID a")
+        assert_eq(b.call("CLIENTID", "hb-app", "SECRET", "0123456789abcdef0"), "OK", "CLIENTID b")
+        assert_eq(b.call("LOCK", n, 1), "OK", "LOCK on b")
+        assert_eq(a.call("CLIENT", "HEARTBEAT", 300), "OK", "heartbeat on a")
+        a.wait_closed(3.0)
+        b.wait_closed(3.0)
+        assert_eq(env.client().call("ISLOCKED", n), 0, "the client's locks released")
+
+
+def test_heartbeat_0_turns_it_off_and_bad_values_are_refused():
+    with Env() as env:
+        c = env.client()
+        assert_eq(c.call("CLIENT", "HEARTBEAT", 200), "OK", "on")
+        assert_eq(c.call("CLIENT", "HEARTBEAT", 0), "OK", "off")
+        time.sleep(0.8)
+        assert_eq(c.call("PING"), "PONG", "still open, silent past the old heartbeat")
+        for args in (("HEARTBEAT", 99), ("HEARTBEAT", -1), ("HEARTBEAT", "soon"),
+                     ("HEARTBEAT",), ("SETNAME", "x")):
+            assert_error(c.call("CLIENT", *args), "ERR", what="CLIENT %r" % (args,))
+        assert_eq(c.call("PING"), "PONG", "the connection survives the refusals")
+
+
+def _keepalive_timers(port):
+    out = subprocess.run(["ss", "-tnoH", "state", "established", "( sport = :%d )" % port],
+                         capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if HOST in line]
+
+
+def test_client_tcp_connections_have_keepalive_as_configured():
+    if not which("ss"):
+        raise Skip("ss (iproute2) not found: cannot see the socket's keepalive timer")
+    with Env({"server": {"tcp_keepalive_s": 45}}) as env:
+        c = env.client()
+        c.call("PING")
+        lines = wait_until(lambda: _keepalive_timers(env.port), 2.0, what="the connection in ss")
+        assert all("timer:(keepalive" in line for line in lines), "no keepalive timer: %r" % lines
+        assert any("keepalive,4" in line for line in lines), "not 45 s: %r" % lines
+    with Env({"server": {"tcp_keepalive_s": 0}}) as env:
+        c = env.client()
+        c.call("PING")
+        lines = wait_until(lambda: _keepalive_timers(env.port), 2.0, what="the connection in ss")
+        assert not any("keepalive" in line for line in lines), "keepalive with 0: %r" % lines
