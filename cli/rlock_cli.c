@@ -1,7 +1,7 @@
 /*
  * rlock_cli.c - the `rlock` command: flock(1) for rlockd locks.
  *
- *     rlock [-s addr] [-w ms | -n] [-l ms] [-k s] NAME -- COMMAND [ARG...]
+ *     rlock [-s addr] [-w ms | -n] [-l ms] [-k s] [-b ms] NAME -- COMMAND ...
  *     rlock [-s addr] status NAME
  *     rlock [-s addr] force-unlock NAME
  *
@@ -47,9 +47,11 @@
 #define MAX_CHECK_MS 1000
 #define MIN_CHECK_MS 10
 /* rlockd lost and not back within this: the lock counts as lost, however
- * long its TTL. An rlockd that stopped in order (or that ended rlock's
- * session after a dropped connection) has released it already with the
- * default on_disconnect = release, and someone else may hold it now. */
+ * long its TTL. An rlockd that ended rlock's session after a dropped
+ * connection has released it already with the default on_disconnect =
+ * release (and one that stopped with on_shutdown = release), and someone
+ * else may hold it now; one that stopped with on_shutdown = keep gives the
+ * session back when it is restarted within this. */
 #define UNREACHABLE_GRACE_MS 1000
 
 /* rlock's own exit statuses. They replace COMMAND's status, so they keep
@@ -65,8 +67,8 @@ enum {
 };
 
 static const char usage_text[] =
-    "Usage: rlock [-s ADDR] [-w MS | -n] [-l MS] [-k SECS] NAME -- COMMAND "
-    "[ARG...]\n"
+    "Usage: rlock [-s ADDR] [-w MS | -n] [-l MS] [-k SECS] [-b MS] NAME -- "
+    "COMMAND [ARG...]\n"
     "       rlock [-s ADDR] status NAME\n"
     "       rlock [-s ADDR] force-unlock NAME\n"
     "       rlock -h\n"
@@ -85,8 +87,12 @@ static const char usage_text[] =
     "           alive until COMMAND ends)\n"
     "  -k SECS  after the lock is lost, SIGKILL COMMAND's process group SECS\n"
     "           seconds after its SIGTERM (default 5; 0: at once)\n"
+    "  -b MS    heartbeat: if rlock itself stops (SIGSTOP, hung) for MS\n"
+    "           milliseconds, rlockd releases the lock (default 10000;\n"
+    "           0: never, the lock is held while rlock's connection lives)\n"
     "  -h       print this help and exit 0\n"
-    "MS: 0 to 10^12 (-l: from 1); SECS: 0 to 86400; digits only.\n"
+    "MS: 0 to 10^12 (-l: from 1; -b: 0 or 100 to 86400000); SECS: 0 to\n"
+    "86400; digits only.\n"
     "\n"
     "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left)\n"
     "                     or \"unlocked\"; exit 0 either way\n"
@@ -142,6 +148,7 @@ struct options {
     long long wait_ms;
     long long lease_ms;
     int kill_grace_ms;
+    int heartbeat_ms; /* as rlock_options wants it */
 };
 
 /* What the main thread (the lock's owner) and the supervisor thread (the
@@ -245,7 +252,7 @@ static int parse_number(int opt, const char *text, long long min, long long max,
 /* Fills o from the command line; 0, or the exit status to leave with. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-    long long grace_s = DEFAULT_KILL_GRACE_S;
+    long long grace_s = DEFAULT_KILL_GRACE_S, heartbeat_ms = 0;
     bool timing_given = false;
     const char *env_addr = getenv("RLOCK_ADDR");
     int opt, rest, err = 0;
@@ -256,7 +263,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                           .lease_ms = RLOCK_WATCHDOG};
     /* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
      * report errors ourselves. */
-    while (err == 0 && (opt = getopt(argc, argv, "+:s:w:nl:k:h")) != -1) {
+    while (err == 0 && (opt = getopt(argc, argv, "+:s:w:nl:k:b:h")) != -1) {
         switch (opt) {
         case 's':
             o->addr = optarg;
@@ -275,6 +282,13 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'k':
             err = parse_number(opt, optarg, 0, MAX_KILL_GRACE_S, &grace_s);
             break;
+        case 'b':
+            err = parse_number(opt, optarg, 0, 86400000, &heartbeat_ms);
+            if (err == 0 && heartbeat_ms > 0 && heartbeat_ms < 100)
+                err = usage_error("-b: 0, or 100 to 86400000 ms");
+            o->heartbeat_ms = heartbeat_ms == 0 ? RLOCK_NO_HEARTBEAT
+                                                : (int)heartbeat_ms;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
@@ -284,7 +298,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         default:
             err = usage_error("unknown option -%c", optopt);
         }
-        timing_given |= opt == 'w' || opt == 'n' || opt == 'l' || opt == 'k';
+        timing_given |= opt == 'w' || opt == 'n' || opt == 'l' || opt == 'k' ||
+                        opt == 'b';
     }
     if (err != 0)
         return err;
@@ -307,7 +322,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     if (o->mode != MODE_RUN) {
         o->name = argv[optind + 1];
         if (timing_given)
-            return usage_error("-w, -n, -l and -k go with a COMMAND only");
+            return usage_error("-w, -n, -l, -k and -b go with a COMMAND only");
     }
     if (o->name[0] == '\0')
         return usage_error("empty lock NAME");
@@ -763,6 +778,7 @@ int main(int argc, char **argv)
 
     if (status != 0)
         return status;
+    connect_opts.heartbeat_ms = o.heartbeat_ms;
     c = rlock_connect(o.addr, &connect_opts, &err);
     if (c == NULL)
         return fail(err, "rlockd at %s", o.addr);

@@ -25,6 +25,9 @@
  * Redis gets the caller -UNAVAILABLE (and keeps its session) instead of a
  * dropped connection (which would end the session). */
 #define DEFAULT_COMMAND_TIMEOUT_MS 10000
+/* A hung process loses its locks within 10 s: a third of the watchdog's
+ * default lease, so that locks are freed well before a lease would be. */
+#define DEFAULT_HEARTBEAT_MS 10000
 /* rlock_conn.timeout_ms until the first command sets one. */
 #define TIMEOUT_UNSET (-1)
 
@@ -74,6 +77,10 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
         opts = &defaults;
     if (addr == NULL || opts->connect_timeout_ms < 0 ||
         opts->command_timeout_ms < 0 ||
+        (opts->heartbeat_ms != RLOCK_NO_HEARTBEAT &&
+         (opts->heartbeat_ms < 0 ||
+          (opts->heartbeat_ms > 0 && opts->heartbeat_ms < 100) ||
+          opts->heartbeat_ms > 86400000)) ||
         (opts->client_id != NULL &&
          !client_id_valid(opts->client_id, strlen(opts->client_id))))
         return RLOCK_EINVAL;
@@ -83,6 +90,9 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
     target->command_timeout_ms = opts->command_timeout_ms
                                      ? opts->command_timeout_ms
                                      : DEFAULT_COMMAND_TIMEOUT_MS;
+    target->heartbeat_ms = opts->heartbeat_ms == RLOCK_NO_HEARTBEAT ? 0
+                           : opts->heartbeat_ms ? opts->heartbeat_ms
+                                                : DEFAULT_HEARTBEAT_MS;
     if (opts->client_id != NULL)
         strcpy(target->client_id, opts->client_id);
     else if (client_id_random(target->client_id) != 0)
@@ -234,9 +244,9 @@ bool rlock_conn_broken(const struct rlock_conn *conn)
 /* ---- opening and closing --------------------------------------------- */
 
 /* A command of the set-up (at most 4 words), answered +OK. */
-static int exchange_ok(struct rlock_conn *conn,
-                       const struct rlock_target *target, int argc,
-                       const char **argv)
+int rlock_conn_exchange_ok(struct rlock_conn *conn,
+                           const struct rlock_target *target, int argc,
+                           const char **argv)
 {
     size_t lens[4];
     long long done;
@@ -278,17 +288,18 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target)
         goto fail;
     }
     if (target->auth_token != NULL) {
-        err = exchange_ok(conn, target, 2,
-                          (const char *[]){"AUTH", target->auth_token});
+        err = rlock_conn_exchange_ok(conn, target, 2,
+                                     (const char *[]){"AUTH",
+                                                      target->auth_token});
         /* -ERR: a wrong token, or none configured in rlockd */
         if (err == RLOCK_EINVAL)
             err = RLOCK_EAUTH;
         if (err != RLOCK_OK)
             goto fail;
     }
-    err = exchange_ok(conn, target, 4,
-                      (const char *[]){"CLIENTID", target->client_id, "SECRET",
-                                       target->secret});
+    err = rlock_conn_exchange_ok(conn, target, 4,
+                                 (const char *[]){"CLIENTID", target->client_id,
+                                                  "SECRET", target->secret});
     if (err == RLOCK_OK)
         return RLOCK_OK;
 fail:

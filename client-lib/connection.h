@@ -27,6 +27,7 @@ struct rlock_target {
     char *auth_token;
     int connect_timeout_ms;
     int command_timeout_ms;
+    int heartbeat_ms; /* 0: none */
     char client_id[CLIENT_ID_MAX_LEN + 1];
     /* the session's SECRET: a random UUID, 122 random bits */
     char secret[CLIENT_ID_RANDOM_SIZE];
@@ -56,6 +57,11 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target);
 int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
                         const size_t *lens, long long timeout_ms, int want_type,
                         long long *value);
+
+/* A command of at most 4 words answered +OK: RLOCK_OK or the error. */
+int rlock_conn_exchange_ok(struct rlock_conn *conn,
+                           const struct rlock_target *target, int argc,
+                           const char **argv);
 
 bool rlock_conn_broken(const struct rlock_conn *conn);
 void rlock_conn_close(struct rlock_conn *conn);

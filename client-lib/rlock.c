@@ -23,6 +23,7 @@
 
 #include "command.h" /* COMMAND_MAX_MS */
 #include "connection.h"
+#include "heartbeat.h"
 
 /* request.wait_ms / lease_ms when the option is not sent. */
 #define OPTION_ABSENT (-2)
@@ -50,6 +51,7 @@ struct rlock_client {
     pthread_mutex_t mutex; /* guards threads and every thread's holds */
     struct thread_state *threads;
     struct rlock_target target;
+    struct heartbeat heartbeat;
 };
 
 /* What a command does to the record of holds. */
@@ -415,6 +417,8 @@ rlock_client *rlock_connect(const char *addr, const rlock_options *opts,
     }
     if (e == RLOCK_OK)
         e = thread_state_get(c, &t);
+    if (e == RLOCK_OK) /* after the session exists: it joins it */
+        e = heartbeat_start(&c->heartbeat, &c->target);
     if (err != NULL)
         *err = e;
     if (e == RLOCK_OK)
@@ -427,6 +431,7 @@ void rlock_close(rlock_client *c)
 {
     if (c == NULL)
         return;
+    heartbeat_stop(&c->heartbeat);
     thread_states_free(c->threads);
     pthread_mutex_destroy(&c->mutex);
     rlock_target_free(&c->target);

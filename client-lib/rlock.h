@@ -113,7 +113,15 @@ typedef struct rlock_options {
     /* Longest wait for a reply, beyond a TRYLOCK's own WAIT; 0: 10000.
      * rlock_lock() and a TRYLOCK with RLOCK_WAIT_FOREVER have none. */
     int command_timeout_ms;
+    /* CLIENT HEARTBEAT: a thread of the client pings rlockd on a
+     * connection of its own every third of this, so that a hung process
+     * (stopped, deadlocked as a whole) loses its locks after it, and a
+     * restarted rlockd gets the session back at once. 0: 10000;
+     * RLOCK_NO_HEARTBEAT: none; else 100 to 86400000. */
+    int heartbeat_ms;
 } rlock_options;
+
+#define RLOCK_NO_HEARTBEAT (-1)
 
 /* Opens the calling thread's connection to rlockd at addr ("host:port",
  * "[ipv6]:port" or "unix:/path") and returns the client, or NULL with *err

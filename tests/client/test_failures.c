@@ -116,7 +116,8 @@ END_TEST
 
 START_TEST(reply_timeout_drops_the_connection_and_reports_lock_lost)
 {
-    const rlock_options opts = {.command_timeout_ms = 300};
+    const rlock_options opts = {.command_timeout_ms = 300,
+                                .heartbeat_ms = RLOCK_NO_HEARTBEAT};
     rlock_client *c = connect_or_fail(harness_addr(), &opts);
     long long start, elapsed;
 
@@ -133,6 +134,40 @@ START_TEST(reply_timeout_drops_the_connection_and_reports_lock_lost)
     ck_assert(harness_wait_info("connected_clients", 1));
     ck_assert_int_eq(rlock_is_locked(c, "stalled"), 0);
     ck_assert_int_eq(rlock_unlock(c, "stalled"), RLOCK_ELOCKLOST);
+    rlock_close(c);
+}
+END_TEST
+
+/* The heartbeat keeps an idle client's session (and rlockd would end it
+ * if the process stopped: test_rlock_cli.py stops one). */
+START_TEST(the_heartbeat_connection_keeps_an_idle_client_alive)
+{
+    const rlock_options opts = {.heartbeat_ms = 300};
+    rlock_client *c = connect_or_fail(harness_addr(), &opts);
+
+    ck_assert_int_eq(rlock_lock(c, "idle", RLOCK_WATCHDOG), RLOCK_OK);
+    /* the caller's thread, the heartbeat's, the harness's */
+    ck_assert(harness_wait_info("connected_clients", 3));
+    harness_sleep_ms(1500);
+    ck_assert_int_eq(harness_info("heartbeat_timeouts"), 0);
+    ck_assert_int_eq(rlock_unlock(c, "idle"), 1);
+    rlock_close(c);
+    ck_assert(harness_wait_info("connected_clients", 1));
+}
+END_TEST
+
+/* The heartbeat thread resumes the session on a restarted rlockd by
+ * itself, before the caller's next call. */
+START_TEST(the_heartbeat_resumes_the_session_after_an_rlockd_restart)
+{
+    const rlock_options opts = {.heartbeat_ms = 300};
+    rlock_client *c = connect_or_fail(harness_addr(), &opts);
+
+    ck_assert_int_eq(rlock_lock(c, "kept", RLOCK_WATCHDOG), RLOCK_OK);
+    harness_sleep_ms(100);
+    harness_rlockd_stop();
+    harness_rlockd_start();
+    ck_assert(harness_wait_info("sessions_resumed", 1));
     rlock_close(c);
 }
 END_TEST
@@ -268,7 +303,8 @@ START_TEST(bad_connect_arguments_are_einval)
     const rlock_options bad_opts[] = {
         {.client_id = ""},          {.client_id = "has space"},
         {.client_id = long_id},     {.connect_timeout_ms = -1},
-        {.command_timeout_ms = -1},
+        {.command_timeout_ms = -1}, {.heartbeat_ms = -2},
+        {.heartbeat_ms = 99},       {.heartbeat_ms = 86400001},
     };
     int err;
 
@@ -409,6 +445,9 @@ Suite *failures_suite(void)
         tc, force_unlock_by_another_client_makes_unlock_report_lock_lost);
     tcase_add_test(tc, daemon_restarted_while_holding_resumes_the_session);
     tcase_add_test(tc, daemon_restarted_and_lock_gone_reports_lock_lost);
+    tcase_add_test(tc, the_heartbeat_connection_keeps_an_idle_client_alive);
+    tcase_add_test(tc,
+                   the_heartbeat_resumes_the_session_after_an_rlockd_restart);
     tcase_add_test(tc, daemon_stopped_while_waiting_is_eshutdown);
     tcase_add_test(tc,
                    reply_timeout_drops_the_connection_and_reports_lock_lost);

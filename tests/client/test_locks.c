@@ -334,7 +334,8 @@ END_TEST
 
 START_TEST(exited_threads_connections_close_when_a_new_thread_comes)
 {
-    rlock_client *c = connect_or_fail(harness_addr(), NULL);
+    const rlock_options no_heartbeat = {.heartbeat_ms = RLOCK_NO_HEARTBEAT};
+    rlock_client *c = connect_or_fail(harness_addr(), &no_heartbeat);
 
     /* harness_info() counts its own connection */
     ck_assert_int_eq(harness_info("connected_clients"), 2);

@@ -528,3 +528,20 @@ def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
             assert_eq(rl.wait(3.0), 0, "rlock's exit status")
             assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock released both holds")
             assert "lost" not in rl.output(), "rlock's output: %r" % rl.output()
+
+
+def test_a_stopped_rlock_loses_its_lock_after_its_heartbeat_and_says_so():
+    with Env({"lock": {"watchdog_timeout_ms": 30000}}, label="rlock-stopped") as env, TempDir() as d:
+        n = env.name("stopped")
+        with Background(d, ["-s", _addr(env), "-b", "300", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            other = env.client(timeout=10.0)
+            assert_eq(other.call("TRYLOCK", n, 1), 0, "held while rlock runs")
+            rl.proc.send_signal(signal.SIGSTOP)
+            try:
+                assert_eq(other.call("TRYLOCK", n, 1, "WAIT", 5000), 1,
+                          "the lock of a stopped rlock, freed by its missed heartbeat")
+            finally:
+                rl.proc.send_signal(signal.SIGCONT)
+            assert_eq(rl.wait(10.0), EXIT_LOCK_LOST, "rlock's exit status once it runs again")
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"

@@ -1,0 +1,106 @@
+/*
+ * heartbeat.c - the heartbeat thread: beat, sleep a third, beat again.
+ */
+#include "heartbeat.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+
+/* A lost connection is dialled again this often. */
+#define REDIAL_MS 100
+
+/* Sleeps until ms from now or heartbeat_stop; false when stopping. */
+static bool nap(struct heartbeat *hb, long long ms)
+{
+    struct timespec until;
+    bool go_on;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&hb->mutex);
+    while (!hb->stopping &&
+           pthread_cond_timedwait(&hb->wake, &hb->mutex, &until) == 0)
+        ;
+    go_on = !hb->stopping;
+    pthread_mutex_unlock(&hb->mutex);
+    return go_on;
+}
+
+/* One beat, on a connection opened first when it has none; the beat is
+ * the declaration itself, which also restarts rlockd's clock. */
+static bool beat(struct rlock_conn *conn, const struct rlock_target *target,
+                 const char *ms)
+{
+    if (conn->ctx == NULL && rlock_conn_open(conn, target) != RLOCK_OK)
+        return false;
+    if (rlock_conn_exchange_ok(conn, target, 3,
+                               (const char *[]){"CLIENT", "HEARTBEAT", ms}) ==
+        RLOCK_OK)
+        return true;
+    rlock_conn_close(conn);
+    return false;
+}
+
+static void *heartbeat_main(void *arg)
+{
+    struct heartbeat *hb = arg;
+    struct rlock_conn conn = {0};
+    char ms[24];
+
+    snprintf(ms, sizeof(ms), "%d", hb->target->heartbeat_ms);
+    while (nap(hb, beat(&conn, hb->target, ms) ? hb->target->heartbeat_ms / 3
+                                               : REDIAL_MS))
+        ;
+    rlock_conn_close(&conn);
+    return NULL;
+}
+
+int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target)
+{
+    pthread_condattr_t attr;
+    sigset_t all, old;
+    int err;
+
+    hb->target = target;
+    hb->stopping = false;
+    hb->running = false;
+    if (target->heartbeat_ms == 0)
+        return RLOCK_OK;
+    pthread_mutex_init(&hb->mutex, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&hb->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    /* No signal of the caller's may land on this thread. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    err = pthread_create(&hb->thread, NULL, heartbeat_main, hb);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        pthread_cond_destroy(&hb->wake);
+        pthread_mutex_destroy(&hb->mutex);
+        return RLOCK_ESYSTEM;
+    }
+    hb->running = true;
+    return RLOCK_OK;
+}
+
+void heartbeat_stop(struct heartbeat *hb)
+{
+    if (!hb->running)
+        return;
+    pthread_mutex_lock(&hb->mutex);
+    hb->stopping = true;
+    pthread_cond_signal(&hb->wake);
+    pthread_mutex_unlock(&hb->mutex);
+    pthread_join(hb->thread, NULL);
+    pthread_cond_destroy(&hb->wake);
+    pthread_mutex_destroy(&hb->mutex);
+    hb->running = false;
+}

@@ -1,0 +1,36 @@
+/*
+ * heartbeat.h - librlock's heartbeat: one thread per client that keeps
+ * its session alive, and only while the process runs.
+ *
+ * Owns a connection of its own in the client's session (the callers'
+ * connections are their threads' alone) and the thread that sends
+ * `CLIENT HEARTBEAT <ms>` on it every third of ms: rlockd ends the
+ * session, releasing its locks, when a beat is missed, so a stopped or
+ * wholly hung process loses its locks after ms. When rlockd goes away the
+ * thread reconnects, which resumes the session on a restarted rlockd
+ * within the lease, before any of the caller's threads needs it.
+ */
+#ifndef RLOCK_HEARTBEAT_H
+#define RLOCK_HEARTBEAT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "connection.h"
+
+struct heartbeat {
+    const struct rlock_target *target;
+    pthread_t thread;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake; /* heartbeat_stop */
+    bool stopping;
+    bool running;
+};
+
+/* Starts the thread when target->heartbeat_ms > 0: RLOCK_OK, or
+ * RLOCK_ESYSTEM. target must outlive heartbeat_stop. */
+int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target);
+/* Stops and joins the thread, and closes its connection. */
+void heartbeat_stop(struct heartbeat *hb);
+
+#endif
