@@ -6,6 +6,7 @@
 #   make test     install what is missing, build, run unit + integration tests
 #   make asan     the same tests against an AddressSanitizer+UBSan build
 #   make valgrind the integration tests with the daemon under memcheck
+#   make simulate the lock engine's deterministic simulation, many seeds
 #   make bench    load generator: rlockd vs. Redis direct, side by side
 #   make fuzz     libFuzzer on the request parser and the glob matcher
 #                 (clang; FUZZ_TIME seconds each)
@@ -41,6 +42,9 @@ LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(SERVER_S
 MAIN_OBJ = $(BUILD)/obj/server/main.o
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
+# The simulation: its own files, and the unit tests' fake clock.
+SIM_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/sim/*.c)) \
+           $(BUILD)/obj/tests/unit/fake_clock.o
 
 # librlock (client-lib/): position-independent objects serve both the
 # shared library and the static one; the `rlock` command (cli/) and the
@@ -71,7 +75,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
 
-.PHONY: FORCE all deps npm-deps install uninstall run test unit client integration asan valgrind bench fuzz clean format
+.PHONY: FORCE all deps npm-deps install uninstall run test unit simulate client integration asan valgrind bench fuzz clean format
 
 all: $(BUILD)/rlockd $(CLIENT_ALL)
 
@@ -86,6 +90,7 @@ $(BUILD)/pic/%.o: %.c
 	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/server/%.o $(BUILD)/obj/tests/unit/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS)
+$(BUILD)/obj/tests/sim/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS) -Itests/unit
 # What includes rlock.h (the command, the client tests) builds as librlock does.
 $(BUILD)/pic/client-lib/%.o $(BUILD)/obj/cli/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
 
@@ -140,6 +145,9 @@ $(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ) $(PROTOCOL_LIB)
 
 $(BUILD)/unit_tests: $(LIB_OBJ) $(UNIT_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
+
+$(BUILD)/sim_tests: $(LIB_OBJ) $(SIM_OBJ) $(PROTOCOL_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/rlockd-bench: bench/rlockd_bench.c
 	@mkdir -p $(BUILD)
@@ -209,8 +217,15 @@ test: deps npm-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests $(BUILD)/client_tests
 	@$(MAKE) --no-print-directory unit client integration
 
-unit: $(BUILD)/unit_tests
+unit: $(BUILD)/unit_tests $(BUILD)/sim_tests
 	$(BUILD)/unit_tests
+	$(BUILD)/sim_tests
+
+# The lock engine's deterministic simulation (tests/sim/): make test runs
+# SIM_SEEDS seeds (1000), this many more. SIM_SEED=<n> replays one.
+SIMULATE_SEEDS ?= 100000
+simulate: $(BUILD)/sim_tests
+	SIM_SEEDS=$(SIMULATE_SEEDS) $(BUILD)/sim_tests
 
 # librlock's Check tests, against a real rlockd and redis-server.
 client: $(BUILD)/client_tests $(BUILD)/rlockd
@@ -272,7 +287,7 @@ fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob
 	    $(BUILD)/fuzz-glob-corpus
 
 format:
-	clang-format -i protocol/*.[ch] server/*.c server/*/*.[ch] client-lib/*.[ch] cli/*.c tests/unit/*.[ch] \
+	clang-format -i protocol/*.[ch] server/*.c server/*/*.[ch] client-lib/*.[ch] cli/*.c tests/unit/*.[ch] tests/sim/*.[ch] \
 	    tests/client/*.[ch] tests/fuzz/*.c bench/*.c
 
 clean:

@@ -285,6 +285,10 @@ static int holds_update(rlock_client *c, struct thread_state *t,
         h == NULL) {
         *link = *spare;
         *spare = NULL;
+    } else if (rq->command->effect == HOLD_ACQUIRE && h != NULL &&
+               err == RLOCK_ELOCKLOST) { /* told the old hold is gone */
+        *link = h->next;
+        free(h);
     } else if (rq->command->effect == HOLD_RELEASE && h != NULL &&
                (err == RLOCK_ENOTOWNER || err == RLOCK_ELOCKLOST ||
                 (err == RLOCK_OK && value == 1))) {

@@ -55,12 +55,17 @@
  * 0 means a new hold. A new hold that finds its owner's field (left by an
  * earlier incarnation of the client-id, or by an acquire whose reply was
  * lost) takes it over at count 1 instead of re-entering it, so that one
- * LOCK and one UNLOCK always release.
+ * LOCK and one UNLOCK always release; a reentrant one that does not find
+ * it is told the hold is gone (LOCKLOST), instead of taking the lock anew
+ * as if nothing had happened.
  */
 static struct backend_script acquire_script = {
     "rlock_acquire",
     SHAPE_GUARD "local s, owner, _, ttl = shape(KEYS[1]); "
                 "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+                "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "
+                "return redis.error_reply('LOCKLOST the hold is gone'); "
+                "end; "
                 "if (s == 'none' or owner == ARGV[2]) then "
                 "if ARGV[3] == '0' then "
                 "redis.call('hset', KEYS[1], ARGV[2], 1); "

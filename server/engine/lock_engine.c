@@ -64,10 +64,13 @@ static struct {
     const struct backend *backend;
     struct list_node waiting_locks; /* struct lock.waiting_link */
     struct list_node unsettled;     /* struct unsettled.link */
+    struct list_node stale_records; /* struct stale_record.link */
     bool shutting_down;
 } engine;
 
 static void call_attempt(struct lock_call *call);
+static void settle_later(struct lock *lock, const char *field,
+                         size_t field_len);
 static void record_forget(struct session *s, struct lock *lock,
                           uint64_t thread_id);
 static void wake(struct lock *lock, size_t count);
@@ -144,13 +147,16 @@ static enum lock_outcome call_read(const struct lock_call *call,
                                    const struct backend_value *reply,
                                    int64_t *value)
 {
-    static const char wrong_type[] = "WRONGTYPE";
+    static const char wrong_type[] = "WRONGTYPE", lost[] = "LOCKLOST";
 
     if (reply == NULL)
         return OUTCOME_BAD_REPLY;
     if (reply->type == VALUE_ERROR &&
         strncmp(reply->str, wrong_type, sizeof(wrong_type) - 1) == 0)
         return OUTCOME_WRONG_TYPE;
+    if (reply->type == VALUE_ERROR &&
+        strncmp(reply->str, lost, sizeof(lost) - 1) == 0)
+        return OUTCOME_NOT_OWNER;
     return call->lock->kind->ops[op].read(reply, value);
 }
 
@@ -382,9 +388,7 @@ static void release_in_background(struct lock *lock, enum lock_op op,
     memcpy(call->field, field, field_len);
     call->field_len = field_len;
     if (call_send(call, op, lease_ms, on_background_reply) != 0)
-        log_warn("cannot release '%.*s' for %.*s now (Redis unavailable); "
-                 "it expires by TTL",
-                 (int)lock->name_len, lock->name, (int)field_len, field);
+        settle_later(lock, field, field_len); /* once Redis answers */
     call_unref(call);
 }
 
@@ -564,6 +568,77 @@ static void record_forget(struct session *s, struct lock *lock,
                              thread_id);
 }
 
+/*
+ * A session that ends with on_disconnect = release has its record
+ * deleted. Until Redis has answered the DEL its client-id is kept here,
+ * sent again whenever Redis can be reached, and no session of that id may
+ * start: a client that gave its session up must never get it back.
+ */
+struct stale_record {
+    struct list_node link;
+    bool sent;
+    size_t len;
+    char id[CLIENT_ID_MAX_LEN + 1];
+};
+
+static void on_stale_deleted(void *arg, const struct backend_value *reply)
+{
+    struct stale_record *r = arg;
+
+    r->sent = false;
+    if (reply == NULL) /* again when Redis answers */
+        return;
+    list_remove(&r->link);
+    free(r);
+}
+
+static void stale_send(struct stale_record *r)
+{
+    if (session_store_delete(r->id, r->len, on_stale_deleted, r) == 0)
+        r->sent = true;
+}
+
+static void record_delete(const struct session *s)
+{
+    struct stale_record *r = calloc(1, sizeof(*r));
+
+    if (r == NULL) {
+        log_error("out of memory: the record of %s goes with its TTL", s->id);
+        return;
+    }
+    memcpy(r->id, s->id, s->id_len);
+    r->len = s->id_len;
+    list_push_tail(&engine.stale_records, &r->link);
+    stale_send(r);
+}
+
+/* Sends the DELs that could not be sent, or got no answer. */
+static void stale_resend(void)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &engine.stale_records) {
+        struct stale_record *r = list_entry(pos, struct stale_record, link);
+
+        if (!r->sent)
+            stale_send(r);
+    }
+}
+
+static bool stale_record(const char *id, size_t len)
+{
+    struct list_node *pos, *tmp;
+
+    stale_resend();
+    list_for_each_safe (pos, tmp, &engine.stale_records) {
+        struct stale_record *r = list_entry(pos, struct stale_record, link);
+
+        if (r->len == len && memcmp(r->id, id, len) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* A new hold of a recording session (none yet, or one lost) is named
  * "pending" in the record before its acquire may run. */
 static bool needs_record(const struct lock_call *call)
@@ -580,6 +655,7 @@ static int record_pending(struct lock_call *call, backend_reply_fn *fn)
         call->session, lock->kind, lock->name, lock->name_len,
         call->thread_id, true, call->lease_ms, effective_lease(call), fn, call);
 
+    call->session->has_record = true;
     if (err == 0) {
         call->recorded = true;
         call->recorded_ms = timers_now();
@@ -622,6 +698,32 @@ static void record_then_attempt(struct lock_call *call)
 
 /* ---- acquire --------------------------------------------------------- */
 
+/*
+ * An acquire by an owner whose hold was lost: the owner still believes it
+ * holds the lock (a reentrant acquire, or a LOCK that came back after the
+ * loss), so the loss is told now, not papered over by taking the lock
+ * anew; the hold is forgotten, and the next acquire is a new one.
+ */
+static void finish_acquire_of_lost(struct lock_call *call, struct hold *hold)
+{
+    if (hold != NULL) {
+        record_forget(call->session, call->lock, call->thread_id);
+        hold_drop(hold);
+    }
+    finish_error(call, REPLY_LOCKLOST,
+                 "the lock was lost while held (this acquire did nothing: "
+                 "acquire again to take it anew)");
+}
+
+static void acquire_found_hold_gone(struct lock_call *call)
+{
+    struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+
+    if (hold != NULL) /* else dropped meanwhile: UNLOCK found it gone */
+        hold_lost(hold, "a reentrant acquire found it gone");
+    finish_acquire_of_lost(call, hold);
+}
+
 static void acquire_granted(struct lock_call *call)
 {
     struct lock *lock = call->lock;
@@ -637,8 +739,12 @@ static void acquire_granted(struct lock_call *call)
         return;
     }
     if (hold->lost) {
-        hold->lost = false;
-        hold->epoch++;
+        /* Lost while this acquire was on its way, which took the lock
+         * anew: what it took is freed, and its owner told. */
+        settle_later(lock, call->field, call->field_len);
+        finish_acquire_of_lost(call, hold);
+        settle_ready();
+        return;
     }
     hold->count = call->count + 1;
     was_watchdog = hold->watchdog;
@@ -726,6 +832,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
             acquire_refused(call, pttl);
         else if (outcome == OUTCOME_WRONG_TYPE)
             finish_wrong_type(call);
+        else if (outcome == OUTCOME_NOT_OWNER) /* a reentrant one's hold */
+            acquire_found_hold_gone(call);
         else
             finish_bad_reply(call, reply);
     }
@@ -735,6 +843,11 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 static void call_attempt(struct lock_call *call)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+    /* The TTL it sets: a reentrant LEASE never shortens a lock the
+     * watchdog renews, or it could expire before the next renewal. */
+    int64_t ttl = hold != NULL && !hold->lost && hold->watchdog
+                      ? engine.cfg->watchdog_timeout_ms
+                      : effective_lease(call);
 
     call->woken = false;
     call->count = hold != NULL && !hold->lost ? hold->count : 0;
@@ -746,8 +859,7 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
-    if (call_send(call, LOCK_OP_ACQUIRE, effective_lease(call),
-                  on_acquire_reply) != 0) {
+    if (call_send(call, LOCK_OP_ACQUIRE, ttl, on_acquire_reply) != 0) {
         acquire_unavailable(call);
         return;
     }
@@ -775,13 +887,13 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
 
     if (outcome == OUTCOME_RELEASED)
         wake(call->lock, 1);
+    else if (reply == NULL && call->background) /* it may not have run */
+        settle_later(call->lock, call->field, call->field_len);
     else if (outcome == OUTCOME_BAD_REPLY && call->background)
         log_warn("release of '%.*s' for %.*s failed: %s; it expires by TTL",
                  (int)call->lock->name_len, call->lock->name,
                  (int)call->field_len, call->field,
-                 reply == NULL                ? "Redis unavailable"
-                 : reply->type == VALUE_ERROR ? reply->str
-                                              : "unexpected reply");
+                 reply->type == VALUE_ERROR ? reply->str : "unexpected reply");
     call_unref(call);
 }
 
@@ -837,6 +949,10 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     int64_t value = 0;
     enum lock_outcome outcome;
 
+    /* An UNLOCK whose reply was lost may have run: the count is set back
+     * to the one known here, so that its retry does not count twice. */
+    if (reply == NULL && call->op == LOCK_OP_RELEASE)
+        settle_later(lock, call->field, call->field_len);
     if (call->state == CALL_FINISHED) { /* abandoned: only wake waiters */
         on_background_reply(arg, reply);
         return;
@@ -900,12 +1016,23 @@ static void call_begin(struct lock_call *call, const struct lock_request *req)
         if (req->wait_ms >= 0)
             call->deadline_ms = timers_now() + (uint64_t)req->wait_ms;
         refusal = hold_refusal(call);
-        if (refusal != NULL)
+        hold = hold_find(call->lock, call->session, call->thread_id);
+        if (hold != NULL && hold->lost)
+            finish_acquire_of_lost(call, hold);
+        else if (refusal != NULL)
             finish_error(call, REPLY_LIMIT, refusal);
         else if (needs_record(call))
             record_then_attempt(call);
         else
             call_attempt(call);
+    } else if ((call->op == LOCK_OP_IS_HELD ||
+                call->op == LOCK_OP_HOLD_COUNT) &&
+               ((hold = hold_find(call->lock, call->session,
+                                  call->thread_id)) == NULL ||
+                hold->lost)) {
+        /* No hold of this session, whatever field Redis may still have
+         * under its owner's name from before: none it will re-enter. */
+        finish_integer(call, 0);
     } else {
         hold = hold_find(call->lock, call->session, call->thread_id);
         call->state = CALL_ASKING;
@@ -1114,6 +1241,7 @@ static void on_record(void *arg, const struct backend_value *reply)
         join_end(j, -EPERM);
         return;
     }
+    j->session->has_record = reply->elements > 0;
     j->waiting++; /* ours, while asking */
     for (i = 0; i < reply->elements && j->err == 0; i += 2) {
         const struct backend_value *f = &reply->element[i], *v = f + 1;
@@ -1144,9 +1272,14 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
                                    lock_join_fn *done, void *ctx)
 {
     struct session *s;
-    int created = session_join(id, len, secret, secret_len, &s);
+    int created;
     struct lock_join *j;
 
+    if (stale_record(id, len)) { /* its last session is being deleted */
+        done(ctx, NULL, -EAGAIN);
+        return NULL;
+    }
+    created = session_join(id, len, secret, secret_len, &s);
     if (created < 0 || (created == 0 && s->resuming)) {
         if (created == 0)
             s->connections--; /* only its first connection waits */
@@ -1207,8 +1340,8 @@ void lock_engine_leave(struct session *s)
         }
         hold_release(h);
     }
-    if (release && recording(s))
-        session_store_delete(s);
+    if (release && s->has_record)
+        record_delete(s);
     timer_stop(&s->record_timer);
     session_free(s);
 }
@@ -1223,6 +1356,7 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     engine.shutting_down = false;
     list_init(&engine.waiting_locks);
     list_init(&engine.unsettled);
+    list_init(&engine.stale_records);
     timers_init(clock);
     lock_table_init();
     session_table_init();
@@ -1246,6 +1380,10 @@ void lock_engine_free(void)
         lock_unref(u->lock);
         free(u);
     }
+    while ((node = list_first(&engine.stale_records)) != NULL) {
+        list_remove(node);
+        free(list_entry(node, struct stale_record, link));
+    }
     watchdog_close();
     session_table_free();
     lock_table_free();
@@ -1262,6 +1400,7 @@ void lock_engine_backend_ready(void)
     struct list_node *pos, *tmp;
 
     settle_ready(); /* before any waiter's call for the same keys */
+    stale_resend();
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 

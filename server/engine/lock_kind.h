@@ -45,7 +45,8 @@ enum lock_op {
 enum lock_outcome {
     OUTCOME_GRANTED,     /* acquired (also reentrantly) */
     OUTCOME_REFUSED,     /* held by another; value: its PTTL, < 0 unknown */
-    OUTCOME_NOT_OWNER,   /* release by an owner Redis does not know */
+    OUTCOME_NOT_OWNER,   /* release by an owner Redis does not know, or a
+                            reentrant acquire whose hold is gone */
     OUTCOME_DECREMENTED, /* release of a reentrant hold: still held */
     OUTCOME_RELEASED,    /* freed (and the channel told) */
     OUTCOME_VALUE,       /* a query's answer, or 1/0; in value */

@@ -58,9 +58,6 @@ struct hold {
     bool watchdog;    /* renewed by the watchdog */
     bool lost;        /* Redis no longer has it */
     unsigned refs;    /* 1 while held, 1 per renewal in flight */
-    /* Bumped when a lost hold is acquired again, so that a renewal sent
-     * before that cannot judge the new hold by the old one's fate. */
-    uint32_t epoch;
     uint64_t renew_due_ms;
     struct list_node lock_link;
     struct list_node session_link;

@@ -34,6 +34,7 @@ struct session {
                              no record in Redis (session_store.h) */
     unsigned char secret[DIGEST_SIZE];
     bool resuming;              /* its record is being read */
+    bool has_record;            /* may have a record in Redis */
     struct timer record_timer;  /* renews the record with the watchdog */
 };
 

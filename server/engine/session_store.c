@@ -66,7 +66,7 @@ void session_store_init(const struct config *cfg, const struct backend *backend)
     backend->add_script(&forget_script);
 }
 
-static size_t record_key(char *out, const struct session *s)
+static size_t key_of_id(char *out, const char *id, size_t len)
 {
     size_t prefix_len = strlen(store.cfg->name_prefix);
     char *p = out;
@@ -75,10 +75,15 @@ static size_t record_key(char *out, const struct session *s)
     p += prefix_len;
     memcpy(p, KEY_TAG, sizeof(KEY_TAG) - 1);
     p += sizeof(KEY_TAG) - 1;
-    memcpy(p, s->id, s->id_len);
-    p += s->id_len;
+    memcpy(p, id, len);
+    p += len;
     *p++ = '}';
     return (size_t)(p - out);
+}
+
+static size_t record_key(char *out, const struct session *s)
+{
+    return key_of_id(out, s->id, s->id_len);
 }
 
 bool session_store_ready(const struct session *s)
@@ -108,13 +113,15 @@ static void on_logged_reply(void *arg, const struct backend_value *reply)
                  reply ? reply->str : "no reply (Redis unavailable)");
 }
 
-/* Sends a call on the record; argv[0] is the record's key. */
-static int send(const struct session *s, struct backend_script *script,
-                const char *command, int argc, const char **argv,
-                size_t *argv_len, backend_reply_fn *fn, void *arg)
+/* Sends a call on the record of client-id id; its key goes first in
+ * argv (after a plain command's name). */
+static int send_to(const char *id, size_t id_len,
+                   struct backend_script *script, const char *command,
+                   int argc, const char **argv, size_t *argv_len,
+                   backend_reply_fn *fn, void *arg)
 {
     char key[RECORD_KEY_SIZE];
-    size_t len = record_key(key, s);
+    size_t len = key_of_id(key, id, id_len);
     int first = script ? 0 : 1; /* a command's name comes before its key */
 
     argv[first] = key;
@@ -127,6 +134,14 @@ static int send(const struct session *s, struct backend_script *script,
         &(struct backend_call){script, key, len, script ? 1 : 0, argc, argv,
                                argv_len},
         fn ? fn : on_logged_reply, arg);
+}
+
+static int send(const struct session *s, struct backend_script *script,
+                const char *command, int argc, const char **argv,
+                size_t *argv_len, backend_reply_fn *fn, void *arg)
+{
+    return send_to(s->id, s->id_len, script, command, argc, argv, argv_len,
+                   fn, arg);
 }
 
 static size_t hold_field(char *out, const struct lock_kind *kind,
@@ -200,15 +215,13 @@ void session_store_touch(const struct session *s, int64_t ttl_ms)
                  s->id);
 }
 
-void session_store_delete(const struct session *s)
+int session_store_delete(const char *id, size_t len, backend_reply_fn *fn,
+                         void *arg)
 {
     const char *argv[2];
     size_t argv_len[2];
 
-    if (send(s, NULL, "DEL", 2, argv, argv_len, NULL, NULL) != 0)
-        log_warn("session record of %s: cannot delete it now (Redis "
-                 "unavailable); it goes with its TTL",
-                 s->id);
+    return send_to(id, len, NULL, "DEL", 2, argv, argv_len, fn, arg);
 }
 
 int session_store_read(const struct session *s, backend_reply_fn *fn,

@@ -64,8 +64,10 @@ void session_store_forget(const struct session *s,
                           size_t key_len, uint64_t thread_id);
 /* Keeps the record at least ttl_ms more. */
 void session_store_touch(const struct session *s, int64_t ttl_ms);
-/* Deletes the whole record. */
-void session_store_delete(const struct session *s);
+/* Deletes the whole record of client-id id: 0 or -ENOTCONN; fn (NULL:
+ * only a failure is logged) gets the reply. */
+int session_store_delete(const char *id, size_t len, backend_reply_fn *fn,
+                         void *arg);
 
 /* HGETALL of the record: fn gets the flat array. 0 or -ENOTCONN. */
 int session_store_read(const struct session *s, backend_reply_fn *fn,

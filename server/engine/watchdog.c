@@ -7,8 +7,9 @@
  * that would fire milliseconds apart into one Redis call.
  *
  * A batch in flight holds a reference on each of its holds (hold_unref
- * frees), and remembers each hold's epoch: a hold dropped, lost, or lost
- * and acquired again meanwhile is not judged by this batch's result.
+ * frees): a hold dropped or lost meanwhile is not judged by its result
+ * (a lost hold is never held again: its owner is told, and a new
+ * acquire makes a new hold).
  */
 #include "engine/watchdog.h"
 
@@ -22,7 +23,9 @@
 #include "engine/lock_table.h"
 #include "engine/timer.h"
 
-/* Retry a renewal that could not be sent or answered this soon. */
+/* Retry a renewal that could not be sent or answered this soon, or
+ * within a tenth of the lease when that is sooner: a retry must come well
+ * before the lock's TTL runs out, whatever watchdog_timeout_ms is. */
 #define RENEW_RETRY_MS 500
 /* Holds due within interval / COALESCE_DIVISOR of the first go with it. */
 #define COALESCE_DIVISOR 8
@@ -33,7 +36,6 @@ struct renew_batch {
     size_t count;
     struct renew_entry {
         struct hold *hold;
-        uint32_t epoch; /* the hold's epoch when sent */
     } entries[];
 };
 
@@ -79,6 +81,13 @@ static uint64_t interval_of(const struct hold *h)
     return (uint64_t)(h->lease_ms / 3 > 0 ? h->lease_ms / 3 : 1);
 }
 
+static uint64_t retry_of(const struct hold *h)
+{
+    uint64_t tenth = (uint64_t)(h->lease_ms / 10 > 0 ? h->lease_ms / 10 : 1);
+
+    return tenth < RENEW_RETRY_MS ? tenth : RENEW_RETRY_MS;
+}
+
 void watchdog_start(struct hold *h)
 {
     if (!list_linked(&h->watchdog_link))
@@ -117,10 +126,9 @@ static void batch_done(void *arg, const struct backend_value *reply)
         /* Dropped, lost, no longer renewed, or lost and acquired again
          * (then already back on the schedule): not this result's to judge. */
         if (h->lock != NULL && !h->lost && h->watchdog &&
-            h->epoch == batch->entries[i].epoch &&
             !list_linked(&h->watchdog_link)) {
             if (!valid)
-                schedule(h, timers_now() + RENEW_RETRY_MS);
+                schedule(h, timers_now() + retry_of(h));
             else if (batch->kind->renewal.renewed(&reply->element[i]))
                 schedule(h, timers_now() + interval_of(h));
             else
@@ -169,7 +177,8 @@ static void send_batch(struct renew_batch *batch)
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        schedule(batch->entries[i].hold, timers_now() + RENEW_RETRY_MS);
+        schedule(batch->entries[i].hold,
+                 timers_now() + retry_of(batch->entries[i].hold));
         hold_unref(batch->entries[i].hold);
     }
     free(batch);
@@ -235,7 +244,7 @@ static void watchdog_fire(struct timer *timer)
         }
         watchdog_stop(h);
         h->refs++;
-        batch->entries[batch->count++] = (struct renew_entry){h, h->epoch};
+        batch->entries[batch->count++] = (struct renew_entry){h};
     }
     hashmap_foreach(&open, send_open_batch, NULL);
     hashmap_free(&open);

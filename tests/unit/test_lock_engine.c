@@ -145,7 +145,8 @@ START_TEST(a_reentrant_acquire_sends_the_count_it_knows)
 }
 END_TEST
 
-/* A lost hold is a new one: its stale field, if any, is taken over. */
+/* An acquire by an owner whose hold was lost tells it so, and sends
+ * nothing; the next one is a new hold (a stale field is taken over). */
 START_TEST(an_acquire_after_the_hold_was_lost_sends_a_new_hold)
 {
     struct session *a = join("a");
@@ -155,6 +156,9 @@ START_TEST(an_acquire_after_the_hold_was_lost_sends_a_new_hold)
     request(a, LOCK_REQUEST_FORCE_RELEASE, "L", 0);
     answer_integer(FORCE_RELEASE, "L", 1); /* the hold is lost, still known */
     ck_assert_uint_eq(stats.locks_lost, 1);
+    expect_error(acquire(a, "L", 1, 0, LEASE_MS), REPLY_LOCKLOST);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.held_locks, 0);
     acquire(a, "L", 1, 0, LEASE_MS);
     expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "0");
     answer_nil(ACQUIRE, "L");
@@ -284,13 +288,25 @@ START_TEST(queries_read_their_element_of_the_inspect_reply)
 
     expect_query(a, LOCK_REQUEST_IS_LOCKED, 1, 0, 4200, 1);
     expect_query(a, LOCK_REQUEST_IS_LOCKED, 0, 0, -2, 0);
+    expect_query(a, LOCK_REQUEST_PTTL, 1, 3, 4200, 4200);
+    expect_query(a, LOCK_REQUEST_PTTL, 0, 0, -2, -2);
+    take(a, "L", 5, LEASE_MS); /* its own hold is asked of Redis */
     expect_query(a, LOCK_REQUEST_IS_HELD, 1, 0, 4200, 0);
     expect_query(a, LOCK_REQUEST_IS_HELD, 1, 3, 4200, 1);
     expect_query(a, LOCK_REQUEST_HOLD_COUNT, 1, 3, 4200, 3);
     expect_query(a, LOCK_REQUEST_HOLD_COUNT, 0, 0, -2, 0);
-    expect_query(a, LOCK_REQUEST_PTTL, 1, 3, 4200, 4200);
-    expect_query(a, LOCK_REQUEST_PTTL, 0, 0, -2, -2);
-    ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+/* A session without a hold holds nothing, whatever field Redis has left
+ * under its owner's name: nothing to re-enter, nothing to ask. */
+START_TEST(is_held_and_hold_count_of_no_hold_are_0_without_asking)
+{
+    struct session *a = join("a");
+
+    expect_integer(request(a, LOCK_REQUEST_IS_HELD, "L", 1), 0);
+    expect_integer(request(a, LOCK_REQUEST_HOLD_COUNT, "L", 1), 0);
+    expect_nothing_pending();
 }
 END_TEST
 
@@ -887,7 +903,7 @@ START_TEST(a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost)
     expect_eval(RENEW, "L");
     /* the counts are Redis's: L is released by its second UNLOCK */
     acquire(j.session, "L", 1, 0, LEASE_MS);
-    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "s:1", "2");
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "30000", "s:1", "2");
     unlock = request(j.session, LOCK_REQUEST_RELEASE, "N", 3);
     answer_nil(RELEASE, "N");
     expect_error(unlock, REPLY_LOCKLOST);
@@ -1021,6 +1037,8 @@ Suite *lock_engine_suite(void)
     tcase_add_test(acquiring,
                    trylock_without_wait_refused_is_not_granted_and_not_queued);
     tcase_add_test(acquiring, queries_read_their_element_of_the_inspect_reply);
+    tcase_add_test(acquiring,
+                   is_held_and_hold_count_of_no_hold_are_0_without_asking);
     tcase_add_test(acquiring, a_key_that_is_not_a_lock_is_wrongtype);
     tcase_add_test(acquiring, a_reentrant_acquire_sends_the_count_it_knows);
     tcase_add_test(acquiring,

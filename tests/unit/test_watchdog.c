@@ -31,6 +31,8 @@ static struct fake_eval *renewal_of_a_hold_lost_and_taken_again(void)
     answer_integer(FORCE_RELEASE, "L", 1);
     expect_integer(force, 1);
     ck_assert_uint_eq(stats.locks_lost, 1);
+    /* the owner is told of the loss first, then takes the lock anew */
+    expect_error(acquire(a, "L", 1, 0, WATCHDOG_MODE), REPLY_LOCKLOST);
     take(a, "L", 1, WATCHDOG_MODE);
     ck_assert_uint_eq(stats.watchdog_locks, 1);
     return old;

@@ -1,0 +1,1143 @@
+/*
+ * sim_main.c - deterministic simulation of the lock engine, in the manner
+ * of FoundationDB's: the real engine, over a simulated Redis (sim_redis.h)
+ * and network, under a seeded random schedule of client operations and
+ * faults; every step is checked against the invariants below.
+ *
+ * The world: CLIENTS client-ids (half with a SECRET, so with a session
+ * record), THREADS threads each, LOCKS lock names. Each thread has at
+ * most one call in flight: LOCK (watchdog or lease), TRYLOCK, UNLOCK,
+ * HOLDCOUNT, and now and then FORCEUNLOCK. Faults: reply delays, replies
+ * lost after the script ran, dropped connections (calls not run, run, or
+ * run late, after the reconnection), Redis restarts that lose every key,
+ * failovers that lose the writes since the last snapshot, lost pub/sub
+ * messages, rlockd restarts (the engine torn down and started again, its
+ * in-flight calls still running in Redis), clients that disconnect and
+ * come back, and clients that pause.
+ *
+ * Clients follow the rule for holders (protocol.md section 9): a client
+ * that closed its connection itself, or one without a secret that lost
+ * it, has stopped its critical sections; one with a secret that lost its
+ * connection to a restarting rlockd resumes its session and goes on; a
+ * LOCK whose reply never came is followed by HOLDCOUNT.
+ *
+ * Invariants:
+ *  I1 exclusion: two holds of one lock (a thread believing it holds it,
+ *     from its GRANTED to the UNLOCK it sent, or to when it stopped) by
+ *     different owners overlap only if one of them was told it was lost
+ *     (-LOCKLOST), checked when the run ends and every hold is closed;
+ *  I2 no silent loss: an UNLOCK of a lock its thread believes held never
+ *     answers -NOTOWNER (the first time it is sent);
+ *  I3 no orphan: a lock field in Redis that no thread believes, and no
+ *     call or resumable session may still account for, is gone within
+ *     ORPHAN_MAX_MS (its TTL: nothing renews it);
+ *  I4 counts: a thread that believes count n, with nothing in flight or
+ *     in doubt, finds its field in Redis at n when the field is there.
+ *
+ * SIM_SEED=<n> runs one seed (and prints its trace), SIM_SEEDS=<count>
+ * runs seeds 1..count, SIM_STEPS=<n> steps each. A failing seed prints
+ * itself, the invariant, and the last TRACE_LINES events.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "engine/lock_engine.h"
+#include "fake_clock.h"
+#include "sim_redis.h"
+
+#define CLIENTS 4
+#define THREADS 2
+#define LOCKS 3
+#define WATCHDOG_MS 300
+#define MAX_PENDING 512
+#define MAX_LISTENERS 64
+#define MAX_HOLDS 4096
+#define TRACE_LINES 60
+/* Longest life of a field nobody renews: a lease or the watchdog TTL,
+ * plus the time a renewal sent just before may take. */
+#define LEASE_MAX_MS 400
+#define ORPHAN_MAX_MS (LEASE_MAX_MS + WATCHDOG_MS + 100)
+/* A client whose connection broke resumes within this, or stops. */
+#define RESUME_GRACE_MS (WATCHDOG_MS / 2)
+
+/* ---- randomness, trace, failure --------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static unsigned below(unsigned n)
+{
+    return (unsigned)(rnd() % n);
+}
+
+static bool chance(unsigned percent)
+{
+    return below(1000) < percent * 10;
+}
+
+static struct {
+    char lines[TRACE_LINES][160];
+    unsigned next;
+    bool print; /* SIM_SEED: show it all */
+} trace_log;
+
+static uint64_t seed_now;
+
+static void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void trace(const char *fmt, ...)
+{
+    char *line = trace_log.lines[trace_log.next++ % TRACE_LINES];
+    int n = snprintf(line, 160, "%6llu ", (unsigned long long)fake_clock.now_ms);
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line + n, (size_t)(160 - n), fmt, ap);
+    va_end(ap);
+    if (trace_log.print)
+        printf("%s\n", line);
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("sim: SEED %llu FAILED at t=%llu: ", (unsigned long long)seed_now,
+           (unsigned long long)fake_clock.now_ms);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\nlast events:\n");
+    for (unsigned i = 0; i < TRACE_LINES; i++) {
+        const char *l = trace_log.lines[(trace_log.next + i) % TRACE_LINES];
+        if (l[0])
+            printf("  %s\n", l);
+    }
+    printf("replay: SIM_SEED=%llu\n", (unsigned long long)seed_now);
+    exit(1);
+}
+
+/* ---- the simulated network and Redis ------------------------------------ */
+
+enum fate { FATE_REPLY, FATE_LOST_REPLY, FATE_LATE, FATE_NEVER };
+
+struct pending {
+    struct sim_call call;
+    uint64_t at;
+    enum fate fate;
+    backend_reply_fn *fn; /* NULL: its rlockd is gone */
+    void *arg;
+};
+
+struct message {
+    char channel[SIM_STR];
+    uint64_t at;
+    bool subscribed; /* the "subscribed again" notice (payload NULL) */
+};
+
+static struct {
+    struct sim_redis redis;
+    struct pending pending[MAX_PENDING];
+    size_t npending;
+    struct message messages[MAX_PENDING];
+    size_t nmessages;
+    struct backend_listener *listeners[MAX_LISTENERS];
+    char channels[MAX_LISTENERS][SIM_STR];
+    size_t nlisteners;
+    bool ready;
+    uint64_t ready_at; /* a dropped connection is back then */
+    uint64_t last_at;  /* calls run in the order sent */
+    uint64_t next_snapshot;
+    bool engine_up;
+    /* The last fault that may take a held lock: an outage, a lost write,
+     * an rlockd restart, a FORCEUNLOCK. */
+    uint64_t last_fault;
+} net;
+
+/* A message on channel, or the notice that it is subscribed (again). */
+static void queue_message(const char *channel, bool subscribed)
+{
+    struct message *m = &net.messages[net.nmessages];
+
+    if (net.nmessages == MAX_PENDING)
+        fail("too many messages");
+    net.nmessages++;
+    snprintf(m->channel, SIM_STR, "%s", channel);
+    m->at = fake_clock.now_ms + below(5);
+    m->subscribed = subscribed;
+}
+
+static void on_publish(const char *channel, void *ctx)
+{
+    (void)ctx;
+    if (chance(5))
+        trace("pubsub: message on %s lost", channel);
+    else
+        queue_message(channel, false);
+}
+
+static void add_script(struct backend_script *script)
+{
+    (void)script;
+}
+
+static int sim_eval(const struct backend_call *call, backend_reply_fn *fn,
+                    void *arg)
+{
+    struct pending *p;
+
+    if (!net.ready)
+        return -ENOTCONN;
+    if (net.npending == MAX_PENDING)
+        fail("too many calls in flight");
+    p = &net.pending[net.npending++];
+    memset(p, 0, sizeof(*p));
+    p->call.script = call->script ? call->script->name : NULL;
+    p->call.nkeys = call->nkeys;
+    p->call.argc = call->argc;
+    if (call->argc > 12)
+        fail("a call of %d arguments", call->argc);
+    for (int i = 0; i < call->argc; i++)
+        snprintf(p->call.argv[i], SIM_STR, "%.*s", (int)call->argv_len[i],
+                 call->argv[i]);
+    p->at = fake_clock.now_ms + below(8);
+    if (p->at < net.last_at)
+        p->at = net.last_at;
+    net.last_at = p->at;
+    /* A reply is lost only with its connection (drop_connection): the
+     * backend reports none otherwise. */
+    p->fate = FATE_REPLY;
+    p->fn = fn;
+    p->arg = arg;
+    return 0;
+}
+
+static int sim_listen(struct backend_listener *l, const char *channel,
+                      size_t len)
+{
+    if (net.nlisteners == MAX_LISTENERS)
+        fail("too many listeners");
+    net.listeners[net.nlisteners] = l;
+    snprintf(net.channels[net.nlisteners], SIM_STR, "%.*s", (int)len,
+             channel);
+    queue_message(net.channels[net.nlisteners++], true);
+    return 0;
+}
+
+static void sim_unlisten(struct backend_listener *l)
+{
+    for (size_t i = 0; i < net.nlisteners; i++) {
+        if (net.listeners[i] == l) {
+            net.nlisteners--;
+            net.listeners[i] = net.listeners[net.nlisteners];
+            memcpy(net.channels[i], net.channels[net.nlisteners], SIM_STR);
+            return;
+        }
+    }
+}
+
+static bool sim_key_ready(const char *key, size_t len)
+{
+    (void)key;
+    (void)len;
+    return net.ready;
+}
+
+static unsigned sim_key_group(const char *key, size_t len)
+{
+    (void)key;
+    (void)len;
+    return 0;
+}
+
+static const struct backend sim_backend = {
+    .add_script = add_script,
+    .eval = sim_eval,
+    .listen = sim_listen,
+    .unlisten = sim_unlisten,
+    .key_ready = sim_key_ready,
+    .key_group = sim_key_group,
+};
+
+static void deliver(struct backend_listener *l, const char *payload)
+{
+    for (size_t i = 0; i < net.nlisteners; i++)
+        if (net.listeners[i] == l) {
+            l->on_message(l, payload, payload ? strlen(payload) : 0);
+            return;
+        }
+}
+
+/* Hands a message to each listener of its channel (one may leave, or make
+ * another leave, meanwhile). */
+static void deliver_message(const struct message *m)
+{
+    struct backend_listener *to[MAX_LISTENERS];
+    size_t n = 0;
+
+    for (size_t i = 0; i < net.nlisteners; i++)
+        if (strcmp(net.channels[i], m->channel) == 0)
+            to[n++] = net.listeners[i];
+    for (size_t i = 0; i < n; i++)
+        deliver(to[i], m->subscribed ? NULL : "0");
+}
+
+/* Runs the call in the model, and answers it as its fate says. */
+static void run_pending(struct pending *p)
+{
+    struct sim_reply reply;
+    bool runs = p->fate != FATE_NEVER;
+
+    if (runs && !sim_redis_run(&net.redis, fake_clock.now_ms, &p->call, &reply))
+        fail("the model does not know %s",
+             p->call.script ? p->call.script : p->call.argv[0]);
+    trace("redis: %s %s %s%s -> %s %lld",
+          p->call.script ? p->call.script : p->call.argv[0],
+          p->call.argv[p->call.script ? 0 : 1],
+          p->call.argc > 2 ? p->call.argv[p->call.nkeys + 1] : "",
+          !runs                   ? " (not run)"
+          : p->fate == FATE_REPLY ? ""
+                                  : " (reply lost)",
+          !runs                                ? "-"
+          : reply.value.type == VALUE_ARRAY    ? "array"
+          : reply.value.type == VALUE_NIL      ? "nil"
+          : reply.value.type == VALUE_ERROR    ? reply.value.str
+                                               : "int",
+          !runs                             ? 0
+          : reply.value.type == VALUE_ARRAY ? (long long)reply.value.elements
+                                            : reply.value.integer);
+    if (p->fn != NULL)
+        p->fn(p->arg, p->fate == FATE_REPLY ? &reply.value : NULL);
+}
+
+static void pop_pending(size_t i)
+{
+    memmove(&net.pending[i], &net.pending[i + 1],
+            (net.npending - i - 1) * sizeof(net.pending[0]));
+    net.npending--;
+}
+
+/* The connection breaks: each call in flight ran, runs late (after the
+ * reconnection, before anything new) or never runs; none is answered. */
+static void drop_connection(uint64_t outage_ms)
+{
+    struct pending late[MAX_PENDING];
+    size_t nlate = 0;
+
+    trace("net: connection dropped for %llu ms", (unsigned long long)outage_ms);
+    net.ready = false;
+    net.ready_at = fake_clock.now_ms + outage_ms;
+    net.last_fault = net.ready_at;
+    while (net.npending > 0) {
+        struct pending p = net.pending[0];
+        unsigned roll = below(3);
+
+        pop_pending(0);
+        if (roll == 0) {
+            p.fate = FATE_LOST_REPLY;
+            run_pending(&p);
+        } else {
+            if (roll == 1) {
+                late[nlate] = p;
+                late[nlate].fn = NULL;
+                late[nlate++].fate = FATE_LOST_REPLY;
+            }
+            p.fate = FATE_NEVER;
+            run_pending(&p);
+        }
+    }
+    memcpy(net.pending, late, nlate * sizeof(late[0]));
+    net.npending = nlate;
+    for (size_t i = 0; i < nlate; i++)
+        net.pending[i].at = net.ready_at;
+    net.last_at = net.ready_at;
+}
+
+/* ---- clients ------------------------------------------------------------- */
+
+enum op { OP_NONE, OP_LOCK, OP_TRYLOCK, OP_UNLOCK, OP_COUNT, OP_FORCE };
+
+struct hold_log {
+    int lock, client, thread;
+    uint64_t start, end; /* end: UINT64_MAX while believed */
+    bool told;
+    bool fault_lost; /* its field went in a fault (outage, flush, force) */
+};
+
+static struct {
+    struct hold_log holds[MAX_HOLDS];
+    size_t n;
+} history;
+
+struct client;
+
+struct thread {
+    struct client *client;
+    int index;
+    enum op op; /* in flight */
+    int lock;
+    struct lock_call *call;
+    long long believed[LOCKS];
+    int hold[LOCKS];      /* history index while believed */
+    bool in_doubt[LOCKS]; /* a LOCK that got no answer */
+    bool retried[LOCKS];  /* an UNLOCK sent again after no answer */
+    uint64_t lease_end[LOCKS];  /* before it: from the asking */
+    uint64_t lease_gone[LOCKS]; /* surely expired: from the answer */
+    long long lease_ms[LOCKS];  /* asked by the call in flight */
+    uint64_t asked_at[LOCKS];   /* when it was sent */
+    uint64_t unlock_sent[LOCKS];
+    long long cleanup[LOCKS]; /* UNLOCKs owed for sections it stopped */
+    bool seen[LOCKS];         /* its field was seen in Redis */
+    bool count_unknown[LOCKS]; /* a failover may have undone a count */
+    bool suspect[LOCKS]; /* held when its connection broke: -NOTOWNER of
+                            it (a session not given back) means lost */
+    bool watchdog[LOCKS];     /* renewed, not leased */
+    bool cleaning;            /* the UNLOCK in flight is one of those */
+};
+
+struct client {
+    int index;
+    char id[16];
+    bool has_secret;
+    struct session *session;
+    struct lock_join *join;
+    bool connected;
+    bool resuming;          /* its connection broke: it means to resume */
+    uint64_t broken_at;     /* when */
+    uint64_t reconnect_at;  /* when it dials again */
+    uint64_t paused_until;
+    struct thread threads[THREADS];
+};
+
+static struct client clients[CLIENTS];
+static const char *const lock_names[LOCKS] = {"L0", "L1", "L2"};
+static const char secret[] = "sim-secret-0123456789";
+static struct config cfg;
+
+/* A grant sets the lock's TTL: a lease from the asking at the earliest
+ * (the thread stops its section then), from the answer at the latest
+ * (the lock is surely gone then); once any acquire was in watchdog mode,
+ * the watchdog renews the lock until it is released. */
+static void granted_lease(struct thread *t, int lock)
+{
+    uint64_t lease = (uint64_t)t->lease_ms[lock];
+
+    t->watchdog[lock] |= t->lease_ms[lock] < 0;
+    if (t->watchdog[lock]) {
+        t->lease_end[lock] = UINT64_MAX;
+        t->lease_gone[lock] = UINT64_MAX;
+        return;
+    }
+    if (t->lease_end[lock] < t->asked_at[lock] + lease)
+        t->lease_end[lock] = t->asked_at[lock] + lease;
+    if (t->lease_gone[lock] < fake_clock.now_ms + lease)
+        t->lease_gone[lock] = fake_clock.now_ms + lease;
+}
+
+static void hold_begin(struct thread *t, int lock)
+{
+    struct hold_log *h;
+
+    if (history.n == MAX_HOLDS)
+        fail("too many holds");
+    h = &history.holds[history.n];
+    *h = (struct hold_log){lock, t->client->index, t->index,
+                           fake_clock.now_ms, UINT64_MAX, false, false};
+    t->hold[lock] = (int)history.n++;
+    t->lease_end[lock] = 0;
+    t->lease_gone[lock] = 0;
+    t->watchdog[lock] = false;
+}
+
+/* The thread stops believing it holds lock, its section over at end. */
+static void hold_end(struct thread *t, int lock, uint64_t end, bool told)
+{
+    struct hold_log *h = &history.holds[t->hold[lock]];
+
+    if (end > t->lease_end[lock]) /* it knew its lease ended then */
+        end = t->lease_end[lock];
+    if (h->end == UINT64_MAX)
+        h->end = end;
+    h->told |= told;
+    t->believed[lock] = 0;
+    t->in_doubt[lock] = false;
+    t->unlock_sent[lock] = 0;
+    t->retried[lock] = false;
+    t->seen[lock] = false;
+    t->count_unknown[lock] = false;
+    t->suspect[lock] = false;
+}
+
+static void thread_result(struct thread *t, const struct lock_result *r)
+{
+    int lock = t->lock;
+    enum op op = t->op;
+    bool granted = r->type == RESULT_GRANTED ||
+                   (op == OP_TRYLOCK && r->type == RESULT_INTEGER && r->integer);
+
+    t->op = OP_NONE;
+    t->call = NULL;
+    if (t->cleaning) { /* owed for a section it stopped: any answer does */
+        t->cleaning = false;
+        if (r->type == RESULT_INTEGER || r->error != REPLY_UNAVAILABLE)
+            t->cleanup[lock] = r->type == RESULT_INTEGER && r->integer == 0
+                                   ? t->cleanup[lock] - 1
+                                   : 0;
+        trace("c%d.%d: cleanup UNLOCK %s done", t->client->index, t->index,
+              lock_names[lock]);
+        return;
+    }
+    trace("c%d.%d: %s %s -> %s %lld", t->client->index, t->index,
+          op == OP_LOCK     ? "LOCK"
+          : op == OP_TRYLOCK ? "TRYLOCK"
+          : op == OP_UNLOCK  ? "UNLOCK"
+          : op == OP_COUNT   ? "HOLDCOUNT"
+                             : "FORCEUNLOCK",
+          lock_names[lock],
+          r->type == RESULT_ERROR ? reply_error_code_name(r->error) : "ok",
+          (long long)r->integer);
+    if ((op == OP_LOCK || op == OP_TRYLOCK) && granted) {
+        if (t->believed[lock]++ == 0)
+            hold_begin(t, lock);
+        granted_lease(t, lock);
+        t->in_doubt[lock] = false;
+    } else if (op == OP_UNLOCK) {
+        if (r->type == RESULT_INTEGER && r->integer == 0) {
+            /* still held: at least once more (a failover may have left
+             * Redis a count above what the thread took) */
+            if (t->believed[lock] > 1)
+                t->believed[lock]--;
+            /* ... and the decrement set the TTL to the lease again */
+            t->asked_at[lock] = t->unlock_sent[lock];
+            granted_lease(t, lock);
+            t->unlock_sent[lock] = 0; /* its section goes on */
+            t->retried[lock] = false;
+        } else if (r->type == RESULT_INTEGER) {
+            hold_end(t, lock, t->unlock_sent[lock], false);
+        } else if (r->error == REPLY_LOCKLOST) {
+            hold_end(t, lock, t->unlock_sent[lock], true);
+        } else if (r->error == REPLY_NOTOWNER) {
+            /* after its lease the thread knows the lock has gone */
+            if (!t->retried[lock] && !t->suspect[lock] &&
+                fake_clock.now_ms < t->lease_end[lock])
+                fail("I2: UNLOCK %s by c%d.%d, believed %lld, is NOTOWNER",
+                     lock_names[lock], t->client->index, t->index,
+                     t->believed[lock]);
+            hold_end(t, lock, t->unlock_sent[lock], true);
+        } else {
+            t->retried[lock] = true; /* no answer: it asks again */
+        }
+    } else if (op == OP_COUNT && r->type == RESULT_INTEGER &&
+               r->integer == 0 && t->believed[lock] > 0) { /* told: gone */
+        hold_end(t, lock, fake_clock.now_ms, true);
+    } else if (op == OP_COUNT && r->type == RESULT_INTEGER &&
+               t->in_doubt[lock]) {
+        if (r->integer > t->believed[lock]) { /* the LOCK was granted */
+            if (t->believed[lock] == 0)
+                hold_begin(t, lock);
+            granted_lease(t, lock);
+            t->believed[lock] = r->integer;
+        }
+        t->in_doubt[lock] = false;
+    } else if ((op == OP_LOCK || op == OP_TRYLOCK) &&
+               r->type == RESULT_ERROR && r->error == REPLY_UNAVAILABLE) {
+        t->in_doubt[lock] = true; /* it may have run */
+    } else if ((op == OP_LOCK || op == OP_TRYLOCK) &&
+               r->type == RESULT_ERROR && r->error == REPLY_LOCKLOST &&
+               t->believed[lock] > 0) {
+        hold_end(t, lock, fake_clock.now_ms, true);
+    }
+}
+
+static void on_done(void *ctx, const struct lock_result *r)
+{
+    thread_result(ctx, r);
+}
+
+static void start(struct thread *t, enum op op, int lock)
+{
+    static const enum lock_request_op request_of[] = {
+        [OP_LOCK] = LOCK_REQUEST_ACQUIRE,   [OP_TRYLOCK] = LOCK_REQUEST_ACQUIRE,
+        [OP_UNLOCK] = LOCK_REQUEST_RELEASE, [OP_COUNT] = LOCK_REQUEST_HOLD_COUNT,
+        [OP_FORCE] = LOCK_REQUEST_FORCE_RELEASE};
+    struct lock_request req = {.kind = lock_kinds[LOCK_KIND_RLOCK],
+                               .op = request_of[op],
+                               .name = lock_names[lock],
+                               .name_len = 2,
+                               .thread_id = (uint64_t)t->index + 1,
+                               .wait_ms = -1,
+                               .lease_ms = -1};
+    struct lock_call *call;
+
+    if (op == OP_TRYLOCK)
+        req.wait_ms = below(3) * 50;
+    if ((op == OP_LOCK || op == OP_TRYLOCK) && chance(40))
+        req.lease_ms = 50 + below(LEASE_MAX_MS - 50);
+    if (op == OP_FORCE)
+        net.last_fault = fake_clock.now_ms;
+    if (op == OP_LOCK || op == OP_TRYLOCK) {
+        t->lease_ms[lock] = req.lease_ms;
+        t->asked_at[lock] = fake_clock.now_ms;
+    }
+    if (op == OP_UNLOCK && t->unlock_sent[lock] == 0)
+        t->unlock_sent[lock] = fake_clock.now_ms;
+    t->op = op;
+    t->lock = lock;
+    call = lock_engine_start(t->client->session, &req, on_done, t);
+    if (t->op != OP_NONE)
+        t->call = call;
+}
+
+static void stop_sections(struct client *c, uint64_t at, bool clean_up);
+
+static void on_joined(void *ctx, struct session *s, int err)
+{
+    struct client *c = ctx;
+
+    c->join = NULL;
+    trace("c%d: CLIENTID -> %s", c->index, s ? "OK" : strerror(-err));
+    if (s == NULL) {
+        c->reconnect_at = fake_clock.now_ms + 20;
+        return;
+    }
+    c->session = s;
+    c->connected = true;
+    if (c->resuming && fake_clock.now_ms - c->broken_at > RESUME_GRACE_MS) {
+        /* too late: it stopped its sections at the grace, and gives back
+         * whatever the session still holds */
+        trace("c%d: resumed late", c->index);
+        stop_sections(c, c->broken_at + RESUME_GRACE_MS, true);
+    }
+    c->resuming = false;
+}
+
+static void client_connect(struct client *c)
+{
+    struct lock_join *j;
+
+    trace("c%d: connect", c->index);
+    j = lock_engine_join(c->id, strlen(c->id), c->has_secret ? secret : NULL,
+                         c->has_secret ? strlen(secret) : 0, on_joined, c);
+    if (c->session == NULL && !c->connected)
+        c->join = j;
+}
+
+
+/* The client stops every section it is in, at at (an UNLOCK already sent
+ * ended one earlier), untold; clean_up: it owes UNLOCKs for them. */
+static void stop_sections(struct client *c, uint64_t at, bool clean_up)
+{
+    for (int i = 0; i < THREADS; i++) {
+        struct thread *t = &c->threads[i];
+
+        for (int l = 0; l < LOCKS; l++) {
+            if (clean_up)
+                t->cleanup[l] += t->believed[l] + (t->in_doubt[l] ? 1 : 0);
+            if (t->believed[l] > 0)
+                hold_end(t, l, t->unlock_sent[l] ? t->unlock_sent[l] : at,
+                         false);
+            t->in_doubt[l] = false;
+        }
+    }
+}
+
+/* Every call of the client in flight is given up: no answer will come. */
+static void abandon_calls(struct client *c, bool in_doubt)
+{
+    for (int i = 0; i < THREADS; i++) {
+        struct thread *t = &c->threads[i];
+
+        if (t->op == OP_NONE)
+            continue;
+        if (t->call != NULL)
+            lock_engine_abandon(t->call);
+        if (in_doubt && (t->op == OP_LOCK || t->op == OP_TRYLOCK))
+            t->in_doubt[t->lock] = true;
+        if (t->op == OP_UNLOCK && !t->cleaning)
+            t->retried[t->lock] = true;
+        t->cleaning = false;
+        t->op = OP_NONE;
+        t->call = NULL;
+    }
+    if (c->join != NULL) {
+        lock_engine_join_abandon(c->join);
+        c->join = NULL;
+    }
+}
+
+/* The client closes its connection itself: its session ends. */
+static void client_disconnect(struct client *c)
+{
+    trace("c%d: disconnects", c->index);
+    abandon_calls(c, false);
+    if (c->connected)
+        lock_engine_leave(c->session);
+    c->session = NULL;
+    c->connected = false;
+    c->resuming = false;
+    stop_sections(c, fake_clock.now_ms, false);
+    for (int i = 0; i < THREADS; i++)
+        memset(c->threads[i].cleanup, 0, sizeof(c->threads[i].cleanup));
+    c->reconnect_at = fake_clock.now_ms + 20 + below(100);
+}
+
+/* ---- rlockd restarts ------------------------------------------------------ */
+
+static void engine_start(void)
+{
+    if (lock_engine_init(&cfg, &sim_backend, &fake_engine_clock) != 0)
+        fail("lock_engine_init");
+    net.engine_up = true;
+}
+
+/* rlockd stops (SIGTERM: waiters answered first) or dies (SIGKILL), and
+ * a new one starts: the calls it sent still run in Redis, unanswered. */
+static void rlockd_restart(bool sigterm)
+{
+    trace("rlockd: %s, restart", sigterm ? "SIGTERM" : "SIGKILL");
+    if (sigterm)
+        lock_engine_shutdown();
+    for (int i = 0; i < CLIENTS; i++)
+        abandon_calls(&clients[i], true);
+    lock_engine_shutdown(); /* on_shutdown = keep: nothing is released */
+    for (int i = 0; i < CLIENTS; i++) {
+        struct client *c = &clients[i];
+
+        if (c->connected)
+            lock_engine_leave(c->session);
+        c->session = NULL;
+        if (c->connected || c->resuming) {
+            c->resuming = c->has_secret;
+            if (!c->has_secret) /* it cannot resume: it stops */
+                stop_sections(c, fake_clock.now_ms, false);
+            else if (c->connected)
+                c->broken_at = fake_clock.now_ms;
+            for (int t = 0; t < THREADS; t++)
+                for (int l = 0; l < LOCKS; l++)
+                    c->threads[t].suspect[l] = c->threads[t].believed[l] > 0;
+        }
+        c->connected = false;
+        c->reconnect_at = fake_clock.now_ms + 10 + below(60);
+    }
+    /* Its calls in flight: each still runs in Redis, answered to nobody. */
+    net.ready = false;
+    for (size_t i = 0; i < net.npending; i++) {
+        backend_reply_fn *fn = net.pending[i].fn;
+
+        net.pending[i].fn = NULL;
+        if (fn != NULL)
+            fn(net.pending[i].arg, NULL);
+    }
+    lock_engine_free();
+    net.nlisteners = 0;
+    net.engine_up = false;
+    engine_start();
+    net.ready_at = fake_clock.now_ms + 5 + below(30);
+    net.last_fault = net.ready_at + RESUME_GRACE_MS;
+}
+
+/* ---- the invariants --------------------------------------------------------- */
+
+static struct {
+    uint64_t orphan_since[LOCKS];
+} watch;
+
+static struct thread *thread_of_field(const char *field)
+{
+    for (int i = 0; i < CLIENTS; i++)
+        for (int t = 0; t < THREADS; t++) {
+            char own[40];
+
+            snprintf(own, sizeof(own), "%s:%d", clients[i].id, t + 1);
+            if (strcmp(own, field) == 0)
+                return &clients[i].threads[t];
+        }
+    return NULL;
+}
+
+/* Whether the thread may still account for its field: it believes it, a
+ * call is in flight or in doubt, or its session may come back. */
+static bool accounted(const struct thread *t, int lock)
+{
+    const struct client *c = t->client;
+
+    return t->believed[lock] > 0 || t->op != OP_NONE || t->in_doubt[lock] ||
+           t->cleanup[lock] > 0 || c->resuming || c->join != NULL;
+}
+
+/*
+ * I5: a hold its thread believes leaves Redis only in a fault, at the end
+ * of its lease, or after a restart it had not yet come back from: a
+ * renewal the engine should have made and did not is a bug. A hold lost
+ * in a fault is marked so: I1 excuses its overlaps, which no lock service
+ * built on TTLs can prevent (the holder is told at its UNLOCK, if it
+ * comes to one).
+ */
+static void check_held(struct thread *t, int lock)
+{
+    const char *owner;
+    long long count;
+    char field[40];
+    bool present;
+
+    snprintf(field, sizeof(field), "%s:%d", t->client->id, t->index + 1);
+    present = sim_redis_lock(&net.redis, lock_names[lock], &owner, &count) &&
+              strcmp(owner, field) == 0;
+    if (present) {
+        t->seen[lock] = true;
+        return;
+    }
+    if (!t->seen[lock])
+        return;
+    t->seen[lock] = false;
+    if (t->unlock_sent[lock] != 0 || t->op == OP_FORCE) /* its own doing */
+        return;
+    if (fake_clock.now_ms <= net.last_fault + WATCHDOG_MS ||
+        !t->watchdog[lock] || t->client->resuming)
+        history.holds[t->hold[lock]].fault_lost = true;
+    else
+        fail("I5: %s of %s expired, no fault since %llu", lock_names[lock],
+             field, (unsigned long long)net.last_fault);
+}
+
+static void check_step(void)
+{
+    for (int i = 0; i < CLIENTS; i++)
+        for (int t = 0; t < THREADS; t++)
+            for (int l = 0; l < LOCKS; l++) {
+                struct thread *th = &clients[i].threads[t];
+
+                /* a lease over is a lock gone, and its holder knows */
+                if (th->believed[l] > 0 &&
+                    fake_clock.now_ms >= th->lease_gone[l])
+                    hold_end(th, l, th->lease_end[l], false);
+                if (th->believed[l] > 0)
+                    check_held(th, l);
+            }
+    for (int l = 0; l < LOCKS; l++) {
+        const char *owner;
+        long long count;
+        struct thread *t;
+
+        if (!sim_redis_lock(&net.redis, lock_names[l], &owner, &count)) {
+            watch.orphan_since[l] = 0;
+            continue;
+        }
+        t = thread_of_field(owner);
+        if (t == NULL)
+            fail("a lock field of nobody: %s", owner);
+        if (accounted(t, l)) {
+            watch.orphan_since[l] = 0;
+            /* I4 */
+            if (t->op == OP_NONE && !t->in_doubt[l] && !t->retried[l] &&
+                !t->count_unknown[l] && t->believed[l] > 0 &&
+                t->client->connected && count != t->believed[l])
+                fail("I4: %s of %s is %lld in Redis, %lld believed",
+                     lock_names[l], owner, count, t->believed[l]);
+            continue;
+        }
+        if (watch.orphan_since[l] == 0)
+            watch.orphan_since[l] = fake_clock.now_ms;
+        else if (fake_clock.now_ms - watch.orphan_since[l] > ORPHAN_MAX_MS)
+            fail("I3: %s held by %s, which nobody accounts for, for %llu ms",
+                 lock_names[l], owner,
+                 (unsigned long long)(fake_clock.now_ms -
+                                      watch.orphan_since[l]));
+    }
+}
+
+/* I1, once every hold is closed. */
+static void check_exclusion(void)
+{
+    for (size_t a = 0; a < history.n; a++)
+        for (size_t b = a + 1; b < history.n; b++) {
+            const struct hold_log *x = &history.holds[a], *y = &history.holds[b];
+
+            if (x->lock != y->lock ||
+                (x->client == y->client && x->thread == y->thread))
+                continue;
+            if (x->start < y->end && y->start < x->end && !x->told &&
+                !y->told && !x->fault_lost && !y->fault_lost)
+                fail("I1: c%d.%d held %s over [%llu, %llu], c%d.%d over "
+                     "[%llu, %llu], neither told",
+                     x->client, x->thread, lock_names[x->lock],
+                     (unsigned long long)x->start, (unsigned long long)x->end,
+                     y->client, y->thread, (unsigned long long)y->start,
+                     (unsigned long long)y->end);
+        }
+}
+
+/* ---- the schedule ---------------------------------------------------------- */
+
+static void thread_act(struct thread *t)
+{
+    int lock = (int)below(LOCKS), held = -1;
+
+    for (int l = 0; l < LOCKS; l++) {
+        if (t->cleanup[l] > 0) {
+            t->cleaning = true;
+            start(t, OP_UNLOCK, l);
+            return;
+        }
+        if (t->in_doubt[l]) {
+            start(t, OP_COUNT, l);
+            return;
+        }
+        if (t->retried[l]) {
+            start(t, OP_UNLOCK, l);
+            return;
+        }
+        if (t->believed[l] > 0)
+            held = l;
+    }
+    if (held >= 0 && chance(70)) {
+        start(t, chance(80) ? OP_UNLOCK : OP_LOCK, held);
+        return;
+    }
+    if (chance(2))
+        start(t, OP_FORCE, lock);
+    else if (chance(10))
+        start(t, OP_COUNT, lock);
+    else
+        start(t, chance(60) ? OP_LOCK : OP_TRYLOCK, lock);
+}
+
+static void client_tick(struct client *c)
+{
+    uint64_t now = fake_clock.now_ms;
+
+    if (!c->connected) {
+        if (c->join == NULL && now >= c->reconnect_at)
+            client_connect(c);
+        return;
+    }
+    if (now < c->paused_until)
+        return;
+    if (below(4000) == 0) {
+        client_disconnect(c);
+        return;
+    }
+    if (below(2000) == 0) {
+        c->paused_until = now + below(LEASE_MAX_MS);
+        trace("c%d: pauses", c->index);
+        return;
+    }
+    for (int i = 0; i < THREADS; i++)
+        if (c->threads[i].op == OP_NONE && chance(6))
+            thread_act(&c->threads[i]);
+}
+
+static bool faults_on = true;
+
+static void fault_tick(void)
+{
+    unsigned roll;
+
+    if (!faults_on || !net.ready)
+        return;
+    roll = below(20000);
+    if (roll < 16) {
+        drop_connection(below(100));
+    } else if (roll < 19) {
+        trace("redis: restart, every key lost");
+        drop_connection(below(100));
+        sim_redis_flush(&net.redis);
+        net.last_fault = fake_clock.now_ms;
+    } else if (roll < 22) {
+        trace("redis: failover, writes since the snapshot lost");
+        drop_connection(below(100));
+        sim_redis_restore(&net.redis);
+        net.last_fault = fake_clock.now_ms;
+        /* Standalone rlockd cannot tell; the Sentinel issue re-checks
+         * every lock after a master change. */
+        for (int i = 0; i < CLIENTS; i++)
+            for (int t = 0; t < THREADS; t++)
+                for (int l = 0; l < LOCKS; l++)
+                    clients[i].threads[t].count_unknown[l] = true;
+    } else if (roll < 25) {
+        rlockd_restart(chance(50));
+    }
+}
+
+/* One millisecond of the world. */
+static void tick(void)
+{
+    fake_clock.now_ms++;
+    sim_redis_expire(&net.redis, fake_clock.now_ms);
+    if (fake_clock.now_ms >= net.next_snapshot) {
+        sim_redis_snapshot(&net.redis);
+        net.next_snapshot = fake_clock.now_ms + 25;
+    }
+    if (!net.ready && fake_clock.now_ms >= net.ready_at) {
+        /* back: calls left from before run first, then the engine looks */
+        while (net.npending > 0 && net.pending[0].fn == NULL) {
+            struct pending p = net.pending[0];
+
+            pop_pending(0);
+            run_pending(&p);
+        }
+        net.ready = true;
+        trace("net: connected");
+        for (size_t i = 0; i < net.nlisteners; i++)
+            queue_message(net.channels[i], true);
+        lock_engine_backend_ready();
+    }
+    while (net.npending > 0 && net.pending[0].at <= fake_clock.now_ms) {
+        struct pending p = net.pending[0];
+
+        pop_pending(0);
+        run_pending(&p);
+    }
+    for (size_t i = 0; i < net.nmessages;) {
+        if (net.messages[i].at <= fake_clock.now_ms) {
+            struct message m = net.messages[i];
+
+            net.messages[i] = net.messages[--net.nmessages];
+            deliver_message(&m);
+        } else {
+            i++;
+        }
+    }
+    if (fake_clock.due_ms <= fake_clock.now_ms)
+        lock_engine_run_timers();
+    fault_tick();
+    for (int i = 0; i < CLIENTS; i++)
+        client_tick(&clients[i]);
+    check_step();
+}
+
+static void world_init(uint64_t seed)
+{
+    rng_state = seed;
+    seed_now = seed;
+    memset(&trace_log.lines, 0, sizeof(trace_log.lines));
+    trace_log.next = 0;
+    memset(&net, 0, sizeof(net));
+    memset(&history, 0, sizeof(history));
+    memset(&watch, 0, sizeof(watch));
+    memset(&stats, 0, sizeof(stats));
+    sim_redis_init(&net.redis, on_publish, NULL);
+    fake_clock_init(1000);
+    net.ready = true;
+    for (int i = 0; i < CLIENTS; i++) {
+        struct client *c = &clients[i];
+
+        memset(c, 0, sizeof(*c));
+        c->index = i;
+        snprintf(c->id, sizeof(c->id), "c%d", i);
+        c->has_secret = i % 2 == 0;
+        for (int t = 0; t < THREADS; t++) {
+            c->threads[t].client = c;
+            c->threads[t].index = t;
+        }
+    }
+    engine_start();
+}
+
+/* No more faults; every client gives back what it holds. */
+static void world_drain(void)
+{
+    faults_on = false;
+    for (int round = 0; round < 20000; round++) {
+        bool busy = !net.ready || net.npending > 0;
+
+        for (int i = 0; i < CLIENTS; i++) {
+            struct client *c = &clients[i];
+
+            c->paused_until = 0;
+            for (int t = 0; t < THREADS; t++) {
+                struct thread *th = &c->threads[t];
+
+                for (int l = 0; l < LOCKS; l++)
+                    busy |= th->believed[l] > 0 || th->in_doubt[l] ||
+                            th->cleanup[l] > 0 || th->retried[l];
+                busy |= th->op != OP_NONE;
+            }
+            busy |= !c->connected;
+        }
+        if (!busy)
+            break;
+        fake_clock.now_ms++;
+        tick();
+        for (int i = 0; i < CLIENTS; i++)
+            for (int t = 0; t < THREADS; t++) {
+                struct thread *th = &clients[i].threads[t];
+
+                for (int l = 0; l < LOCKS && th->op == OP_NONE; l++)
+                    if (th->believed[l] > 0 && clients[i].connected)
+                        start(th, OP_UNLOCK, l);
+            }
+    }
+    faults_on = true;
+}
+
+static void world_end(void)
+{
+    for (int i = 0; i < CLIENTS; i++) {
+        abandon_calls(&clients[i], false);
+        if (clients[i].connected)
+            lock_engine_leave(clients[i].session);
+    }
+    lock_engine_shutdown();
+    net.ready = false;
+    for (size_t i = 0; i < net.npending; i++)
+        if (net.pending[i].fn != NULL)
+            net.pending[i].fn(net.pending[i].arg, NULL);
+    lock_engine_free();
+}
+
+static void run_seed(uint64_t seed, unsigned steps)
+{
+    world_init(seed);
+    for (unsigned i = 0; i < steps; i++)
+        tick();
+    world_drain();
+    check_exclusion();
+    world_end();
+}
+
+static unsigned long env_number(const char *name, unsigned long fallback)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && *v ? strtoul(v, NULL, 10) : fallback;
+}
+
+int main(void)
+{
+    unsigned long seeds = env_number("SIM_SEEDS", 1000),
+                  steps = env_number("SIM_STEPS", 3000),
+                  one = env_number("SIM_SEED", 0);
+
+    config_set_defaults(&cfg);
+    cfg.watchdog_timeout_ms = WATCHDOG_MS;
+    log_set_level(LOG_LEVEL_ERROR);
+    if (one != 0) {
+        trace_log.print = true;
+        run_seed(one, (unsigned)steps);
+        printf("sim: seed %lu passed\n", one);
+        return 0;
+    }
+    for (unsigned long s = 1; s <= seeds; s++)
+        run_seed(s, (unsigned)steps);
+    printf("sim: %lu seeds of %lu steps passed\n", seeds, steps);
+    return 0;
+}
