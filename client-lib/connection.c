@@ -248,7 +248,7 @@ int rlock_conn_exchange_ok(struct rlock_conn *conn,
                            const struct rlock_target *target, int argc,
                            const char **argv)
 {
-    size_t lens[4];
+    size_t lens[5];
     long long done;
 
     for (int i = 0; i < argc; i++)
@@ -266,7 +266,8 @@ int rlock_conn_exchange_ok(struct rlock_conn *conn,
  * Close-on-exec (hiredis 0.14 does not set it): a program the caller
  * starts must not inherit the socket, or it would keep the session, and
  * so the caller's locks, alive after the caller is gone. */
-int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target)
+int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
+                    bool resume)
 {
     struct timeval tv = ms_to_timeval(target->connect_timeout_ms);
     int err;
@@ -297,9 +298,10 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target)
         if (err != RLOCK_OK)
             goto fail;
     }
-    err = rlock_conn_exchange_ok(conn, target, 4,
+    err = rlock_conn_exchange_ok(conn, target, resume ? 5 : 4,
                                  (const char *[]){"CLIENTID", target->client_id,
-                                                  "SECRET", target->secret});
+                                                  "SECRET", target->secret,
+                                                  "RESUME"});
     if (err == RLOCK_OK)
         return RLOCK_OK;
 fail:

@@ -47,7 +47,10 @@ void rlock_target_free(struct rlock_target *target);
 
 /* Connects and prepares the connection for lock commands. RLOCK_OK, or an
  * error with conn->ctx NULL. */
-int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target);
+/* resume: the client holds locks, and its session must be given back
+ * (CLIENTID ... RESUME): RLOCK_ELOCKLOST when rlockd has none. */
+int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
+                    bool resume);
 
 /* Sends one command and waits up to timeout_ms (RLOCK_NO_TIMEOUT: for
  * ever) for its reply, which must be of want_type (REDIS_REPLY_INTEGER, or
@@ -58,7 +61,7 @@ int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
                         const size_t *lens, long long timeout_ms, int want_type,
                         long long *value);
 
-/* A command of at most 4 words answered +OK: RLOCK_OK or the error. */
+/* A command of at most 5 words answered +OK: RLOCK_OK or the error. */
 int rlock_conn_exchange_ok(struct rlock_conn *conn,
                            const struct rlock_target *target, int argc,
                            const char **argv);

@@ -32,12 +32,28 @@ static bool nap(struct heartbeat *hb, long long ms)
     return go_on;
 }
 
+/* Opens the connection, resuming the session when the client holds
+ * locks; when rlockd has none to give back, the client hears it, and a
+ * new session starts. */
+static int reopen(struct heartbeat *hb, struct rlock_conn *conn)
+{
+    int err = rlock_conn_open(conn, hb->target,
+                              hb->client.holds_any(hb->client.ctx));
+
+    if (err != RLOCK_ELOCKLOST)
+        return err;
+    hb->client.session_lost(hb->client.ctx);
+    return rlock_conn_open(conn, hb->target, false);
+}
+
 /* One beat, on a connection opened first when it has none; the beat is
  * the declaration itself, which also restarts rlockd's clock. */
-static bool beat(struct rlock_conn *conn, const struct rlock_target *target,
+static bool beat(struct heartbeat *hb, struct rlock_conn *conn,
                  const char *ms)
 {
-    if (conn->ctx == NULL && rlock_conn_open(conn, target) != RLOCK_OK)
+    const struct rlock_target *target = hb->target;
+
+    if (conn->ctx == NULL && reopen(hb, conn) != RLOCK_OK)
         return false;
     if (rlock_conn_exchange_ok(conn, target, 3,
                                (const char *[]){"CLIENT", "HEARTBEAT", ms}) ==
@@ -54,20 +70,22 @@ static void *heartbeat_main(void *arg)
     char ms[24];
 
     snprintf(ms, sizeof(ms), "%d", hb->target->heartbeat_ms);
-    while (nap(hb, beat(&conn, hb->target, ms) ? hb->target->heartbeat_ms / 3
-                                               : REDIAL_MS))
+    while (nap(hb, beat(hb, &conn, ms) ? hb->target->heartbeat_ms / 3
+                                       : REDIAL_MS))
         ;
     rlock_conn_close(&conn);
     return NULL;
 }
 
-int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target)
+int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target,
+                    const struct heartbeat_client *client)
 {
     pthread_condattr_t attr;
     sigset_t all, old;
     int err;
 
     hb->target = target;
+    hb->client = *client;
     hb->stopping = false;
     hb->running = false;
     if (target->heartbeat_ms == 0)

@@ -18,8 +18,18 @@
 
 #include "connection.h"
 
+/* What the thread asks of the client when it reconnects: whether it
+ * holds locks (then it resumes the session), and that there was no
+ * session to resume (every lock lost). */
+struct heartbeat_client {
+    bool (*holds_any)(void *ctx);
+    void (*session_lost)(void *ctx);
+    void *ctx;
+};
+
 struct heartbeat {
     const struct rlock_target *target;
+    struct heartbeat_client client;
     pthread_t thread;
     pthread_mutex_t mutex;
     pthread_cond_t wake; /* heartbeat_stop */
@@ -29,7 +39,8 @@ struct heartbeat {
 
 /* Starts the thread when target->heartbeat_ms > 0: RLOCK_OK, or
  * RLOCK_ESYSTEM. target must outlive heartbeat_stop. */
-int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target);
+int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target,
+                    const struct heartbeat_client *client);
 /* Stops and joins the thread, and closes its connection. */
 void heartbeat_stop(struct heartbeat *hb);
 

@@ -34,6 +34,9 @@ struct hold {
     struct hold *next;
     /* A connection went while the lock was held: it may be gone. */
     bool suspect;
+    /* rlockd had no session to give back: it is gone, and the next
+     * LOCK or UNLOCK of it says so. */
+    bool lost;
     char name[];
 };
 
@@ -188,6 +191,43 @@ static struct thread_state *thread_state_find(const rlock_client *c, pid_t tid)
  * table first sweeps out the states of exited threads, which keeps the
  * table as small as the set of live threads that used the client.
  */
+/* Whether any thread of the client holds a lock, as far as it knows. */
+static bool client_holds_any(void *ctx)
+{
+    rlock_client *c = ctx;
+    bool any = false;
+
+    pthread_mutex_lock(&c->mutex);
+    for (struct thread_state *t = c->threads; t != NULL && !any; t = t->next)
+        any = t->holds != NULL;
+    pthread_mutex_unlock(&c->mutex);
+    return any;
+}
+
+/* rlockd had no session of the client to give back: every lock is lost. */
+static void client_session_lost(void *ctx)
+{
+    rlock_client *c = ctx;
+
+    pthread_mutex_lock(&c->mutex);
+    for (struct thread_state *t = c->threads; t != NULL; t = t->next)
+        for (struct hold *h = t->holds; h != NULL; h = h->next)
+            h->lost = true;
+    pthread_mutex_unlock(&c->mutex);
+}
+
+/* Opens a connection, resuming the client's session while it holds
+ * locks (the rule for holders, protocol.md section 9). */
+static int client_reopen(rlock_client *c, struct rlock_conn *conn)
+{
+    int err = rlock_conn_open(conn, &c->target, client_holds_any(c));
+
+    if (err != RLOCK_ELOCKLOST)
+        return err;
+    client_session_lost(c);
+    return rlock_conn_open(conn, &c->target, false);
+}
+
 static int thread_state_get(rlock_client *c, struct thread_state **out)
 {
     pid_t tid = current_tid();
@@ -203,7 +243,7 @@ static int thread_state_get(rlock_client *c, struct thread_state **out)
         *out = t;
         return RLOCK_OK;
     }
-    err = rlock_conn_open(&conn, &c->target);
+    err = client_reopen(c, &conn);
     if (err != RLOCK_OK)
         return err;
     if (t == NULL) {
@@ -301,6 +341,25 @@ static int holds_update(rlock_client *c, struct thread_state *t,
     return err;
 }
 
+/* Forgets the thread's hold of name if its session was lost: true then. */
+static bool hold_take_lost(rlock_client *c, struct thread_state *t,
+                           const char *name)
+{
+    struct hold **link, *h;
+    bool lost;
+
+    pthread_mutex_lock(&c->mutex);
+    link = hold_find(t, name);
+    h = *link;
+    lost = h != NULL && h->lost;
+    if (lost) {
+        *link = h->next;
+        free(h);
+    }
+    pthread_mutex_unlock(&c->mutex);
+    return lost;
+}
+
 /* ---- the one path every API call takes ------------------------------- */
 
 static long long reply_timeout(const rlock_client *c, const struct request *rq)
@@ -367,6 +426,10 @@ static int execute(rlock_client *c, enum client_command_id id, const char *name,
     err = thread_state_get(c, &t);
     if (err != RLOCK_OK)
         goto out;
+    if (rq.command->effect != HOLD_NONE && hold_take_lost(c, t, name)) {
+        err = RLOCK_ELOCKLOST; /* told once; nothing sent */
+        goto out;
+    }
     add_arg(&b, rq.command->name);
     add_arg(&b, name);
     if (rq.command->with_thread)
@@ -422,7 +485,9 @@ rlock_client *rlock_connect(const char *addr, const rlock_options *opts,
     if (e == RLOCK_OK)
         e = thread_state_get(c, &t);
     if (e == RLOCK_OK) /* after the session exists: it joins it */
-        e = heartbeat_start(&c->heartbeat, &c->target);
+        e = heartbeat_start(&c->heartbeat, &c->target,
+                            &(struct heartbeat_client){
+                                client_holds_any, client_session_lost, c});
     if (err != NULL)
         *err = e;
     if (e == RLOCK_OK)

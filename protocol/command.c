@@ -182,7 +182,8 @@ static int parse_options(size_t first, size_t argc, char *const *argv,
     return 0;
 }
 
-/* CLIENTID [<id> [SECRET <secret>]]: the id is checked by its handler. */
+/* CLIENTID [<id> [SECRET <secret> [RESUME]]]: the id is checked by its
+ * handler. */
 static int parse_clientid(size_t argc, char *const *argv,
                           const size_t *argv_len, struct command_args *out,
                           char *err, size_t err_size)
@@ -193,8 +194,10 @@ static int parse_clientid(size_t argc, char *const *argv,
     }
     if (argc == 2 || argc == 1)
         return 0;
-    if (argc != 4 || !word_is("secret", argv[2], argv_len[2]))
+    if (argc < 4 || !word_is("secret", argv[2], argv_len[2]) ||
+        (argc == 5 && !word_is("resume", argv[4], argv_len[4])))
         return parse_error(err, err_size, "syntax error");
+    out->resume = argc == 5;
     if (argv_len[3] < COMMAND_SECRET_MIN || argv_len[3] > COMMAND_SECRET_MAX)
         return parse_error(err, err_size, "SECRET must be %d to %d bytes",
                            COMMAND_SECRET_MIN, COMMAND_SECRET_MAX);

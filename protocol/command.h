@@ -19,7 +19,7 @@
 enum command_syntax {
     SYNTAX_NONE,          /* QUIT */
     SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section] */
-    SYNTAX_CLIENTID,      /* CLIENTID [<id> [SECRET <secret>]] */
+    SYNTAX_CLIENTID,      /* CLIENTID [<id> [SECRET <secret> [RESUME]]] */
     SYNTAX_AUTH,          /* AUTH [username] <password> */
     SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL: <name> */
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
@@ -50,7 +50,7 @@ enum command_syntax {
     X(ISHELD,      "isheld",      request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(HOLDCOUNT,   "holdcount",   request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(PTTL,        "pttl",        request,     2, 2, SYNTAX_NAME,          0)         \
-    X(CLIENTID,    "clientid",    clientid,    1, 4, SYNTAX_CLIENTID,      CMD_ALONE) \
+    X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
@@ -103,6 +103,7 @@ struct command_args {
     int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
     const char *secret; /* CLIENTID's SECRET, or NULL */
     size_t secret_len;
+    bool resume;        /* CLIENTID ... RESUME */
     int64_t heartbeat_ms; /* CLIENT HEARTBEAT */
 };
 

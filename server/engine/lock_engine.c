@@ -1095,6 +1095,7 @@ struct lock_join {
     unsigned waiting; /* Redis replies still to come */
     int err;          /* the first failure */
     unsigned resumed, lost;
+    bool resume;        /* no record to resume: -ENOENT */
     struct timer start; /* the record is read from the loop, not the join */
 };
 
@@ -1241,6 +1242,10 @@ static void on_record(void *arg, const struct backend_value *reply)
         join_end(j, -EPERM);
         return;
     }
+    if (reply->elements == 0 && j->resume) {
+        join_end(j, -ENOENT);
+        return;
+    }
     j->session->has_record = reply->elements > 0;
     j->waiting++; /* ours, while asking */
     for (i = 0; i < reply->elements && j->err == 0; i += 2) {
@@ -1269,7 +1274,8 @@ static void join_start_fired(struct timer *timer)
 
 struct lock_join *lock_engine_join(const char *id, size_t len,
                                    const char *secret, size_t secret_len,
-                                   lock_join_fn *done, void *ctx)
+                                   bool resume, lock_join_fn *done,
+                                   void *ctx)
 {
     struct session *s;
     int created;
@@ -1296,6 +1302,7 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
         j->session = s;
         j->done = done;
         j->ctx = ctx;
+        j->resume = resume;
         timer_init(&j->start, join_start_fired);
     }
     /* The read goes from the timer, so done never runs in here. */

@@ -96,7 +96,8 @@ void lock_engine_abandon(struct lock_call *call);
 int lock_engine_join_new(const char *id, size_t len, struct session **out);
 
 /* How a join ended: the session, or NULL and -EPERM (no proof), -EAGAIN
- * (Redis could not be read, or the session is being resumed), -ENOMEM. */
+ * (Redis could not be read, or the session is being resumed), -ENOENT (no
+ * session to resume), -ENOMEM. */
 typedef void lock_join_fn(void *ctx, struct session *session, int err);
 struct lock_join;
 /*
@@ -107,11 +108,15 @@ struct lock_join;
  * given back with its holds and counts, to the one proving its secret,
  * and to nobody else while the record lives. done may run before this
  * returns (then it returns NULL); otherwise the returned join is passed
- * to lock_engine_join_abandon if the caller goes first.
+ * to lock_engine_join_abandon if the caller goes first. resume: the
+ * caller held locks in a session it means to get back, and must hear
+ * (-ENOENT) when there is none, since a new session would hide that
+ * every lock it held is lost.
  */
 struct lock_join *lock_engine_join(const char *id, size_t len,
                                    const char *secret, size_t secret_len,
-                                   lock_join_fn *done, void *ctx);
+                                   bool resume, lock_join_fn *done,
+                                   void *ctx);
 /* The caller went: its session, once resumed, is left as by it. */
 void lock_engine_join_abandon(struct lock_join *join);
 /* A connection leaves; after the last one the session's holds are

@@ -1078,6 +1078,10 @@ static void on_join_done(void *ctx, struct session *session, int err)
         result.error = REPLY_NOPERM;
         result.message =
             "client-id in use: joining its session needs its SECRET";
+    } else if (err == -ENOENT) {
+        result.error = REPLY_LOCKLOST;
+        result.message = "no session of this client-id to resume: every "
+                         "lock it held is lost";
     } else if (err == -EAGAIN) {
         result.error = REPLY_UNAVAILABLE;
         result.message = "the client-id's session cannot be read from Redis "
@@ -1089,7 +1093,7 @@ static void on_join_done(void *ctx, struct session *session, int err)
 }
 
 void client_set_id(struct client *c, const char *id, size_t len,
-                   const char *secret, size_t secret_len)
+                   const char *secret, size_t secret_len, bool resume)
 {
     struct session *old = c->session;
     bool same = old->id_len == len && memcmp(old->id, id, len) == 0;
@@ -1113,7 +1117,8 @@ void client_set_id(struct client *c, const char *id, size_t len,
     slot = slot_start(c, true, true);
     if (slot == NULL)
         return;
-    join = lock_engine_join(id, len, secret, secret_len, on_join_done, slot);
+    join = lock_engine_join(id, len, secret, secret_len, resume, on_join_done,
+                            slot);
     if (!slot->answered)
         slot->join = join;
 }

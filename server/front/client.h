@@ -116,9 +116,10 @@ void client_quit(struct client *c);
 void client_close(struct client *c, const char *why);
 /* CLIENTID: moves the connection to client-id id's session, joining a
  * live one with its secret (NULL: none given) or resuming one a restart
- * left in Redis; answered in order like a lock command. */
+ * left in Redis (resume: only that); answered in order like a lock
+ * command. */
 void client_set_id(struct client *c, const char *id, size_t len,
-                   const char *secret, size_t secret_len);
+                   const char *secret, size_t secret_len, bool resume);
 /* CLIENT HEARTBEAT: when nothing arrives on the connection for ms (0: no
  * heartbeat) while none of its commands is being served, its session ends
  * as if the client had gone: every connection of the client-id closes. */

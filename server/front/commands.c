@@ -112,7 +112,8 @@ static int command_clientid(struct client *c, const struct command *cmd,
 
     (void)cmd;
     if (a->name != NULL && client_id_valid(a->name, a->name_len)) {
-        client_set_id(c, a->name, a->name_len, a->secret, a->secret_len);
+        client_set_id(c, a->name, a->name_len, a->secret, a->secret_len,
+                      a->resume);
         return 0;
     }
     out = client_reply_buffer(c);

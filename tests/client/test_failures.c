@@ -138,6 +138,35 @@ START_TEST(reply_timeout_drops_the_connection_and_reports_lock_lost)
 }
 END_TEST
 
+/* rlockd restarted, and its session record gone with a Redis that lost
+ * its data: the reconnection asks to resume (RESUME), hears there is no
+ * session, and every hold reports RLOCK_ELOCKLOST once. */
+START_TEST(no_session_to_resume_makes_every_hold_lost)
+{
+    const rlock_options opts = {.heartbeat_ms = RLOCK_NO_HEARTBEAT};
+    rlock_client *c = connect_or_fail(harness_addr(), &opts);
+    redisContext *redis = harness_redis();
+    redisReply *reply;
+
+    ck_assert_int_eq(rlock_lock(c, "a", RLOCK_WATCHDOG), RLOCK_OK);
+    ck_assert_int_eq(rlock_lock(c, "b", RLOCK_WATCHDOG), RLOCK_OK);
+    harness_sleep_ms(100);
+    harness_rlockd_stop();
+    reply = redisCommand(redis, "FLUSHDB");
+    ck_assert_ptr_nonnull(reply);
+    freeReplyObject(reply);
+    redisFree(redis);
+    harness_rlockd_start();
+    ck_assert_int_eq(rlock_is_held(c, "a"), RLOCK_ECONNLOST);
+    ck_assert_int_eq(rlock_unlock(c, "a"), RLOCK_ELOCKLOST);
+    ck_assert_int_eq(rlock_lock(c, "b", RLOCK_WATCHDOG), RLOCK_ELOCKLOST);
+    ck_assert_int_eq(rlock_lock(c, "b", RLOCK_WATCHDOG), RLOCK_OK);
+    ck_assert_int_eq(rlock_unlock(c, "b"), 1);
+    ck_assert_int_eq(rlock_unlock(c, "a"), RLOCK_ENOTOWNER);
+    rlock_close(c);
+}
+END_TEST
+
 /* The heartbeat keeps an idle client's session (and rlockd would end it
  * if the process stopped: test_rlock_cli.py stops one). */
 START_TEST(the_heartbeat_connection_keeps_an_idle_client_alive)
@@ -446,6 +475,7 @@ Suite *failures_suite(void)
     tcase_add_test(tc, daemon_restarted_while_holding_resumes_the_session);
     tcase_add_test(tc, daemon_restarted_and_lock_gone_reports_lock_lost);
     tcase_add_test(tc, the_heartbeat_connection_keeps_an_idle_client_alive);
+    tcase_add_test(tc, no_session_to_resume_makes_every_hold_lost);
     tcase_add_test(tc,
                    the_heartbeat_resumes_the_session_after_an_rlockd_restart);
     tcase_add_test(tc, daemon_stopped_while_waiting_is_eshutdown);

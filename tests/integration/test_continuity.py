@@ -156,3 +156,22 @@ def test_an_acquire_whose_reply_was_lost_leaves_no_lock():
         t0 = time.monotonic()
         assert_eq(waiter.call("LOCK", n, 2), "OK", "another client takes it")
         assert time.monotonic() - t0 < 2.0, "the waiter was delayed"
+
+
+def test_resume_says_when_there_is_no_session_to_give_back():
+    with Env({"lock": {"watchdog_timeout_ms": WATCHDOG_MS}}) as env:
+        n = env.name("gone")
+        _holder(env, 0, n, 1)
+        env.rlockd.signal(signal.SIGKILL)
+        env.rlockd.wait_exit(5.0)
+        env.redis("FLUSHDB")  # a Redis that lost its data
+        env.rlockd.start()
+        c = env.client()
+        assert_error(c.call("CLIENTID", "holder-0", "SECRET", SECRET, "RESUME"), "LOCKLOST",
+                     what="RESUME with no session left")
+        assert c.call("CLIENTID") != "holder-0", "no session was started by the refused RESUME"
+        assert_eq(c.call("CLIENTID", "holder-0", "SECRET", SECRET), "OK", "a new session then")
+        assert_eq(c.call("LOCK", n, 1), "OK", "which takes the lock anew")
+        other = env.client()
+        assert_eq(other.call("CLIENTID", "holder-0", "SECRET", SECRET, "RESUME"), "OK",
+                  "RESUME of a live session joins it")

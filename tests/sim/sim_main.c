@@ -155,8 +155,8 @@ struct message {
 
 static struct {
     struct sim_redis redis;
-    struct pending pending[MAX_PENDING];
-    size_t npending;
+    struct pending pending[MAX_PENDING]; /* a ring, from first */
+    size_t first, npending;
     struct message messages[MAX_PENDING];
     size_t nmessages;
     struct backend_listener *listeners[MAX_LISTENERS];
@@ -166,7 +166,6 @@ static struct {
     uint64_t ready_at; /* a dropped connection is back then */
     uint64_t last_at;  /* calls run in the order sent */
     uint64_t next_snapshot;
-    bool engine_up;
     /* The last fault that may take a held lock: an outage, a lost write,
      * an rlockd restart, a FORCEUNLOCK. */
     uint64_t last_fault;
@@ -208,12 +207,12 @@ static int sim_eval(const struct backend_call *call, backend_reply_fn *fn,
         return -ENOTCONN;
     if (net.npending == MAX_PENDING)
         fail("too many calls in flight");
-    p = &net.pending[net.npending++];
+    p = &net.pending[(net.first + net.npending++) % MAX_PENDING];
     memset(p, 0, sizeof(*p));
     p->call.script = call->script ? call->script->name : NULL;
     p->call.nkeys = call->nkeys;
     p->call.argc = call->argc;
-    if (call->argc > 12)
+    if (call->argc > 80)
         fail("a call of %d arguments", call->argc);
     for (int i = 0; i < call->argc; i++)
         snprintf(p->call.argv[i], SIM_STR, "%.*s", (int)call->argv_len[i],
@@ -328,18 +327,28 @@ static void run_pending(struct pending *p)
         p->fn(p->arg, p->fate == FATE_REPLY ? &reply.value : NULL);
 }
 
-static void pop_pending(size_t i)
+/* The i-th call in flight, the oldest first. */
+static struct pending *pending_at(size_t i)
 {
-    memmove(&net.pending[i], &net.pending[i + 1],
-            (net.npending - i - 1) * sizeof(net.pending[0]));
+    return &net.pending[(net.first + i) % MAX_PENDING];
+}
+
+/* Takes the oldest call off the ring; its slot stays valid until the
+ * ring has gone round, far beyond the calls one answer can make. */
+static struct pending *pop_pending(void)
+{
+    struct pending *p = &net.pending[net.first];
+
+    net.first = (net.first + 1) % MAX_PENDING;
     net.npending--;
+    return p;
 }
 
 /* The connection breaks: each call in flight ran, runs late (after the
  * reconnection, before anything new) or never runs; none is answered. */
 static void drop_connection(uint64_t outage_ms)
 {
-    struct pending late[MAX_PENDING];
+    static struct pending late[MAX_PENDING];
     size_t nlate = 0;
 
     trace("net: connection dropped for %llu ms", (unsigned long long)outage_ms);
@@ -347,24 +356,19 @@ static void drop_connection(uint64_t outage_ms)
     net.ready_at = fake_clock.now_ms + outage_ms;
     net.last_fault = net.ready_at;
     while (net.npending > 0) {
-        struct pending p = net.pending[0];
+        struct pending *p = pop_pending();
         unsigned roll = below(3);
 
-        pop_pending(0);
-        if (roll == 0) {
-            p.fate = FATE_LOST_REPLY;
-            run_pending(&p);
-        } else {
-            if (roll == 1) {
-                late[nlate] = p;
-                late[nlate].fn = NULL;
-                late[nlate++].fate = FATE_LOST_REPLY;
-            }
-            p.fate = FATE_NEVER;
-            run_pending(&p);
+        if (roll == 1) { /* runs late, answered to nobody */
+            late[nlate] = *p;
+            late[nlate].fn = NULL;
+            late[nlate++].fate = FATE_LOST_REPLY;
         }
+        p->fate = roll == 0 ? FATE_LOST_REPLY : FATE_NEVER;
+        run_pending(p);
     }
     memcpy(net.pending, late, nlate * sizeof(late[0]));
+    net.first = 0;
     net.npending = nlate;
     for (size_t i = 0; i < nlate; i++)
         net.pending[i].at = net.ready_at;
@@ -392,6 +396,7 @@ struct client;
 struct thread {
     struct client *client;
     int index;
+    char field[24]; /* its owner field in Redis */
     enum op op; /* in flight */
     int lock;
     struct lock_call *call;
@@ -399,9 +404,9 @@ struct thread {
     int hold[LOCKS];      /* history index while believed */
     bool in_doubt[LOCKS]; /* a LOCK that got no answer */
     bool retried[LOCKS];  /* an UNLOCK sent again after no answer */
-    uint64_t lease_end[LOCKS];  /* before it: from the asking */
-    uint64_t lease_gone[LOCKS]; /* surely expired: from the answer */
+    uint64_t lease_end[LOCKS];  /* its lease ends then at the earliest */
     long long lease_ms[LOCKS];  /* asked by the call in flight */
+    long long held_lease[LOCKS]; /* of the last acquire granted */
     uint64_t asked_at[LOCKS];   /* when it was sent */
     uint64_t unlock_sent[LOCKS];
     long long cleanup[LOCKS]; /* UNLOCKs owed for sections it stopped */
@@ -432,24 +437,26 @@ static const char *const lock_names[LOCKS] = {"L0", "L1", "L2"};
 static const char secret[] = "sim-secret-0123456789";
 static struct config cfg;
 
-/* A grant sets the lock's TTL: a lease from the asking at the earliest
- * (the thread stops its section then), from the answer at the latest
- * (the lock is surely gone then); once any acquire was in watchdog mode,
- * the watchdog renews the lock until it is released. */
-static void granted_lease(struct thread *t, int lock)
+/* A grant sets the lock's TTL to its lease from the asking at the
+ * earliest: the thread's section ends then (it is told at its next call
+ * that the lock is gone); once any acquire was in watchdog mode, the
+ * watchdog renews the lock until it is released. */
+static void granted_lease(struct thread *t, int lock, long long lease_ms)
 {
-    uint64_t lease = (uint64_t)t->lease_ms[lock];
+    uint64_t lease = (uint64_t)lease_ms;
 
-    t->watchdog[lock] |= t->lease_ms[lock] < 0;
-    if (t->watchdog[lock]) {
+    t->held_lease[lock] = lease_ms;
+    t->watchdog[lock] |= lease_ms < 0;
+    if (t->watchdog[lock])
         t->lease_end[lock] = UINT64_MAX;
-        t->lease_gone[lock] = UINT64_MAX;
-        return;
-    }
-    if (t->lease_end[lock] < t->asked_at[lock] + lease)
+    else if (t->lease_end[lock] < t->asked_at[lock] + lease)
         t->lease_end[lock] = t->asked_at[lock] + lease;
-    if (t->lease_gone[lock] < fake_clock.now_ms + lease)
-        t->lease_gone[lock] = fake_clock.now_ms + lease;
+}
+
+/* An acquire got no answer: it may have run; HOLDCOUNT will tell. */
+static void acquire_in_doubt(struct thread *t, int lock)
+{
+    t->in_doubt[lock] = true;
 }
 
 static void hold_begin(struct thread *t, int lock)
@@ -463,7 +470,6 @@ static void hold_begin(struct thread *t, int lock)
                            fake_clock.now_ms, UINT64_MAX, false, false};
     t->hold[lock] = (int)history.n++;
     t->lease_end[lock] = 0;
-    t->lease_gone[lock] = 0;
     t->watchdog[lock] = false;
 }
 
@@ -474,6 +480,8 @@ static void hold_end(struct thread *t, int lock, uint64_t end, bool told)
 
     if (end > t->lease_end[lock]) /* it knew its lease ended then */
         end = t->lease_end[lock];
+    if (t->unlock_sent[lock] != 0 && end > t->unlock_sent[lock])
+        end = t->unlock_sent[lock]; /* its section ended at its UNLOCK */
     if (h->end == UINT64_MAX)
         h->end = end;
     h->told |= told;
@@ -505,7 +513,8 @@ static void thread_result(struct thread *t, const struct lock_result *r)
               lock_names[lock]);
         return;
     }
-    trace("c%d.%d: %s %s -> %s %lld", t->client->index, t->index,
+    trace("c%d.%d: %s %s -> %s %lld (believed %lld)", t->client->index,
+          t->index,
           op == OP_LOCK     ? "LOCK"
           : op == OP_TRYLOCK ? "TRYLOCK"
           : op == OP_UNLOCK  ? "UNLOCK"
@@ -513,11 +522,11 @@ static void thread_result(struct thread *t, const struct lock_result *r)
                              : "FORCEUNLOCK",
           lock_names[lock],
           r->type == RESULT_ERROR ? reply_error_code_name(r->error) : "ok",
-          (long long)r->integer);
+          (long long)r->integer, t->believed[lock]);
     if ((op == OP_LOCK || op == OP_TRYLOCK) && granted) {
         if (t->believed[lock]++ == 0)
             hold_begin(t, lock);
-        granted_lease(t, lock);
+        granted_lease(t, lock, t->lease_ms[lock]);
         t->in_doubt[lock] = false;
     } else if (op == OP_UNLOCK) {
         if (r->type == RESULT_INTEGER && r->integer == 0) {
@@ -527,7 +536,7 @@ static void thread_result(struct thread *t, const struct lock_result *r)
                 t->believed[lock]--;
             /* ... and the decrement set the TTL to the lease again */
             t->asked_at[lock] = t->unlock_sent[lock];
-            granted_lease(t, lock);
+            granted_lease(t, lock, t->held_lease[lock]);
             t->unlock_sent[lock] = 0; /* its section goes on */
             t->retried[lock] = false;
         } else if (r->type == RESULT_INTEGER) {
@@ -550,16 +559,21 @@ static void thread_result(struct thread *t, const struct lock_result *r)
         hold_end(t, lock, fake_clock.now_ms, true);
     } else if (op == OP_COUNT && r->type == RESULT_INTEGER &&
                t->in_doubt[lock]) {
-        if (r->integer > t->believed[lock]) { /* the LOCK was granted */
+        /* the count is the truth: a LOCK without answer was granted
+         * (more), an UNLOCK without answer ran (less) */
+        if (r->integer > t->believed[lock]) {
             if (t->believed[lock] == 0)
                 hold_begin(t, lock);
-            granted_lease(t, lock);
-            t->believed[lock] = r->integer;
+            granted_lease(t, lock, t->lease_ms[lock]);
+        } else if (r->integer < t->believed[lock]) {
+            t->retried[lock] = false;
+            t->unlock_sent[lock] = 0;
         }
+        t->believed[lock] = r->integer;
         t->in_doubt[lock] = false;
     } else if ((op == OP_LOCK || op == OP_TRYLOCK) &&
                r->type == RESULT_ERROR && r->error == REPLY_UNAVAILABLE) {
-        t->in_doubt[lock] = true; /* it may have run */
+        acquire_in_doubt(t, lock); /* it may have run */
     } else if ((op == OP_LOCK || op == OP_TRYLOCK) &&
                r->type == RESULT_ERROR && r->error == REPLY_LOCKLOST &&
                t->believed[lock] > 0) {
@@ -614,6 +628,18 @@ static void on_joined(void *ctx, struct session *s, int err)
 
     c->join = NULL;
     trace("c%d: CLIENTID -> %s", c->index, s ? "OK" : strerror(-err));
+    if (err == -ENOENT) { /* told: nothing to resume, every lock lost */
+        for (int t = 0; t < THREADS; t++)
+            for (int l = 0; l < LOCKS; l++) {
+                struct thread *th = &c->threads[t];
+
+                if (th->believed[l] > 0)
+                    hold_end(th, l, fake_clock.now_ms, true);
+                th->in_doubt[l] = false;
+                th->retried[l] = false;
+            }
+        c->resuming = false;
+    }
     if (s == NULL) {
         c->reconnect_at = fake_clock.now_ms + 20;
         return;
@@ -625,6 +651,12 @@ static void on_joined(void *ctx, struct session *s, int err)
          * whatever the session still holds */
         trace("c%d: resumed late", c->index);
         stop_sections(c, c->broken_at + RESUME_GRACE_MS, true);
+    } else if (c->resuming) {
+        /* resumed: each hold is asked for (a Redis that lost data may
+         * have lost part of the record: 0 then says the lock is lost) */
+        for (int t = 0; t < THREADS; t++)
+            for (int l = 0; l < LOCKS; l++)
+                c->threads[t].in_doubt[l] |= c->threads[t].believed[l] > 0;
     }
     c->resuming = false;
 }
@@ -635,11 +667,11 @@ static void client_connect(struct client *c)
 
     trace("c%d: connect", c->index);
     j = lock_engine_join(c->id, strlen(c->id), c->has_secret ? secret : NULL,
-                         c->has_secret ? strlen(secret) : 0, on_joined, c);
+                         c->has_secret ? strlen(secret) : 0, c->resuming,
+                         on_joined, c);
     if (c->session == NULL && !c->connected)
         c->join = j;
 }
-
 
 /* The client stops every section it is in, at at (an UNLOCK already sent
  * ended one earlier), untold; clean_up: it owes UNLOCKs for them. */
@@ -670,7 +702,7 @@ static void abandon_calls(struct client *c, bool in_doubt)
         if (t->call != NULL)
             lock_engine_abandon(t->call);
         if (in_doubt && (t->op == OP_LOCK || t->op == OP_TRYLOCK))
-            t->in_doubt[t->lock] = true;
+            acquire_in_doubt(t, t->lock);
         if (t->op == OP_UNLOCK && !t->cleaning)
             t->retried[t->lock] = true;
         t->cleaning = false;
@@ -705,7 +737,6 @@ static void engine_start(void)
 {
     if (lock_engine_init(&cfg, &sim_backend, &fake_engine_clock) != 0)
         fail("lock_engine_init");
-    net.engine_up = true;
 }
 
 /* rlockd stops (SIGTERM: waiters answered first) or dies (SIGKILL), and
@@ -740,15 +771,15 @@ static void rlockd_restart(bool sigterm)
     /* Its calls in flight: each still runs in Redis, answered to nobody. */
     net.ready = false;
     for (size_t i = 0; i < net.npending; i++) {
-        backend_reply_fn *fn = net.pending[i].fn;
+        struct pending *p = pending_at(i);
+        backend_reply_fn *fn = p->fn;
 
-        net.pending[i].fn = NULL;
+        p->fn = NULL;
         if (fn != NULL)
-            fn(net.pending[i].arg, NULL);
+            fn(p->arg, NULL);
     }
     lock_engine_free();
     net.nlisteners = 0;
-    net.engine_up = false;
     engine_start();
     net.ready_at = fake_clock.now_ms + 5 + below(30);
     net.last_fault = net.ready_at + RESUME_GRACE_MS;
@@ -763,13 +794,9 @@ static struct {
 static struct thread *thread_of_field(const char *field)
 {
     for (int i = 0; i < CLIENTS; i++)
-        for (int t = 0; t < THREADS; t++) {
-            char own[40];
-
-            snprintf(own, sizeof(own), "%s:%d", clients[i].id, t + 1);
-            if (strcmp(own, field) == 0)
+        for (int t = 0; t < THREADS; t++)
+            if (strcmp(clients[i].threads[t].field, field) == 0)
                 return &clients[i].threads[t];
-        }
     return NULL;
 }
 
@@ -795,27 +822,28 @@ static void check_held(struct thread *t, int lock)
 {
     const char *owner;
     long long count;
-    char field[40];
     bool present;
 
-    snprintf(field, sizeof(field), "%s:%d", t->client->id, t->index + 1);
     present = sim_redis_lock(&net.redis, lock_names[lock], &owner, &count) &&
-              strcmp(owner, field) == 0;
+              strcmp(owner, t->field) == 0;
     if (present) {
         t->seen[lock] = true;
         return;
     }
-    if (!t->seen[lock])
+    if (!t->seen[lock]) { /* gone before it was ever seen here */
+        if (fake_clock.now_ms <= net.last_fault + WATCHDOG_MS)
+            history.holds[t->hold[lock]].fault_lost = true;
         return;
+    }
     t->seen[lock] = false;
     if (t->unlock_sent[lock] != 0 || t->op == OP_FORCE) /* its own doing */
         return;
     if (fake_clock.now_ms <= net.last_fault + WATCHDOG_MS ||
-        !t->watchdog[lock] || t->client->resuming)
+        !t->watchdog[lock] || t->client->resuming || t->count_unknown[lock])
         history.holds[t->hold[lock]].fault_lost = true;
     else
         fail("I5: %s of %s expired, no fault since %llu", lock_names[lock],
-             field, (unsigned long long)net.last_fault);
+             t->field, (unsigned long long)net.last_fault);
 }
 
 static void check_step(void)
@@ -825,10 +853,6 @@ static void check_step(void)
             for (int l = 0; l < LOCKS; l++) {
                 struct thread *th = &clients[i].threads[t];
 
-                /* a lease over is a lock gone, and its holder knows */
-                if (th->believed[l] > 0 &&
-                    fake_clock.now_ms >= th->lease_gone[l])
-                    hold_end(th, l, th->lease_end[l], false);
                 if (th->believed[l] > 0)
                     check_held(th, l);
             }
@@ -988,11 +1012,8 @@ static void tick(void)
     }
     if (!net.ready && fake_clock.now_ms >= net.ready_at) {
         /* back: calls left from before run first, then the engine looks */
-        while (net.npending > 0 && net.pending[0].fn == NULL) {
-            struct pending p = net.pending[0];
-
-            pop_pending(0);
-            run_pending(&p);
+        while (net.npending > 0 && pending_at(0)->fn == NULL) {
+            run_pending(pop_pending());
         }
         net.ready = true;
         trace("net: connected");
@@ -1000,11 +1021,8 @@ static void tick(void)
             queue_message(net.channels[i], true);
         lock_engine_backend_ready();
     }
-    while (net.npending > 0 && net.pending[0].at <= fake_clock.now_ms) {
-        struct pending p = net.pending[0];
-
-        pop_pending(0);
-        run_pending(&p);
+    while (net.npending > 0 && pending_at(0)->at <= fake_clock.now_ms) {
+        run_pending(pop_pending());
     }
     for (size_t i = 0; i < net.nmessages;) {
         if (net.messages[i].at <= fake_clock.now_ms) {
@@ -1030,7 +1048,9 @@ static void world_init(uint64_t seed)
     seed_now = seed;
     memset(&trace_log.lines, 0, sizeof(trace_log.lines));
     trace_log.next = 0;
-    memset(&net, 0, sizeof(net));
+    /* (not memset: the rings are megabytes, and need no clearing) */
+    net.first = net.npending = net.nmessages = net.nlisteners = 0;
+    net.ready_at = net.last_at = net.next_snapshot = net.last_fault = 0;
     memset(&history, 0, sizeof(history));
     memset(&watch, 0, sizeof(watch));
     memset(&stats, 0, sizeof(stats));
@@ -1047,6 +1067,8 @@ static void world_init(uint64_t seed)
         for (int t = 0; t < THREADS; t++) {
             c->threads[t].client = c;
             c->threads[t].index = t;
+            snprintf(c->threads[t].field, sizeof(c->threads[t].field),
+                     "%s:%d", c->id, t + 1);
         }
     }
     engine_start();
@@ -1099,8 +1121,8 @@ static void world_end(void)
     lock_engine_shutdown();
     net.ready = false;
     for (size_t i = 0; i < net.npending; i++)
-        if (net.pending[i].fn != NULL)
-            net.pending[i].fn(net.pending[i].arg, NULL);
+        if (pending_at(i)->fn != NULL)
+            pending_at(i)->fn(pending_at(i)->arg, NULL);
     lock_engine_free();
 }
 

@@ -10,7 +10,8 @@
 void sim_redis_init(struct sim_redis *r, void (*publish)(const char *, void *),
                     void *ctx)
 {
-    memset(r, 0, sizeof(*r));
+    r->count = 0;
+    r->snapshot_count = 0;
     r->publish = publish;
     r->ctx = ctx;
 }
@@ -107,8 +108,10 @@ static bool owner_like(const char *s)
 /* A lock: one owner field, a count of at least 1, a TTL. */
 static bool is_lock(const struct sim_hash *h)
 {
+    /* a count of at least 1: digits, the first not 0 */
     return h != NULL && h->fields == 1 && h->expire_at != 0 &&
-           owner_like(h->field[0]) && atoll(h->value[0]) >= 1;
+           h->value[0][0] >= '1' && h->value[0][0] <= '9' &&
+           owner_like(h->field[0]);
 }
 
 bool sim_redis_lock(const struct sim_redis *r, const char *key,
@@ -305,13 +308,13 @@ bool sim_redis_run(struct sim_redis *r, uint64_t now, const struct sim_call *c,
 
 void sim_redis_snapshot(struct sim_redis *r)
 {
-    memcpy(r->snapshot, r->keys, sizeof(r->keys));
+    memcpy(r->snapshot, r->keys, r->count * sizeof(r->keys[0]));
     r->snapshot_count = r->count;
 }
 
 void sim_redis_restore(struct sim_redis *r)
 {
-    memcpy(r->keys, r->snapshot, sizeof(r->keys));
+    memcpy(r->keys, r->snapshot, r->snapshot_count * sizeof(r->keys[0]));
     r->count = r->snapshot_count;
 }
 

@@ -47,13 +47,13 @@ struct sim_call {
     const char *script; /* its name; NULL: a plain command, argv[0] */
     int nkeys;
     int argc;
-    char argv[12][SIM_STR];
+    char argv[80][SIM_STR];
 };
 
 /* The reply, and the storage it points into. */
 struct sim_reply {
     struct backend_value value;
-    struct backend_value element[SIM_MAX_FIELDS * 2];
+    struct backend_value element[40];
     char text[SIM_MAX_FIELDS * 2][SIM_STR];
 };
 

@@ -134,11 +134,13 @@ static void on_joined(void *ctx, struct session *s, int err)
     j->err = err;
 }
 
-void join_start(struct test_join *j, const char *id, const char *secret)
+void join_start(struct test_join *j, const char *id, const char *secret,
+                bool resume)
 {
     memset(j, 0, sizeof(*j));
     j->join = lock_engine_join(id, strlen(id), secret,
-                               secret ? strlen(secret) : 0, on_joined, j);
+                               secret ? strlen(secret) : 0, resume, on_joined,
+                               j);
     advance(0); /* the record is read from the engine's timer */
 }
 
@@ -154,7 +156,7 @@ int join_with(const char *id, const char *secret, struct session **out)
     struct test_join j;
     char key[128];
 
-    join_start(&j, id, secret);
+    join_start(&j, id, secret, false);
     if (!j.done) {
         snprintf(key, sizeof(key), "rlockd_session:{%s}", id);
         answer("HGETALL", key,

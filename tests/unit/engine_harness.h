@@ -77,8 +77,10 @@ struct test_join {
     struct session *session;
     int err;
 };
-/* Starts the join and lets the engine ask for the record. */
-void join_start(struct test_join *j, const char *id, const char *secret);
+/* Starts the join (resume: CLIENTID ... RESUME) and lets the engine ask
+ * for the record. */
+void join_start(struct test_join *j, const char *id, const char *secret,
+                bool resume);
 /* Expects it answered; a session it got is left at the teardown. */
 void join_end(struct test_join *j);
 /* A join whose record, if read, is empty: 0 with *out, or the error. */

@@ -260,6 +260,15 @@ START_TEST(syntax_clientid)
     expect_error((const char *[]){"CLIENTID", "app-1", "SECRET",
                                   "0123456789abcde", NULL},
                  "SECRET must be 16 to 256 bytes");
+    ck_assert(!a.resume);
+    a = expect_ok((const char *[]){"CLIENTID", "app-1", "SECRET",
+                                   "0123456789abcdef", "resume", NULL});
+    ck_assert(a.resume);
+    expect_error((const char *[]){"CLIENTID", "app-1", "SECRET",
+                                  "0123456789abcdef", "NOW", NULL},
+                 "syntax error");
+    expect_error((const char *[]){"CLIENTID", "app-1", "RESUME", NULL},
+                 "syntax error");
 }
 END_TEST
 

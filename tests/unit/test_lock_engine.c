@@ -884,7 +884,7 @@ START_TEST(a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost)
     struct test_join j;
     struct test_call *unlock;
 
-    join_start(&j, "s", SECRET);
+    join_start(&j, "s", SECRET, false);
     ck_assert(!j.done);
     answer_record(record, 10);
     answer_count("L", "s:1", 2);
@@ -915,16 +915,29 @@ START_TEST(a_record_is_resumed_only_with_its_secret)
     const char *record[] = {"secret", secret_hex(), "rlock:1:L", "watchdog"};
     struct test_join j;
 
-    join_start(&j, "s", "another-secret-0123");
+    join_start(&j, "s", "another-secret-0123", false);
     answer_record(record, 4);
     join_end(&j);
     ck_assert_int_eq(j.err, -EPERM);
-    join_start(&j, "s", NULL);
+    join_start(&j, "s", NULL, false);
     answer_record(record, 4);
     join_end(&j);
     ck_assert_int_eq(j.err, -EPERM);
     ck_assert_uint_eq(stats.client_sessions, 0);
     ck_assert_uint_eq(stats.held_locks, 0);
+}
+END_TEST
+
+/* RESUME: no record is -ENOENT, and no session is started. */
+START_TEST(a_resume_without_a_record_is_enoent)
+{
+    struct test_join j;
+
+    join_start(&j, "s", SECRET, true);
+    answer_record(NULL, 0);
+    join_end(&j);
+    ck_assert_int_eq(j.err, -ENOENT);
+    ck_assert_uint_eq(stats.client_sessions, 0);
 }
 END_TEST
 
@@ -934,7 +947,7 @@ START_TEST(a_join_while_redis_cannot_be_read_is_unavailable)
 
     fake_backend.ready = false;
     fake_backend.eval_error = -ENOTCONN;
-    join_start(&j, "s", SECRET);
+    join_start(&j, "s", SECRET, false);
     join_end(&j);
     ck_assert_int_eq(j.err, -EAGAIN);
     fake_backend.eval_error = 0;
@@ -1092,6 +1105,7 @@ Suite *lock_engine_suite(void)
         sessions,
         a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost);
     tcase_add_test(sessions, a_record_is_resumed_only_with_its_secret);
+    tcase_add_test(sessions, a_resume_without_a_record_is_enoent);
     tcase_add_test(sessions,
                    a_join_while_redis_cannot_be_read_is_unavailable);
     tcase_add_test(shutdown, shutdown_under_keep_leaves_every_lock_and_record);
