@@ -217,13 +217,15 @@ test: deps npm-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests $(BUILD)/client_tests
 	@$(MAKE) --no-print-directory unit client integration
 
+# The lock engine's deterministic simulation (tests/sim/): make test runs
+# SIM_SEEDS seeds, make simulate SIMULATE_SEEDS; SIM_SEED=<n> replays one.
+SIM_SEEDS      ?= 2000
+SIMULATE_SEEDS ?= 100000
+
 unit: $(BUILD)/unit_tests $(BUILD)/sim_tests
 	$(BUILD)/unit_tests
-	$(BUILD)/sim_tests
+	SIM_SEEDS=$(SIM_SEEDS) $(BUILD)/sim_tests
 
-# The lock engine's deterministic simulation (tests/sim/): make test runs
-# SIM_SEEDS seeds (1000), this many more. SIM_SEED=<n> replays one.
-SIMULATE_SEEDS ?= 100000
 simulate: $(BUILD)/sim_tests
 	SIM_SEEDS=$(SIMULATE_SEEDS) $(BUILD)/sim_tests
 
