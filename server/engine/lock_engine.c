@@ -8,6 +8,16 @@
  * frees it. So a reply from Redis always finds its call alive, even after
  * the caller has gone, which is how an acquire that lands after its
  * client left is undone.
+ *
+ * The sections, in order: the waiter queue; finishing a call; holds and
+ * background releases; settling (an acquire or release whose reply was
+ * lost, or a background release that could not be sent, is set right
+ * once Redis answers again); the session record (what a later rlockd
+ * needs to give a session back); acquire; release and queries; starting
+ * a call; sessions (joining, resuming, leaving); the engine as a whole.
+ * The rule that runs through them: a hold this daemon lost is told to
+ * its owner at its next LOCK or UNLOCK, and never taken anew behind its
+ * back.
  */
 #include "engine/lock_engine.h"
 
@@ -392,16 +402,17 @@ static void release_in_background(struct lock *lock, enum lock_op op,
     call_unref(call);
 }
 
-/* ---- acquires whose reply was lost ------------------------------------ */
+/* ---- settling: calls whose reply was lost ---------------------------- */
 
 /*
- * An acquire that got no reply (a timeout, a lost connection) may have run
- * in Redis, or may still run when Redis resumes. Its owner is remembered
- * until the lock's key can be served again, and then the owner's count in
- * Redis is set to the one this daemon knows (0 frees the lock and wakes
- * its waiters), before any later call for the key is sent: so no lock is
- * left that nobody here accounts for, no count grows behind a client's
- * back, and a waiter is not kept waiting for a TTL.
+ * An acquire or UNLOCK that got no reply (a timeout, a lost connection)
+ * may have run in Redis, or may still run when Redis resumes; so may a
+ * background release that could not be sent at all. The owner is
+ * remembered until the lock's key can be served again, and then its count
+ * in Redis is set to the one this daemon knows (0 frees the lock and
+ * wakes its waiters), before any later call for the key is sent: so no
+ * lock is left that nobody here accounts for, no count moves behind a
+ * client's back, and a waiter is not kept waiting for a TTL.
  */
 struct unsettled {
     struct list_node link;
