@@ -582,8 +582,10 @@ static void record_forget(struct session *s, struct lock *lock,
 /*
  * A session that ends with on_disconnect = release has its record
  * deleted. Until Redis has answered the DEL its client-id is kept here,
- * sent again whenever Redis can be reached, and no session of that id may
- * start: a client that gave its session up must never get it back.
+ * and the DEL sent again whenever Redis can be reached; a session of that
+ * id starts only once the DEL is on its way, since the record is read
+ * after it on the same connection: a client that gave its session up must
+ * never get it back.
  */
 struct stale_record {
     struct list_node link;
@@ -636,7 +638,9 @@ static void stale_resend(void)
     }
 }
 
-static bool stale_record(const char *id, size_t len)
+/* Whether a session of id must wait: its old record's DEL cannot be
+ * sent yet. */
+static bool stale_record_blocks(const char *id, size_t len)
 {
     struct list_node *pos, *tmp;
 
@@ -644,7 +648,7 @@ static bool stale_record(const char *id, size_t len)
     list_for_each_safe (pos, tmp, &engine.stale_records) {
         struct stale_record *r = list_entry(pos, struct stale_record, link);
 
-        if (r->len == len && memcmp(r->id, id, len) == 0)
+        if (r->len == len && memcmp(r->id, id, len) == 0 && !r->sent)
             return true;
     }
     return false;
@@ -1292,7 +1296,7 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
     int created;
     struct lock_join *j;
 
-    if (stale_record(id, len)) { /* its last session is being deleted */
+    if (stale_record_blocks(id, len)) { /* Redis cannot be told yet */
         done(ctx, NULL, -EAGAIN);
         return NULL;
     }
