@@ -155,7 +155,7 @@ def test_wrong_arity_is_err_for_each_command(env):
         ("UNLOCK", n), ("UNLOCK", n, 1, 2), ("FORCEUNLOCK",), ("FORCEUNLOCK", n, 1),
         ("ISLOCKED",), ("ISLOCKED", n, 1), ("ISHELD", n), ("ISHELD", n, 1, 2),
         ("HOLDCOUNT", n), ("HOLDCOUNT", n, 1, 2), ("PTTL",), ("PTTL", n, 1),
-        ("CLIENTID", "a", "SECRET", "s" * 16, "b"), ("PING", "a", "b"), ("QUIT", "now"),
+        ("CLIENTID", "a", "SECRET", "s" * 16, "RESUME", "b"), ("PING", "a", "b"), ("QUIT", "now"),
     ]
     for args in bad:
         assert_error(c.call(*args), "ERR", "wrong number of arguments", " ".join(map(str, args)))
