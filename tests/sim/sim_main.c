@@ -396,7 +396,7 @@ struct client;
 struct thread {
     struct client *client;
     int index;
-    char field[24]; /* its owner field in Redis */
+    char field[40]; /* its owner field in Redis */
     enum op op; /* in flight */
     int lock;
     struct lock_call *call;
@@ -1068,7 +1068,7 @@ static void world_init(uint64_t seed)
             c->threads[t].client = c;
             c->threads[t].index = t;
             snprintf(c->threads[t].field, sizeof(c->threads[t].field),
-                     "%s:%d", c->id, t + 1);
+                     "c%d:%d", i, t + 1);
         }
     }
     engine_start();
