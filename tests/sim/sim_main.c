@@ -7,9 +7,10 @@
  * The world: CLIENTS client-ids (half with a SECRET, so with a session
  * record), THREADS threads each, LOCKS lock names. Each thread has at
  * most one call in flight: LOCK (watchdog or lease), TRYLOCK, UNLOCK,
- * HOLDCOUNT, and now and then FORCEUNLOCK. Faults: reply delays, replies
- * lost after the script ran, dropped connections (calls not run, run, or
- * run late, after the reconnection), Redis restarts that lose every key,
+ * HOLDCOUNT, and now and then FORCEUNLOCK. Faults: reply delays,
+ * dropped connections (each call in flight not run, run with its reply
+ * lost, or run late, after the reconnection), Redis restarts that lose
+ * every key,
  * failovers that lose the writes since the last snapshot, lost pub/sub
  * messages, rlockd restarts (the engine torn down and started again, its
  * in-flight calls still running in Redis), clients that disconnect and
@@ -18,8 +19,11 @@
  * Clients follow the rule for holders (protocol.md section 9): a client
  * that closed its connection itself, or one without a secret that lost
  * it, has stopped its critical sections; one with a secret that lost its
- * connection to a restarting rlockd resumes its session and goes on; a
- * LOCK whose reply never came is followed by HOLDCOUNT.
+ * connection to a restarting rlockd resumes its session (CLIENTID ...
+ * RESUME: -LOCKLOST tells it every lock is gone), asks HOLDCOUNT for each
+ * lock it held, and goes on; a LOCK whose reply never came is followed
+ * by HOLDCOUNT; -NOTOWNER for a lock held across a reconnection means
+ * lost. A lease ends a section at the lease.
  *
  * Invariants:
  *  I1 exclusion: two holds of one lock (a thread believing it holds it,
@@ -32,7 +36,11 @@
  *     call or resumable session may still account for, is gone within
  *     ORPHAN_MAX_MS (its TTL: nothing renews it);
  *  I4 counts: a thread that believes count n, with nothing in flight or
- *     in doubt, finds its field in Redis at n when the field is there.
+ *     in doubt, finds its field in Redis at n when the field is there
+ *     (not after a failover that lost writes: standalone rlockd cannot
+ *     see one; the Sentinel issue re-checks locks after a master change);
+ *  I5 renewal: a watchdog lock leaves Redis while believed only in a
+ *     fault (see check_held).
  *
  * SIM_SEED=<n> runs one seed (and prints its trace), SIM_SEEDS=<count>
  * runs seeds 1..count, SIM_STEPS=<n> steps each. A failing seed prints
