@@ -34,7 +34,9 @@
  *     answers -NOTOWNER (the first time it is sent);
  *  I3 no orphan: a lock field in Redis that no thread believes, and no
  *     call or resumable session may still account for, is gone within
- *     ORPHAN_MAX_MS (its TTL: nothing renews it);
+ *     ORPHAN_FREED_MS (rlockd frees it: an acquire whose caller left or
+ *     whose reply was lost), or ORPHAN_MAX_MS after a restart of rlockd or
+ *     a Redis that lost writes (only its TTL can; nothing renews it);
  *  I4 counts: a thread that believes count n, with nothing in flight or
  *     in doubt, finds its field in Redis at n when the field is there
  *     (not after a failover that lost writes: standalone rlockd cannot
@@ -73,6 +75,9 @@
  * plus the time a renewal sent just before may take. */
 #define LEASE_MAX_MS 400
 #define ORPHAN_MAX_MS (LEASE_MAX_MS + WATCHDOG_MS + 100)
+/* ... and of one rlockd could free at once (an acquire whose caller left,
+ * or whose reply was lost): an outage, then the settle's round trip. */
+#define ORPHAN_FREED_MS 250
 /* A client whose connection broke resumes within this, or stops. */
 #define RESUME_GRACE_MS (WATCHDOG_MS / 2)
 
@@ -177,6 +182,9 @@ static struct {
     /* The last fault that may take a held lock: an outage, a lost write,
      * an rlockd restart, a FORCEUNLOCK. */
     uint64_t last_fault;
+    /* The last event after which only a TTL may free a field: an rlockd
+     * restart (its memory is gone), a Redis that lost writes. */
+    uint64_t last_amnesia;
 } net;
 
 /* A message on channel, or the notice that it is subscribed (again). */
@@ -789,6 +797,7 @@ static void rlockd_restart(bool sigterm)
     lock_engine_free();
     net.nlisteners = 0;
     engine_start();
+    net.last_amnesia = fake_clock.now_ms;
     net.ready_at = fake_clock.now_ms + 5 + below(30);
     net.last_fault = net.ready_at + RESUME_GRACE_MS;
 }
@@ -888,7 +897,10 @@ static void check_step(void)
         }
         if (watch.orphan_since[l] == 0)
             watch.orphan_since[l] = fake_clock.now_ms;
-        else if (fake_clock.now_ms - watch.orphan_since[l] > ORPHAN_MAX_MS)
+        else if (fake_clock.now_ms - watch.orphan_since[l] >
+                 (watch.orphan_since[l] > net.last_amnesia + ORPHAN_MAX_MS
+                      ? ORPHAN_FREED_MS
+                      : ORPHAN_MAX_MS))
             fail("I3: %s held by %s, which nobody accounts for, for %llu ms",
                  lock_names[l], owner,
                  (unsigned long long)(fake_clock.now_ms -
@@ -952,6 +964,14 @@ static void thread_act(struct thread *t)
         start(t, chance(60) ? OP_LOCK : OP_TRYLOCK, lock);
 }
 
+static bool waiting(const struct client *c)
+{
+    for (int i = 0; i < THREADS; i++)
+        if (c->threads[i].op == OP_LOCK || c->threads[i].op == OP_TRYLOCK)
+            return true;
+    return false;
+}
+
 static void client_tick(struct client *c)
 {
     uint64_t now = fake_clock.now_ms;
@@ -963,7 +983,9 @@ static void client_tick(struct client *c)
     }
     if (now < c->paused_until)
         return;
-    if (below(4000) == 0) {
+    /* now and then, and more often while it waits for a lock (a client
+     * that gives up a wait by closing its connection) */
+    if (below(waiting(c) ? 300 : 4000) == 0) {
         client_disconnect(c);
         return;
     }
@@ -993,11 +1015,13 @@ static void fault_tick(void)
         drop_connection(below(100));
         sim_redis_flush(&net.redis);
         net.last_fault = fake_clock.now_ms;
+        net.last_amnesia = fake_clock.now_ms;
     } else if (roll < 22) {
         trace("redis: failover, writes since the snapshot lost");
         drop_connection(below(100));
         sim_redis_restore(&net.redis);
         net.last_fault = fake_clock.now_ms;
+        net.last_amnesia = fake_clock.now_ms;
         /* Standalone rlockd cannot tell; the Sentinel issue re-checks
          * every lock after a master change. */
         for (int i = 0; i < CLIENTS; i++)
@@ -1059,6 +1083,7 @@ static void world_init(uint64_t seed)
     /* (not memset: the rings are megabytes, and need no clearing) */
     net.first = net.npending = net.nmessages = net.nlisteners = 0;
     net.ready_at = net.last_at = net.next_snapshot = net.last_fault = 0;
+    net.last_amnesia = 0;
     memset(&history, 0, sizeof(history));
     memset(&watch, 0, sizeof(watch));
     memset(&stats, 0, sizeof(stats));
