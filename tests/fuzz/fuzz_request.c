@@ -174,8 +174,11 @@ static void check_name(const struct request_parser *p,
     case SYNTAX_NONE:
         CHECK(a->name == NULL && a->name_len == 0);
         break;
+    case SYNTAX_CLIENT: /* HEARTBEAT <ms>: no name */
+        CHECK(a->name == NULL && a->name_len == 0);
+        break;
     case SYNTAX_OPTIONAL_TEXT:
-    case SYNTAX_CLIENTID: /* [<id> [SECRET <secret>]] */
+    case SYNTAX_CLIENTID: /* [<id> [SECRET <secret> [RESUME]]] */
         if (p->argc == 1)
             CHECK(a->name == NULL && a->name_len == 0);
         else
@@ -219,13 +222,21 @@ static void check_args(const struct request_parser *p,
     if (cmd->syntax != SYNTAX_AUTH)
         CHECK(a->password == NULL && a->password_len == 0);
     if (a->secret != NULL)
-        CHECK(cmd->syntax == SYNTAX_CLIENTID && p->argc == 4 &&
-              a->secret == p->argv[3] && a->secret_len == p->argv_len[3] &&
+        CHECK(cmd->syntax == SYNTAX_CLIENTID &&
+              (p->argc == 4 || p->argc == 5) && a->secret == p->argv[3] &&
+              a->secret_len == p->argv_len[3] &&
               a->secret_len >= COMMAND_SECRET_MIN &&
               a->secret_len <= COMMAND_SECRET_MAX);
     else
         CHECK(a->secret_len == 0 &&
               (cmd->syntax != SYNTAX_CLIENTID || p->argc <= 2));
+    CHECK(a->resume == (a->secret != NULL && p->argc == 5));
+    if (cmd->syntax == SYNTAX_CLIENT)
+        CHECK(a->heartbeat_ms == 0 ||
+              (a->heartbeat_ms >= COMMAND_HEARTBEAT_MIN_MS &&
+               a->heartbeat_ms <= COMMAND_HEARTBEAT_MAX_MS));
+    else
+        CHECK(a->heartbeat_ms == 0);
 }
 
 /* What commands_execute does with a request, minus the handlers. */
