@@ -22,6 +22,7 @@
 #include "base/acl.h"
 #include "base/glob.h"
 #include "base/log.h"
+#include "command.h" /* COMMAND_HEARTBEAT_MIN_MS, _MAX_MS */
 
 /* inih keeps the first 49 bytes of a section name and drops the rest
  * silently; a name that long may have been cut. */
@@ -94,8 +95,15 @@ static const struct config_row config_rows[] = {
     INT_ROW("server", "max_clients_per_peer", LIVE, max_clients_per_peer, "0",
             0, 1000000),
     /* Applies to connections accepted from then on. */
-    INT_ROW("server", "tcp_keepalive_s", LIVE, tcp_keepalive_s, "60", 0,
-            7200),
+    INT_ROW("server", "tcp_keepalive_s", LIVE, tcp_keepalive_s, "60", 0, 7200),
+    /* The CLIENT HEARTBEAT a client may declare, within the protocol's
+     * range: a floor keeps a client from asking to be ended by a scheduling
+     * hiccup, a ceiling bounds how long a hung client's locks outlive it.
+     * A new range applies to declarations made from then on. */
+    INT_ROW("server", "min_heartbeat_ms", LIVE, min_heartbeat_ms, "100",
+            COMMAND_HEARTBEAT_MIN_MS, COMMAND_HEARTBEAT_MAX_MS),
+    INT_ROW("server", "max_heartbeat_ms", LIVE, max_heartbeat_ms, "86400000",
+            COMMAND_HEARTBEAT_MIN_MS, COMMAND_HEARTBEAT_MAX_MS),
     INT_ROW("server", "request_timeout_ms", LIVE, request_timeout_ms, "10000",
             100, 3600000),
     INT_ROW("server", "max_client_buffers_bytes", LIVE,
@@ -448,10 +456,15 @@ int config_load(struct config *cfg, const char *path, char *err,
     }
     line = ini_parse_stream(read_line, &st, config_ini_line, &st);
     fclose(st.file);
-    if (line == 0 &&
-        acl_validate(cfg->acl, &line, st.reason, sizeof(st.reason)) == 0)
+    if (line == 0 && cfg->min_heartbeat_ms > cfg->max_heartbeat_ms)
+        snprintf(err, err_size,
+                 "%s: min_heartbeat_ms %lld is above max_heartbeat_ms %lld",
+                 path, (long long)cfg->min_heartbeat_ms,
+                 (long long)cfg->max_heartbeat_ms);
+    else if (line == 0 &&
+             acl_validate(cfg->acl, &line, st.reason, sizeof(st.reason)) == 0)
         return 0;
-    if (line == -2)
+    else if (line == -2)
         snprintf(err, err_size, "%s: out of memory", path);
     else
         snprintf(err, err_size, "%s:%d: %s", path, line,

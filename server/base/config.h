@@ -32,7 +32,9 @@ struct config {
     int64_t max_clients;
     int64_t max_clients_per_peer;
     int64_t request_timeout_ms;
-    int64_t tcp_keepalive_s; /* 0: off */
+    int64_t tcp_keepalive_s;  /* 0: off */
+    int64_t min_heartbeat_ms; /* CLIENT HEARTBEAT's range, */
+    int64_t max_heartbeat_ms; /* min <= max (config_load checks) */
     int64_t max_client_buffers_bytes;
     int64_t max_request_bytes;
     int64_t max_request_args;

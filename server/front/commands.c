@@ -126,14 +126,25 @@ static int command_clientid(struct client *c, const struct command *cmd,
                        "0-9 . _ -");
 }
 
+/* CLIENT HEARTBEAT: the parser took any value the protocol allows; this
+ * rlockd may allow less ([server] min_heartbeat_ms, max_heartbeat_ms). */
 static int command_client(struct client *c, const struct command *cmd,
                           const struct command_args *a)
 {
+    const struct config *cfg = commands.cfg;
     struct buffer *out = client_reply_buffer(c);
 
     (void)cmd;
     if (out == NULL)
         return -ENOMEM;
+    if (a->heartbeat_ms != 0 && (a->heartbeat_ms < cfg->min_heartbeat_ms ||
+                                 a->heartbeat_ms > cfg->max_heartbeat_ms))
+        return reply_error(out, REPLY_ERR,
+                           "HEARTBEAT must be 0 (off) or %lld to %lld "
+                           "milliseconds in this rlockd (min_heartbeat_ms, "
+                           "max_heartbeat_ms)",
+                           (long long)cfg->min_heartbeat_ms,
+                           (long long)cfg->max_heartbeat_ms);
     client_set_heartbeat(c, a->heartbeat_ms);
     return reply_simple(out, "OK");
 }

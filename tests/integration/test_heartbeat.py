@@ -95,6 +95,26 @@ def test_heartbeat_0_turns_it_off_and_bad_values_are_refused():
         assert_eq(c.call("PING"), "PONG", "the connection survives the refusals")
 
 
+def test_the_heartbeat_range_is_configured_and_a_reload_applies_to_new_declarations():
+    with Env({"server": {"min_heartbeat_ms": 1000, "max_heartbeat_ms": 5000}}) as env:
+        c = env.client()
+        for ms in (999, 5001):
+            assert_error(c.call("CLIENT", "HEARTBEAT", ms), "ERR", "0 (off) or 1000 to 5000",
+                         what="CLIENT HEARTBEAT %d outside the configured range" % ms)
+        for ms in (1000, 0, 5000):
+            assert_eq(c.call("CLIENT", "HEARTBEAT", ms), "OK", "CLIENT HEARTBEAT %d" % ms)
+        env.rlockd.rewrite_config({"server": {"min_heartbeat_ms": 200, "max_heartbeat_ms": 300}})
+        env.rlockd.signal(signal.SIGHUP)
+        env.rlockd.wait_log(r"reload: \[server\] max_heartbeat_ms = 300")
+        fresh = env.client()
+        assert_error(fresh.call("CLIENT", "HEARTBEAT", 1000), "ERR", "200 to 300",
+                     what="a declaration after the reload")
+        assert_eq(fresh.call("CLIENT", "HEARTBEAT", 200), "OK", "within the new range")
+        # c's 5000 ms, declared before, stands: silent past the new ceiling, it lives.
+        time.sleep(1.0)
+        assert_eq(c.call("PING"), "PONG", "a heartbeat declared before the reload")
+
+
 def _keepalive_timers(port):
     out = subprocess.run(["ss", "-tnoH", "state", "established", "( sport = :%d )" % port],
                          capture_output=True, text=True, check=True).stdout

@@ -34,6 +34,9 @@ START_TEST(defaults_are_the_documented_ones)
     ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_RELEASE);
     ck_assert_int_eq(cfg.renew_batch_size, 100);
     ck_assert_int_eq(cfg.max_auth_failures, 3);
+    ck_assert_int_eq(cfg.tcp_keepalive_s, 60);
+    ck_assert_int_eq(cfg.min_heartbeat_ms, 100);
+    ck_assert_int_eq(cfg.max_heartbeat_ms, 86400000);
     ck_assert_ptr_null(cfg.acl);
 }
 END_TEST
@@ -142,9 +145,13 @@ START_TEST(values_are_applied)
 
     ck_assert_int_eq(load_text("[redis]\nport = 6400\npool_size = 8\n"
                                "[lock]\non_disconnect = EXPIRE\n"
-                               "[server]\nlisten = [::1]:7000\n",
+                               "[server]\nlisten = [::1]:7000\n"
+                               "min_heartbeat_ms = 2000\n"
+                               "max_heartbeat_ms = 2000\n",
                                &cfg, err, sizeof(err)),
                      0);
+    ck_assert_int_eq(cfg.min_heartbeat_ms, 2000); /* a range of one value */
+    ck_assert_int_eq(cfg.max_heartbeat_ms, 2000);
     ck_assert_int_eq(cfg.redis_port, 6400);
     ck_assert_int_eq(cfg.pool_size, 8);
     ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_EXPIRE);
@@ -174,6 +181,13 @@ static const struct {
     {"this is not ini\n", ":1: syntax error"},
     {"[lock]\nwatchdog_timeout_ms = 10\n",
      ":2: watchdog_timeout_ms: 10 is out of range"},
+    {"[server]\nmin_heartbeat_ms = 99\n",
+     ":2: min_heartbeat_ms: 99 is out of range [100, 86400000]"},
+    {"[server]\nmax_heartbeat_ms = 86400001\n",
+     ":2: max_heartbeat_ms: 86400001 is out of range [100, 86400000]"},
+    /* no line: the two keys together are wrong, wherever they are */
+    {"[server]\nmax_heartbeat_ms = 1000\nmin_heartbeat_ms = 5000\n",
+     ": min_heartbeat_ms 5000 is above max_heartbeat_ms 1000"},
 };
 
 START_TEST(bad_values_name_line_and_reason)
