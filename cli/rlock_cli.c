@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "command.h" /* COMMAND_MAX_MS, rlockd's bound on WAIT and LEASE */
+#include "command.h" /* COMMAND_MAX_MS, COMMAND_HEARTBEAT_*: rlockd's bounds */
 #include "rlock.h"
 
 #define DEFAULT_ADDR "127.0.0.1:7379"
@@ -283,9 +283,13 @@ static int parse_options(int argc, char **argv, struct options *o)
             err = parse_number(opt, optarg, 0, MAX_KILL_GRACE_S, &grace_s);
             break;
         case 'b':
-            err = parse_number(opt, optarg, 0, 86400000, &heartbeat_ms);
-            if (err == 0 && heartbeat_ms > 0 && heartbeat_ms < 100)
-                err = usage_error("-b: 0, or 100 to 86400000 ms");
+            err = parse_number(opt, optarg, 0, COMMAND_HEARTBEAT_MAX_MS,
+                               &heartbeat_ms);
+            if (err == 0 && heartbeat_ms > 0 &&
+                heartbeat_ms < COMMAND_HEARTBEAT_MIN_MS)
+                err = usage_error("-b: 0, or %d to %d ms",
+                                  COMMAND_HEARTBEAT_MIN_MS,
+                                  COMMAND_HEARTBEAT_MAX_MS);
             o->heartbeat_ms = heartbeat_ms == 0 ? RLOCK_NO_HEARTBEAT
                                                 : (int)heartbeat_ms;
             break;

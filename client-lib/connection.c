@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "client_id.h"
+#include "command.h" /* COMMAND_HEARTBEAT_MIN_MS, _MAX_MS */
 #include "reply.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 2000
@@ -79,8 +80,9 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
         opts->command_timeout_ms < 0 ||
         (opts->heartbeat_ms != RLOCK_NO_HEARTBEAT &&
          (opts->heartbeat_ms < 0 ||
-          (opts->heartbeat_ms > 0 && opts->heartbeat_ms < 100) ||
-          opts->heartbeat_ms > 86400000)) ||
+          (opts->heartbeat_ms > 0 &&
+           opts->heartbeat_ms < COMMAND_HEARTBEAT_MIN_MS) ||
+          opts->heartbeat_ms > COMMAND_HEARTBEAT_MAX_MS)) ||
         (opts->client_id != NULL &&
          !client_id_valid(opts->client_id, strlen(opts->client_id))))
         return RLOCK_EINVAL;

@@ -47,33 +47,35 @@ static int reopen(struct heartbeat *hb, struct rlock_conn *conn)
 }
 
 /* One beat, on a connection opened first when it has none; the beat is
- * the declaration itself, which also restarts rlockd's clock. */
-static bool beat(struct heartbeat *hb, struct rlock_conn *conn,
-                 const char *ms)
+ * the declaration itself, which also restarts rlockd's clock. A broken
+ * connection is closed, to be dialled again; a refusal (-ERR: a reload
+ * of rlockd narrowed its range) leaves it open, to be asked again. */
+static int beat(struct heartbeat *hb)
 {
-    const struct rlock_target *target = hb->target;
+    struct rlock_conn *conn = &hb->conn;
+    char ms[24];
+    int err;
 
-    if (conn->ctx == NULL && reopen(hb, conn) != RLOCK_OK)
-        return false;
-    if (rlock_conn_exchange_ok(conn, target, 3,
-                               (const char *[]){"CLIENT", "HEARTBEAT", ms}) ==
-        RLOCK_OK)
-        return true;
-    rlock_conn_close(conn);
-    return false;
+    if (conn->ctx == NULL && (err = reopen(hb, conn)) != RLOCK_OK)
+        return err;
+    snprintf(ms, sizeof(ms), "%d", hb->target->heartbeat_ms);
+    err = rlock_conn_exchange_ok(conn, hb->target, 3,
+                                 (const char *[]){"CLIENT", "HEARTBEAT", ms});
+    if (err != RLOCK_OK && rlock_conn_broken(conn))
+        rlock_conn_close(conn);
+    return err;
 }
 
+/* heartbeat_start beat first; an open connection beats every third of
+ * the interval, a lost one is dialled again soon. */
 static void *heartbeat_main(void *arg)
 {
     struct heartbeat *hb = arg;
-    struct rlock_conn conn = {0};
-    char ms[24];
 
-    snprintf(ms, sizeof(ms), "%d", hb->target->heartbeat_ms);
-    while (nap(hb, beat(hb, &conn, ms) ? hb->target->heartbeat_ms / 3
-                                       : REDIAL_MS))
-        ;
-    rlock_conn_close(&conn);
+    while (nap(hb,
+               hb->conn.ctx != NULL ? hb->target->heartbeat_ms / 3 : REDIAL_MS))
+        beat(hb);
+    rlock_conn_close(&hb->conn);
     return NULL;
 }
 
@@ -86,10 +88,17 @@ int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target,
 
     hb->target = target;
     hb->client = *client;
+    hb->conn = (struct rlock_conn){0};
     hb->stopping = false;
     hb->running = false;
     if (target->heartbeat_ms == 0)
         return RLOCK_OK;
+    /* synchronously, so that a refused interval fails rlock_connect */
+    err = beat(hb);
+    if (err != RLOCK_OK) {
+        rlock_conn_close(&hb->conn);
+        return err;
+    }
     pthread_mutex_init(&hb->mutex, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -103,6 +112,7 @@ int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target,
     if (err != 0) {
         pthread_cond_destroy(&hb->wake);
         pthread_mutex_destroy(&hb->mutex);
+        rlock_conn_close(&hb->conn);
         return RLOCK_ESYSTEM;
     }
     hb->running = true;

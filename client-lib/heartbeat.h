@@ -30,6 +30,7 @@ struct heartbeat_client {
 struct heartbeat {
     const struct rlock_target *target;
     struct heartbeat_client client;
+    struct rlock_conn conn; /* the thread's, once heartbeat_start beat */
     pthread_t thread;
     pthread_mutex_t mutex;
     pthread_cond_t wake; /* heartbeat_stop */
@@ -37,8 +38,10 @@ struct heartbeat {
     bool running;
 };
 
-/* Starts the thread when target->heartbeat_ms > 0: RLOCK_OK, or
- * RLOCK_ESYSTEM. target must outlive heartbeat_stop. */
+/* When target->heartbeat_ms > 0, beats once and starts the thread:
+ * RLOCK_OK, RLOCK_EINVAL when rlockd refuses the interval (outside its
+ * min_heartbeat_ms..max_heartbeat_ms), or another connection error.
+ * target must outlive heartbeat_stop. */
 int heartbeat_start(struct heartbeat *hb, const struct rlock_target *target,
                     const struct heartbeat_client *client);
 /* Stops and joins the thread, and closes its connection. */

@@ -117,7 +117,9 @@ typedef struct rlock_options {
      * connection of its own every third of this, so that a hung process
      * (stopped, deadlocked as a whole) loses its locks after it, and a
      * restarted rlockd gets the session back at once. 0: 10000;
-     * RLOCK_NO_HEARTBEAT: none; else 100 to 86400000. */
+     * RLOCK_NO_HEARTBEAT: none; else 100 to 86400000, and within rlockd's
+     * [server] min_heartbeat_ms..max_heartbeat_ms (by default the same),
+     * or rlock_connect() fails with RLOCK_EINVAL. */
     int heartbeat_ms;
 } rlock_options;
 
@@ -126,8 +128,9 @@ typedef struct rlock_options {
 /* Opens the calling thread's connection to rlockd at addr ("host:port",
  * "[ipv6]:port" or "unix:/path") and returns the client, or NULL with *err
  * (if err is not NULL) set to the reason: RLOCK_EINVAL (a bad address,
- * client_id or negative timeout), RLOCK_EDAEMON (nothing answers at addr),
- * RLOCK_EAUTH, ... opts may be NULL. */
+ * client_id or negative timeout, or a heartbeat_ms that rlockd refuses),
+ * RLOCK_EDAEMON (nothing answers at addr), RLOCK_EAUTH, ... opts may be
+ * NULL. */
 RLOCK_API rlock_client *rlock_connect(const char *addr,
                                       const rlock_options *opts, int *err);
 

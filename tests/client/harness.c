@@ -246,6 +246,8 @@ static void rlockd_write_config(const char *path)
         fprintf(f, "unix_socket = %s/rlockd.sock\n", world.dir);
     if (world.opts.auth_token != NULL)
         fprintf(f, "auth_token = %s\n", world.opts.auth_token);
+    if (world.opts.min_heartbeat_ms != 0)
+        fprintf(f, "min_heartbeat_ms = %d\n", world.opts.min_heartbeat_ms);
     fprintf(f,
             "\n[redis]\nhost = %s\nport = %d\nconnect_timeout_ms = 500\n"
             "\n[lock]\nwatchdog_timeout_ms = %d\non_disconnect = release\n"

@@ -20,6 +20,7 @@
 struct harness_options {
     const char *auth_token; /* [server] auth_token; NULL: none */
     bool unix_socket;       /* also listen on <dir>/rlockd.sock */
+    int min_heartbeat_ms;   /* [server] min_heartbeat_ms; 0: the default */
 };
 
 /* The watchdog timeout the daemon runs with, in ms. */

@@ -283,6 +283,36 @@ START_TEST(missing_or_wrong_auth_token_is_eauth)
 }
 END_TEST
 
+/* ---- a daemon with a narrower heartbeat range ------------------------ */
+
+#define MIN_HEARTBEAT_MS 1000
+
+static void start_with_min_heartbeat(void)
+{
+    const struct harness_options opts = {.min_heartbeat_ms = MIN_HEARTBEAT_MS};
+
+    harness_start(&opts);
+}
+
+/* A heartbeat rlockd refuses would leave the client without one: the
+ * connect fails, and leaves no connection behind. */
+START_TEST(a_heartbeat_rlockd_refuses_fails_the_connect_with_einval)
+{
+    const rlock_options too_short = {.heartbeat_ms = MIN_HEARTBEAT_MS - 1};
+    const rlock_options shortest = {.heartbeat_ms = MIN_HEARTBEAT_MS};
+    rlock_client *c;
+    int err = 0;
+
+    ck_assert_ptr_null(rlock_connect(harness_addr(), &too_short, &err));
+    ck_assert_int_eq(err, RLOCK_EINVAL);
+    ck_assert(harness_wait_info("connected_clients", 1)); /* the harness's */
+    c = connect_or_fail(harness_addr(), &shortest);
+    ck_assert_int_eq(rlock_lock(c, "beating", RLOCK_WATCHDOG), RLOCK_OK);
+    ck_assert_int_eq(rlock_unlock(c, "beating"), 1);
+    rlock_close(c);
+}
+END_TEST
+
 /* ---- a daemon on a Unix socket --------------------------------------- */
 
 /* A write to a Unix socket whose peer has gone fails with EPIPE at once,
@@ -427,11 +457,13 @@ START_TEST(replies_map_to_rlock_errors)
         RLOCK_EPROTOCOL,
         7,
     };
+    /* the fake daemon answers one connection: the caller's */
+    const rlock_options opts = {.heartbeat_ms = RLOCK_NO_HEARTBEAT};
     struct fake_daemon fake;
     rlock_client *c;
 
     fake_daemon_start(&fake, replies);
-    c = connect_or_fail(fake.addr, NULL);
+    c = connect_or_fail(fake.addr, &opts);
     for (size_t i = 0; i < sizeof expected / sizeof *expected; i++)
         ck_assert_msg(rlock_hold_count(c, "x") == expected[i],
                       "reply %s: want %d", replies[i + 1], expected[i]);
@@ -465,6 +497,7 @@ Suite *failures_suite(void)
     TCase *tc = tcase_create("default daemon");
     TCase *auth_tc = tcase_create("auth token");
     TCase *unix_tc = tcase_create("unix socket");
+    TCase *heartbeat_tc = tcase_create("heartbeat range");
     TCase *no_daemon_tc = tcase_create("no daemon");
 
     tcase_add_checked_fixture(tc, harness_start_default, harness_stop);
@@ -490,6 +523,13 @@ Suite *failures_suite(void)
     tcase_add_test(auth_tc, auth_token_is_sent_on_every_new_connection);
     tcase_add_test(auth_tc, missing_or_wrong_auth_token_is_eauth);
     suite_add_tcase(s, auth_tc);
+
+    tcase_add_checked_fixture(heartbeat_tc, start_with_min_heartbeat,
+                              harness_stop);
+    tcase_set_timeout(heartbeat_tc, CLIENT_TEST_TIMEOUT);
+    tcase_add_test(heartbeat_tc,
+                   a_heartbeat_rlockd_refuses_fails_the_connect_with_einval);
+    suite_add_tcase(s, heartbeat_tc);
 
     tcase_add_checked_fixture(unix_tc, harness_start_unix_socket, harness_stop);
     tcase_set_timeout(unix_tc, CLIENT_TEST_TIMEOUT);
