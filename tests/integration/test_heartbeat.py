@@ -69,6 +69,30 @@ def test_a_client_waiting_in_lock_is_not_ended_by_its_heartbeat():
         assert_eq(holder.call("ISLOCKED", n), 0, "its lock released with its session")
 
 
+def test_the_heartbeat_clock_starts_again_when_the_lock_reply_is_sent():
+    """A client blocked reading its LOCK's reply cannot ping: it has a whole
+    heartbeat from the reply, not from its last bytes (the LOCK itself)."""
+    hb = 2.0
+    with Env() as env:
+        n = env.name("hbreply")
+        holder, waiter = env.client(), env.client(timeout=10.0)
+        assert_eq(holder.call("LOCK", n, 1), "OK", "holder LOCK")
+        assert_eq(waiter.call("CLIENT", "HEARTBEAT", int(hb * 1000)), "OK", "CLIENT HEARTBEAT")
+        declared = time.monotonic()
+        waiter.send("LOCK", n, 2)
+        env.wait_waiting(1)
+        # rlockd looks at a connection a heartbeat after its declaration,
+        # then every heartbeat while it is served: the reply comes half-way
+        # between two looks, so that a clock left at the LOCK's arrival
+        # would end the connection at the next look, half a heartbeat on.
+        time.sleep(max(0.0, declared + 1.5 * hb - time.monotonic()))
+        assert_eq(holder.call("UNLOCK", n, 1), 1, "holder UNLOCK")
+        assert_eq(waiter.read_reply(5.0), "OK", "the waiter's LOCK")
+        time.sleep(0.75 * hb)
+        assert_eq(waiter.call("PING"), "PONG", "PING three quarters of a heartbeat after the reply")
+        assert_eq(env.info_int("heartbeat_timeouts"), 0, "INFO heartbeat_timeouts")
+
+
 def test_a_silent_connection_ends_every_connection_of_its_client():
     with Env() as env:
         n = env.name("hbsession")
