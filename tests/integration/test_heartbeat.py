@@ -113,9 +113,14 @@ def test_heartbeat_0_turns_it_off_and_bad_values_are_refused():
         assert_eq(c.call("CLIENT", "HEARTBEAT", 0), "OK", "off")
         time.sleep(0.8)
         assert_eq(c.call("PING"), "PONG", "still open, silent past the old heartbeat")
-        for args in (("HEARTBEAT", 99), ("HEARTBEAT", -1), ("HEARTBEAT", "soon"),
-                     ("HEARTBEAT",), ("SETNAME", "x")):
-            assert_error(c.call("CLIENT", *args), "ERR", what="CLIENT %r" % (args,))
+        for args in (("HEARTBEAT", 99), ("HEARTBEAT", -1), ("HEARTBEAT", "soon")):
+            assert_error(c.call("CLIENT", *args), "ERR", "HEARTBEAT must be 0 (off) or 100 to",
+                         what="CLIENT %r" % (args,))
+        for args in (("HEARTBEAT",), ("SETNAME", "x"), ("SETNAME", 200)):
+            assert_error(c.call("CLIENT", *args), "ERR", "unknown CLIENT subcommand",
+                         what="CLIENT %r" % (args,))
+        assert_error(c.call("CLIENT", "HEARTBEAT", 200, 300), "ERR", "wrong number of arguments",
+                     what="CLIENT HEARTBEAT 200 300")
         assert_eq(c.call("PING"), "PONG", "the connection survives the refusals")
 
 
