@@ -1010,6 +1010,23 @@ static int client_new(struct client **out, uv_stream_t *server)
     return 0;
 }
 
+/* Replies go out at once (no Nagle delay), and a client whose host died,
+ * or whose network went, is found by keepalive probes. Either failing
+ * leaves a connection that still works: logged, not refused. */
+static void client_tune_tcp(struct client *c)
+{
+    char label[CLIENT_LABEL_MAX];
+    int err;
+
+    err = uv_tcp_nodelay(&c->io.tcp, 1);
+    if (err == 0 && clients.cfg->tcp_keepalive_s > 0)
+        err = uv_tcp_keepalive(&c->io.tcp, 1,
+                               (unsigned)clients.cfg->tcp_keepalive_s);
+    if (err != 0)
+        log_warn("%s: TCP_NODELAY or keepalive: %s",
+                 client_label(c, label, sizeof(label)), uv_strerror(err));
+}
+
 void client_accept(uv_stream_t *server)
 {
     char id[CLIENT_ID_RANDOM_SIZE];
@@ -1044,13 +1061,8 @@ void client_accept(uv_stream_t *server)
         client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
-    if (server->type == UV_TCP) {
-        uv_tcp_nodelay(&c->io.tcp, 1);
-        /* a client whose host died, or whose network went, is found */
-        if (clients.cfg->tcp_keepalive_s > 0)
-            uv_tcp_keepalive(&c->io.tcp, 1,
-                             (unsigned)clients.cfg->tcp_keepalive_s);
-    }
+    if (server->type == UV_TCP)
+        client_tune_tcp(c);
     uv_read_start(&c->io.stream, on_alloc, on_read);
 }
 
