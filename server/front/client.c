@@ -95,12 +95,12 @@ static struct {
     uint64_t penalty_log_next_ms; /* no refusal logged before then */
     uint64_t penalty_unlogged;    /* refusals not logged since the last */
     uint64_t next_id;
-    uint64_t fd_max_clients;  /* what the open files limit allows */
-    struct list_node partial; /* struct client.partial_link, oldest first */
-    uv_timer_t partial_timer; /* at the oldest's request_timeout_ms */
+    uint64_t fd_max_clients;     /* what the open files limit allows */
+    struct list_node partial;    /* struct client.partial_link, oldest first */
+    uv_timer_t partial_timer;    /* at the oldest's request_timeout_ms */
     struct list_node heartbeats; /* struct client.heartbeat_link, by due */
     uv_timer_t heartbeat_timer;  /* at the first one's due time */
-    bool stopped;             /* shutting down: no new commands */
+    bool stopped;                /* shutting down: no new commands */
 } clients;
 
 static void client_flush(struct client *c);
@@ -611,7 +611,8 @@ static void on_heartbeat_timer(uv_timer_t *timer)
         if (c->heartbeat_due_ms > now)
             break;
         list_remove(&c->heartbeat_link);
-        due = (c->in_flight > 0 ? now : c->heard_ms) + (uint64_t)c->heartbeat_ms;
+        due =
+            (c->in_flight > 0 ? now : c->heard_ms) + (uint64_t)c->heartbeat_ms;
         if (due > now)
             heartbeat_schedule(c, due);
         else
@@ -1076,9 +1077,8 @@ static void on_join_done(void *ctx, struct session *session, int err)
 {
     struct client_slot *slot = ctx;
     struct client *c = slot->client;
-    struct lock_result result = {.type = RESULT_ERROR,
-                                 .error = REPLY_ERR,
-                                 .message = "out of memory"};
+    struct lock_result result = {
+        .type = RESULT_ERROR, .error = REPLY_ERR, .message = "out of memory"};
     struct session *old = c->session;
 
     if (session != NULL) {
@@ -1120,8 +1120,8 @@ void client_set_id(struct client *c, const char *id, size_t len,
               : same      ? reply_simple(out, "OK")
                           : reply_error(out, REPLY_ERR,
                                         "cannot change client-id while "
-                                        "holding locks as the last "
-                                        "connection of this client");
+                                             "holding locks as the last "
+                                             "connection of this client");
         if (err != 0)
             client_close(c, "out of memory writing a reply");
         return;
