@@ -489,6 +489,24 @@ static bool run_parked(struct client *c)
     return true;
 }
 
+/* ---- deadline timers ------------------------------------------------------ */
+
+/* No deadline: the list the timer serves is empty. */
+#define NO_DEADLINE UINT64_MAX
+
+/* Each kept list (unfinished requests, heartbeats, the penalty box) has
+ * one timer, armed at its earliest deadline (in loop time; a past one
+ * fires at once), or stopped when there is none. */
+static void deadline_timer_arm(uv_timer_t *timer, uv_timer_cb cb, uint64_t due)
+{
+    uint64_t now = uv_now(clients.loop);
+
+    if (due == NO_DEADLINE)
+        uv_timer_stop(timer);
+    else
+        uv_timer_start(timer, cb, due > now ? due - now : 0, 0);
+}
+
 /* ---- requests left unfinished (request_timeout_ms) ----------------------- */
 
 static void on_partial_timer(uv_timer_t *timer);
@@ -496,16 +514,12 @@ static void on_partial_timer(uv_timer_t *timer);
 static void partial_arm(void)
 {
     struct list_node *node = list_first(&clients.partial);
-    uint64_t due, now = uv_now(clients.loop);
+    uint64_t due = NO_DEADLINE;
 
-    if (node == NULL) {
-        uv_timer_stop(&clients.partial_timer);
-        return;
-    }
-    due = list_entry(node, struct client, partial_link)->partial_since_ms +
-          (uint64_t)clients.cfg->request_timeout_ms;
-    uv_timer_start(&clients.partial_timer, on_partial_timer,
-                   due > now ? due - now : 0, 0);
+    if (node != NULL)
+        due = list_entry(node, struct client, partial_link)->partial_since_ms +
+              (uint64_t)clients.cfg->request_timeout_ms;
+    deadline_timer_arm(&clients.partial_timer, on_partial_timer, due);
 }
 
 /* Closes the connections whose request has been unfinished too long, the
@@ -538,15 +552,11 @@ static void on_heartbeat_timer(uv_timer_t *timer);
 static void heartbeat_arm(void)
 {
     struct list_node *node = list_first(&clients.heartbeats);
-    uint64_t due, now = uv_now(clients.loop);
+    uint64_t due = NO_DEADLINE;
 
-    if (node == NULL) {
-        uv_timer_stop(&clients.heartbeat_timer);
-        return;
-    }
-    due = list_entry(node, struct client, heartbeat_link)->heartbeat_due_ms;
-    uv_timer_start(&clients.heartbeat_timer, on_heartbeat_timer,
-                   due > now ? due - now : 0, 0);
+    if (node != NULL)
+        due = list_entry(node, struct client, heartbeat_link)->heartbeat_due_ms;
+    deadline_timer_arm(&clients.heartbeat_timer, on_heartbeat_timer, due);
 }
 
 /* Inserts by due time, scanning from the tail: clients mostly share one
@@ -819,7 +829,7 @@ static void on_ready_check(uv_check_t *check)
 /* Arms the timer at the earliest due connection, or stops it. */
 static void penalty_arm(void)
 {
-    uint64_t due = UINT64_MAX, now = uv_now(clients.loop);
+    uint64_t due = NO_DEADLINE;
 
     for (size_t i = 0; i < PENALTY_LEVELS; i++) {
         struct list_node *node = list_first(&clients.penalty_box[i]);
@@ -830,11 +840,7 @@ static void penalty_arm(void)
                 due = c->penalty_due_ms;
         }
     }
-    if (due == UINT64_MAX)
-        uv_timer_stop(&clients.penalty_timer);
-    else
-        uv_timer_start(&clients.penalty_timer, on_penalty_timer,
-                       due > now ? due - now : 0, 0);
+    deadline_timer_arm(&clients.penalty_timer, on_penalty_timer, due);
 }
 
 /* Lets out every connection whose delay is over: its replies go, its
