@@ -183,6 +183,8 @@ static int error_reply_code(const redisReply *r)
         return RLOCK_EAUTH;
     case REPLY_WRONGTYPE:
         return RLOCK_EWRONGTYPE;
+    case REPLY_NOREPLICAS:
+        return RLOCK_ENOREPLICAS;
     }
     return RLOCK_EPROTOCOL;
 }

@@ -118,6 +118,7 @@ static const char *const error_texts[] = {
     [-RLOCK_ESYSTEM] = "out of memory or system error",
     [-RLOCK_EPROTOCOL] = "unexpected reply from rlockd",
     [-RLOCK_EWRONGTYPE] = "the name's key holds something that is not a lock",
+    [-RLOCK_ENOREPLICAS] = "no Redis replica acknowledged the lock in time",
 };
 
 /* ---- the table of threads ------------------------------------------- */

@@ -100,6 +100,9 @@ enum rlock_error {
     /* The name's key in Redis holds something that is not a lock
      * (-WRONGTYPE): another program's data. Nothing was changed. */
     RLOCK_EWRONGTYPE = -13,
+    /* No Redis replica acknowledged the acquire in time ([lock]
+     * sync_replicas): it was undone; the lock is not held. */
+    RLOCK_ENOREPLICAS = -14,
 };
 
 typedef struct rlock_client rlock_client;

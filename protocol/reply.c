@@ -25,6 +25,7 @@ static const char *const reply_error_names[] = {
     [REPLY_NOAUTH] = "NOAUTH",
     [REPLY_NOPERM] = "NOPERM",
     [REPLY_WRONGTYPE] = "WRONGTYPE",
+    [REPLY_NOREPLICAS] = "NOREPLICAS",
 };
 
 #define REPLY_ERROR_COUNT (sizeof reply_error_names / sizeof *reply_error_names)

@@ -26,6 +26,8 @@ enum reply_error {
     REPLY_NOPERM,      /* the connection's user may not run this command, or
                           not on this lock name */
     REPLY_WRONGTYPE,   /* the key holds something that is not this lock */
+    REPLY_NOREPLICAS,  /* no replica acknowledged the acquire (sync_replicas);
+                          it was undone */
 };
 
 const char *reply_error_code_name(enum reply_error code);

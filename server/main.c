@@ -184,6 +184,9 @@ static void on_backend_change(void)
         service_ready();
 }
 
+static const struct redis_backend_events backend_events = {
+    on_backend_change, lock_engine_recheck};
+
 /* Descriptors besides clients: stdio, the loop's own, signals, log, the
  * listeners (at most 8), a few spare. */
 #define FDS_RESERVED 32
@@ -235,7 +238,7 @@ static int start(void)
         (err = client_init(&rlockd.loop, &rlockd.cfg, commands_execute)) != 0 ||
         (err = service_init(&rlockd.loop)) != 0 ||
         (err = redis_backend_init(&rlockd.loop, &rlockd.cfg,
-                                  on_backend_change)) != 0 ||
+                                  &backend_events)) != 0 ||
         (err = lock_engine_init(&rlockd.cfg, redis_backend(), &loop_clock)) !=
             0 ||
         (err = uv_timer_init(&rlockd.loop, &rlockd.shutdown_timer)) != 0 ||
@@ -298,9 +301,16 @@ int main(int argc, char **argv)
     }
     log_init();
     log_set_level((enum log_level)rlockd.cfg.log_level);
-    log_info("rlockd %s starting (redis %s:%lld, pool %lld)", RLOCKD_VERSION,
-             rlockd.cfg.redis_host, (long long)rlockd.cfg.redis_port,
-             (long long)rlockd.cfg.pool_size);
+    if (rlockd.cfg.redis_mode == REDIS_MODE_SENTINEL)
+        log_info("rlockd %s starting (redis master '%s' of sentinels %s, "
+                 "pool %lld)",
+                 RLOCKD_VERSION, rlockd.cfg.master_name, rlockd.cfg.sentinels,
+                 (long long)rlockd.cfg.pool_size);
+    else
+        log_info("rlockd %s starting (redis %s:%lld, pool %lld)",
+                 RLOCKD_VERSION, rlockd.cfg.redis_host,
+                 (long long)rlockd.cfg.redis_port,
+                 (long long)rlockd.cfg.pool_size);
     err = start();
     if (err != 0) {
         log_error("start-up failed: %s", uv_strerror(err));

@@ -99,6 +99,10 @@ struct backend {
      * call stays ordered with every other call for those keys (it goes
      * the same way: one connection, one Cluster slot). */
     unsigned (*key_group)(const char *key, size_t len);
+    /* Asks that what was sent for key reach the replicas ([lock]
+     * sync_replicas, sync_timeout_ms): as eval, and fn gets how many
+     * acknowledged; -ENOENT when there is no replica to wait for. */
+    int (*sync)(const char *key, size_t len, backend_reply_fn *fn, void *arg);
 };
 
 #endif

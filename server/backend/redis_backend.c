@@ -1,20 +1,72 @@
 /*
- * redis_backend.c - Standalone Redis as struct backend: the pool runs
- * scripts and commands, the subscriber listens. A key group is a pool
- * connection: one Redis could run a script over any keys, but a renewal
- * must stay ordered with its keys' releases, which go the same way.
+ * redis_backend.c - the topology: which server is the master, moving the
+ * pool and the subscriber to it, and what INFO and the log say about it.
+ *
+ * Standalone: the master is the configured address, for ever. Sentinel:
+ * the sentinels name candidates (sentinel.c); a candidate becomes the
+ * master only once ROLE, asked of it directly, says "master", since a
+ * sentinel can be stale or partitioned (a pool moved to a replica would
+ * see every write refused, or worse, a demoted old master accept them).
+ * The same connection then asks ROLE again every sentinel_poll_ms, which
+ * notices a master demoted behind the sentinels' back and counts its
+ * replicas for sync_replicas = auto. When the master changes, every
+ * connection moves, and the engine is told to check every hold against
+ * the new master (a write that had not reached the replica is gone).
+ *
+ * A key group is a pool connection: one Redis could run a script over
+ * any keys, but a renewal must stay ordered with its keys' releases,
+ * which go the same way.
  */
 #include "backend/redis_backend.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "backend/redis_link.h"
 #include "backend/redis_pool.h"
+#include "backend/sentinel.h"
 #include "backend/subscriber.h"
 #include "base/log.h"
 #include "base/stats.h"
 
+/* While Redis stays unreachable, the log says so this often. */
+#define OUTAGE_SUMMARY_MS 60000
+
 static struct {
-    void (*on_change)(void);
+    uv_loop_t *loop;
+    const struct config *cfg;
+    struct redis_backend_events events;
+    struct redis_addr master; /* in use; port 0: none yet */
+    /* Sentinel mode: ROLE of a candidate, then of the master. */
+    struct redis_link role;
+    struct redis_request role_request;
+    bool role_asked;
+    bool confirming; /* role's address is a candidate, not the master */
+    char candidate_source[340];
+    uv_timer_t role_timer;
+    unsigned replicas; /* as the master's ROLE listed them */
+    /* Outage reporting. */
+    bool reachable;
+    bool ever_reachable; /* the first connect is no recovery */
+    uv_timer_t outage_timer;
+    uint64_t failures_at_outage; /* stats.redis_connect_failures then */
 } redis;
+
+static bool sentinel_mode(void)
+{
+    return redis.cfg->redis_mode == REDIS_MODE_SENTINEL;
+}
+
+static void set_topology(const char *state)
+{
+    if (redis_status.topology == state)
+        return;
+    redis_status.topology = state;
+    redis_status.changed_ms = uv_now(redis.loop);
+}
+
+/* ---- struct backend ---------------------------------------------------- */
 
 static void add_script(struct backend_script *script)
 {
@@ -22,46 +74,264 @@ static void add_script(struct backend_script *script)
         log_error("out of memory registering script %s", script->name);
 }
 
-static const struct backend redis_standalone = {
+static int sync_replicas(const char *key, size_t len, backend_reply_fn *fn,
+                         void *arg)
+{
+    int64_t n = redis.cfg->sync_replicas;
+
+    if (n == SYNC_REPLICAS_AUTO)
+        n = sentinel_mode() ? (int64_t)redis.replicas : 0;
+    if (n == 0)
+        return -ENOENT;
+    return redis_pool_wait(key, len, (unsigned)n, redis.cfg->sync_timeout_ms,
+                           fn, arg);
+}
+
+static const struct backend redis_backend_ops = {
     .add_script = add_script,
     .eval = redis_pool_eval,
     .listen = subscriber_listen,
     .unlisten = subscriber_unlisten,
     .key_ready = redis_pool_key_ready,
     .key_group = redis_pool_key_group,
+    .sync = sync_replicas,
 };
-
-static void on_link_change(void)
-{
-    stats.redis_connected = redis_pool_all_ready() && subscriber_ready();
-    redis.on_change();
-}
-
-int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
-                       void (*on_change)(void))
-{
-    int err;
-
-    redis.on_change = on_change;
-    if ((err = redis_links_init(loop)) != 0 ||
-        (err = redis_pool_init(loop, cfg, on_link_change)) != 0 ||
-        (err = subscriber_init(loop, cfg, on_link_change)) != 0)
-        return err;
-    return 0;
-}
 
 const struct backend *redis_backend(void)
 {
-    return &redis_standalone;
+    return &redis_backend_ops;
+}
+
+/* ---- reachability ------------------------------------------------------ */
+
+/*
+ * Losing Redis is logged once when it happens, then summed up every
+ * minute while it lasts, and once more when it ends: the links log only
+ * a new kind of failure (redis_link.c), so a long outage is a handful of
+ * lines, not one per retry.
+ */
+static void outage_summary(uv_timer_t *timer)
+{
+    uint64_t since = redis_status.unreachable_since_ms;
+
+    (void)timer;
+    log_warn("redis: still unreachable after %llu s (master %s; %llu failed "
+             "connection attempts)",
+             (unsigned long long)(uv_now(redis.loop) - since) / 1000,
+             redis_status.master[0] ? redis_status.master : "not known yet",
+             (unsigned long long)(stats.redis_connect_failures -
+                                  redis.failures_at_outage));
+}
+
+static void note_reachability(void)
+{
+    bool reachable = redis_pool_all_ready();
+    uint64_t now = uv_now(redis.loop);
+
+    if (reachable && !redis.reachable) {
+        if (redis.ever_reachable)
+            log_warn("redis: reachable again after %llu ms (master %s)",
+                     (unsigned long long)(now -
+                                          redis_status.unreachable_since_ms),
+                     redis_status.master);
+        uv_timer_stop(&redis.outage_timer);
+        redis.ever_reachable = true;
+        redis_status.unreachable_since_ms = 0;
+        set_topology("ok");
+    } else if (!reachable && redis.reachable) {
+        log_warn("redis: unreachable (master %s); commands wait up to "
+                 "retry_timeout_ms for it",
+                 redis_status.master);
+        redis_status.unreachable_since_ms = now;
+        redis.failures_at_outage = stats.redis_connect_failures;
+        uv_timer_start(&redis.outage_timer, outage_summary, OUTAGE_SUMMARY_MS,
+                       OUTAGE_SUMMARY_MS);
+        if (!redis.confirming)
+            set_topology("unreachable");
+        if (sentinel_mode())
+            sentinel_ask(); /* has the master moved? */
+    }
+    redis.reachable = reachable;
+}
+
+static void on_link_change(void)
+{
+    note_reachability();
+    stats.redis_connected = redis_pool_all_ready() && subscriber_ready();
+    redis.events.on_change();
+}
+
+static void on_readonly(void)
+{
+    if (sentinel_mode())
+        sentinel_ask();
+}
+
+/* ---- the master --------------------------------------------------------- */
+
+static void switch_master(const struct redis_addr *addr, const char *source)
+{
+    char old[700], now[320];
+    bool first = redis.master.port == 0 && redis.master.unix_socket[0] == '\0';
+
+    redis_addr_text(&redis.master, old, sizeof(old));
+    redis_addr_text(addr, now, sizeof(now));
+    redis.master = *addr;
+    snprintf(redis_status.master, sizeof(redis_status.master), "%s", now);
+    redis_status.changed_ms = uv_now(redis.loop);
+    redis_pool_move(addr);
+    subscriber_move(addr);
+    if (first) {
+        log_info("redis: master is %s (%s)", now, source);
+        return;
+    }
+    stats.redis_master_changes++;
+    log_warn("redis: master moved from %s to %s (%s)", old, now, source);
+    snprintf(old + strlen(old), sizeof(old) - strlen(old), " -> %s", now);
+    redis.events.on_recheck(old);
+}
+
+static void role_send(void);
+
+/* ROLE: ["master", offset, [[ip, port, offset], ...]] on a master. */
+static void on_role_reply(struct redis_request *req, redisReply *reply)
+{
+    char addr[320];
+    bool master;
+
+    (void)req;
+    redis.role_asked = false;
+    if (reply == NULL)
+        return; /* the link redials the same address */
+    master = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 3 &&
+             reply->element[0]->type == REDIS_REPLY_STRING &&
+             strcmp(reply->element[0]->str, "master") == 0;
+    redis_addr_text(&redis.role.addr, addr, sizeof(addr));
+    if (master) {
+        const redisReply *replicas = reply->element[2];
+
+        redis.replicas =
+            replicas->type == REDIS_REPLY_ARRAY ? (unsigned)replicas->elements
+                                                : 0;
+        if (redis.confirming) {
+            redis.confirming = false;
+            switch_master(&redis.role.addr, redis.candidate_source);
+        }
+        return;
+    }
+    if (redis.confirming)
+        log_warn("redis: %s named %s as the master, but it is not one "
+                 "(ROLE: %s); asking again",
+                 redis.candidate_source, addr,
+                 reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+                         reply->element[0]->type == REDIS_REPLY_STRING
+                     ? reply->element[0]->str
+                     : "no answer");
+    else
+        log_warn("redis: master %s is not a master any more; asking the "
+                 "sentinels", addr);
+    redis.confirming = false;
+    set_topology("discovering");
+    sentinel_ask();
+}
+
+static void role_send(void)
+{
+    static const char *const argv[] = {"ROLE"};
+    static const size_t len[] = {4};
+
+    if (redis.role_asked || !redis_link_ready(&redis.role))
+        return;
+    redis.role_request.on_reply = on_role_reply;
+    if (redis_link_send(&redis.role, &redis.role_request, 1,
+                        (const char **)argv, len) == 0)
+        redis.role_asked = true;
+}
+
+static void role_timer_fired(uv_timer_t *timer)
+{
+    uv_timer_start(timer, role_timer_fired,
+                   (uint64_t)redis.cfg->sentinel_poll_ms, 0);
+    role_send();
+}
+
+static void on_role_connected(struct redis_link *link)
+{
+    redis_link_set_ready(link); /* a refused AUTH drops it again */
+}
+
+static void on_role_readiness(struct redis_link *link)
+{
+    if (redis_link_ready(link))
+        role_send();
+}
+
+/* A sentinel named addr: confirm it unless it is the master already. */
+static void on_sentinel_master(const struct redis_addr *addr,
+                               const char *source)
+{
+    if (redis_addr_equal(addr, &redis.role.addr) &&
+        (redis.confirming || redis_addr_equal(addr, &redis.master)))
+        return; /* being confirmed, or confirmed */
+    snprintf(redis.candidate_source, sizeof(redis.candidate_source), "%s",
+             source);
+    redis.confirming = true;
+    redis.role_asked = false;
+    set_topology("discovering");
+    redis_link_move(&redis.role, addr);
+}
+
+/* ---- life ---------------------------------------------------------------- */
+
+int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
+                       const struct redis_backend_events *events)
+{
+    int err;
+
+    redis.loop = loop;
+    redis.cfg = cfg;
+    redis.events = *events;
+    redis_status.changed_ms = uv_now(loop);
+    redis_status.unreachable_since_ms = uv_now(loop);
+    if ((err = redis_links_init(loop)) != 0 ||
+        (err = redis_pool_init(loop, cfg, on_link_change, on_readonly)) != 0 ||
+        (err = subscriber_init(loop, cfg, on_link_change)) != 0 ||
+        (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
+        return err;
+    if (!sentinel_mode())
+        return 0;
+    if ((err = sentinel_init(loop, cfg, on_sentinel_master)) != 0 ||
+        (err = redis_link_init(&redis.role, loop, cfg, "role")) != 0 ||
+        (err = uv_timer_init(loop, &redis.role_timer)) != 0)
+        return err;
+    redis.role.on_connected = on_role_connected;
+    redis.role.on_readiness = on_role_readiness;
+    return 0;
 }
 
 int redis_backend_start(void)
 {
+    struct redis_addr addr = {0};
     int err = redis_pool_start();
 
     if (err != 0)
         return err;
-    subscriber_start();
+    /* Only a master counts as reachable; the first one starts the
+     * outage clock from here. */
+    uv_timer_start(&redis.outage_timer, outage_summary, OUTAGE_SUMMARY_MS,
+                   OUTAGE_SUMMARY_MS);
+    set_topology(sentinel_mode() ? "discovering" : "unreachable");
+    if (sentinel_mode()) {
+        sentinel_start();
+        uv_timer_start(&redis.role_timer, role_timer_fired,
+                       (uint64_t)redis.cfg->sentinel_poll_ms, 0);
+        return 0;
+    }
+    snprintf(addr.host, sizeof(addr.host), "%s", redis.cfg->redis_host);
+    addr.port = (int)redis.cfg->redis_port;
+    snprintf(addr.unix_socket, sizeof(addr.unix_socket), "%s",
+             redis.cfg->redis_unix_socket);
+    switch_master(&addr, "configured");
     return 0;
 }
 
@@ -77,6 +347,12 @@ unsigned redis_backend_inflight(void)
 
 void redis_backend_close(void)
 {
+    if (sentinel_mode()) {
+        sentinel_close();
+        redis_link_close(&redis.role);
+        uv_close((uv_handle_t *)&redis.role_timer, NULL);
+    }
+    uv_close((uv_handle_t *)&redis.outage_timer, NULL);
     subscriber_close();
     redis_pool_close();
     redis_links_close();
@@ -85,4 +361,6 @@ void redis_backend_close(void)
 void redis_backend_free(void)
 {
     redis_pool_free();
+    if (sentinel_mode())
+        sentinel_free();
 }

@@ -1,11 +1,13 @@
 /*
  * redis_backend.h - the Redis layer behind the lock engine's seam.
  *
- * Owns the Redis topology: today one Redis (Standalone), served by the
- * pool for commands and the subscriber for pub/sub. It implements struct
- * backend for the engine and tells its owner when what it can serve
- * changes. Sentinel and Cluster are more topologies behind the same
- * struct backend; nothing above this layer changes for them.
+ * Owns the Redis topology: one Redis (standalone), or the master that
+ * Redis Sentinel names (sentinel), served by the pool for commands and
+ * the subscriber for pub/sub. It implements struct backend for the
+ * engine and tells its owner when what it can serve changes, and when
+ * the data behind it may have changed (a failover). Cluster is one more
+ * topology behind the same struct backend; nothing above this layer
+ * changes for it. It keeps redis_status (base/stats.h) for INFO.
  */
 #ifndef RLOCKD_REDIS_BACKEND_H
 #define RLOCKD_REDIS_BACKEND_H
@@ -17,10 +19,18 @@
 #include "backend/backend.h"
 #include "base/config.h"
 
-/* on_change: a connection became ready or was lost; keys that could not
- * be served may be servable now. */
+struct redis_backend_events {
+    /* A connection became ready or was lost; keys that could not be
+     * served may be servable now. */
+    void (*on_change)(void);
+    /* Another server now serves the keys (a failover), and writes the old
+     * one had not passed on are gone: every hold must be checked. why
+     * names the change ("old -> new"). */
+    void (*on_recheck)(const char *why);
+};
+
 int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
-                       void (*on_change)(void));
+                       const struct redis_backend_events *events);
 const struct backend *redis_backend(void);
 /* Starts connecting; 0 or -ENOMEM. Scripts are added before this. */
 int redis_backend_start(void);

@@ -276,7 +276,8 @@ static void link_stall(struct redis_link *link)
  */
 static void link_watch(struct redis_link *link)
 {
-    uint64_t interval = (uint64_t)link->cfg->ping_interval_ms;
+    uint64_t interval =
+        (uint64_t)(link->cfg->ping_interval_ms + link->patience_ms);
     uint64_t timeout = (uint64_t)link->cfg->command_timeout_ms;
     uint64_t cap = interval < timeout ? interval : timeout;
     uint64_t silent = uv_now(link->loop) - link->last_progress_ms;
@@ -310,6 +311,23 @@ static void schedule_reconnect(struct redis_link *link)
         link->backoff_ms = link->cfg->reconnect_max_ms;
 }
 
+/* Logs a failure once while it repeats: a Redis that stays away, or a
+ * password that stays wrong, is reported by the backend's outage summary
+ * (redis_backend.c), not on every retry. */
+static void link_failed(struct redis_link *link, enum log_level level,
+                        const char *what, const char *why)
+{
+    char text[sizeof(link->last_error)];
+
+    snprintf(text, sizeof(text), "%s: %s", what, why);
+    if (strcmp(text, link->last_error) == 0) {
+        log_debug("redis %s: %s", link->label, text);
+        return;
+    }
+    memcpy(link->last_error, text, sizeof(text));
+    log_write(level, "redis %s: %s", link->label, text);
+}
+
 /* The context is gone or going; forget it and maybe reconnect. */
 static void link_lost(struct redis_link *link, const char *why)
 {
@@ -323,10 +341,10 @@ static void link_lost(struct redis_link *link, const char *why)
         return;
     if (was_ready)
         stats.redis_reconnects++;
-    if (was_ready || link->state == LINK_HANDSHAKE)
-        log_warn("redis %s: connection lost: %s", link->label, why);
     else
-        log_debug("redis %s: connect failed: %s", link->label, why);
+        stats.redis_connect_failures++;
+    link_failed(link, was_ready ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
+                was_ready ? "connection lost" : "connect failed", why);
     schedule_reconnect(link);
     if (was_ready)
         link->on_readiness(link);
@@ -342,27 +360,36 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 static void on_handshake_reply(struct redis_request *req, redisReply *reply)
 {
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
-        log_error("redis %s: %s", req->link->label, reply->str);
-        redisAsyncDisconnect(req->link->ac);
+    struct redis_link *link = req->link;
+
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+        link->ac != NULL) {
+        link_failed(link, LOG_LEVEL_ERROR, "refused", reply->str);
+        redis_link_reset(link, "handshake refused");
     }
 }
 
 static void send_handshake(struct redis_link *link)
 {
-    const struct config *cfg = link->cfg;
+    const struct redis_login *login = &link->login;
     char db[24];
 
     link->handshake.on_reply = on_handshake_reply;
-    if (cfg->redis_password[0] != '\0') {
-        const char *argv[] = {"AUTH", cfg->redis_password};
-        size_t len[] = {4, strlen(cfg->redis_password)};
-        redis_link_send(link, &link->handshake, 2, argv, len);
+    if (login->password[0] != '\0') {
+        /* AUTH [username] password */
+        const char *argv[] = {"AUTH", login->username, login->password};
+        size_t len[] = {4, strlen(login->username), strlen(login->password)};
+        int skip = login->username[0] == '\0';
+
+        argv[skip] = "AUTH";
+        len[skip] = 4;
+        redis_link_send(link, &link->handshake, 3 - skip, argv + skip,
+                        len + skip);
     }
-    if (cfg->redis_db != 0) {
+    if (login->db != 0) {
         const char *argv[] = {"SELECT", db};
         size_t len[] = {6, (size_t)snprintf(db, sizeof(db), "%lld",
-                                            (long long)cfg->redis_db)};
+                                            (long long)login->db)};
         redis_link_send(link, &link->handshake, 2, argv, len);
     }
 }
@@ -379,7 +406,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     }
     /* Keepalive notices a vanished host; a Unix socket has none, and
      * asking for it there fails and poisons the context (EOPNOTSUPP). */
-    if (link->cfg->redis_unix_socket[0] == '\0')
+    if (link->addr.unix_socket[0] == '\0')
         redisEnableKeepAlive((redisContext *)&ac->c);
     link->state = LINK_HANDSHAKE;
     link->last_progress_ms = uv_now(link->loop);
@@ -389,16 +416,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
 
 static void link_connect(struct redis_link *link)
 {
-    const struct config *cfg = link->cfg;
+    const struct redis_addr *addr = &link->addr;
     redisAsyncContext *ac;
 
-    if (cfg->redis_unix_socket[0] != '\0')
-        ac = redisAsyncConnectUnix(cfg->redis_unix_socket);
+    if (addr->unix_socket[0] != '\0')
+        ac = redisAsyncConnectUnix(addr->unix_socket);
     else
-        ac = redisAsyncConnect(cfg->redis_host, (int)cfg->redis_port);
+        ac = redisAsyncConnect(addr->host, addr->port);
     if (ac == NULL || ac->err != 0) {
-        log_debug("redis %s: connect: %s", link->label,
-                  ac ? ac->errstr : "out of memory");
+        stats.redis_connect_failures++;
+        link_failed(link, LOG_LEVEL_INFO, "connect failed",
+                    ac ? ac->errstr : "out of memory");
         if (ac != NULL)
             redisAsyncFree(ac);
         schedule_reconnect(link);
@@ -429,7 +457,43 @@ int redis_link_init(struct redis_link *link, uv_loop_t *loop,
     link->state = LINK_DOWN;
     link->backoff_ms = BACKOFF_START_MS;
     link->timer.data = link;
+    snprintf(link->addr.host, sizeof(link->addr.host), "%s", cfg->redis_host);
+    link->addr.port = (int)cfg->redis_port;
+    snprintf(link->addr.unix_socket, sizeof(link->addr.unix_socket), "%s",
+             cfg->redis_unix_socket);
+    link->login = (struct redis_login){cfg->redis_username,
+                                       cfg->redis_password, cfg->redis_db};
     return uv_timer_init(loop, &link->timer);
+}
+
+void redis_link_move(struct redis_link *link, const struct redis_addr *addr)
+{
+    if (link->state == LINK_CLOSED)
+        return;
+    link->addr = *addr;
+    link->last_error[0] = '\0';
+    if (link->ac != NULL)
+        redis_link_reset(link, "moving to another server");
+    link->backoff_ms = BACKOFF_START_MS;
+    uv_timer_start(&link->timer, timer_fired, 0, 0);
+}
+
+const char *redis_addr_text(const struct redis_addr *addr, char *buf,
+                            size_t size)
+{
+    if (addr->unix_socket[0] != '\0')
+        snprintf(buf, size, "%s", addr->unix_socket);
+    else if (addr->port == 0)
+        snprintf(buf, size, "%s", "");
+    else
+        snprintf(buf, size, "%s:%d", addr->host, addr->port);
+    return buf;
+}
+
+bool redis_addr_equal(const struct redis_addr *a, const struct redis_addr *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0 &&
+           strcmp(a->unix_socket, b->unix_socket) == 0;
 }
 
 void redis_link_start(struct redis_link *link)
@@ -443,6 +507,7 @@ void redis_link_set_ready(struct redis_link *link)
         return;
     link->state = LINK_READY;
     link->backoff_ms = BACKOFF_START_MS;
+    link->last_error[0] = '\0';
     log_info("redis %s: ready", link->label);
     link_watch(link);
     link->on_readiness(link);

@@ -33,6 +33,20 @@
 #include "base/config.h"
 #include "buffer.h"
 
+/* Where a link connects: a Unix socket when unix_socket is set. */
+struct redis_addr {
+    char host[256];
+    int port;
+    char unix_socket[108];
+};
+
+/* What a link proves and selects once connected. */
+struct redis_login {
+    const char *username; /* "": AUTH with the password alone */
+    const char *password; /* "": no AUTH */
+    int64_t db;           /* 0: no SELECT */
+};
+
 struct redis_request;
 typedef void redis_request_fn(struct redis_request *req, redisReply *reply);
 
@@ -54,6 +68,14 @@ struct redis_link {
     char label[32];
     uv_loop_t *loop;
     const struct config *cfg;
+    struct redis_addr addr;
+    struct redis_login login;
+    /* The error last logged, so that a retry failing the same way (a
+     * wrong password, a refused connect) is not logged again. */
+    char last_error[128];
+    /* A request may legitimately go unanswered this much longer than
+     * ping_interval_ms before the link stalls (WAIT, see redis_pool.c). */
+    int64_t patience_ms;
     redisAsyncContext *ac;
     enum redis_link_state state;
     uv_timer_t timer; /* connect timeout, backoff, or liveness watch */
@@ -82,8 +104,17 @@ struct redis_link {
 int redis_links_init(uv_loop_t *loop);
 void redis_links_close(void);
 
+/* The link dials [redis] host/port/unix_socket with [redis]'s login
+ * until its owner says otherwise (before starting it, or redis_link_move). */
 int redis_link_init(struct redis_link *link, uv_loop_t *loop,
                     const struct config *cfg, const char *label);
+/* Points the link at another server: a connection to the old one is
+ * dropped (pending requests get NULL) and the new one dialled at once. */
+void redis_link_move(struct redis_link *link, const struct redis_addr *addr);
+/* "host:port", or the socket's path. */
+const char *redis_addr_text(const struct redis_addr *addr, char *buf,
+                            size_t size);
+bool redis_addr_equal(const struct redis_addr *a, const struct redis_addr *b);
 /* Starts connecting; failures are retried forever. */
 void redis_link_start(struct redis_link *link);
 void redis_link_set_ready(struct redis_link *link);

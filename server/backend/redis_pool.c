@@ -45,6 +45,7 @@ static struct {
     struct backend_script **scripts;
     size_t script_count;
     void (*on_change)(void);
+    void (*on_readonly)(void);
 } pool;
 
 /* ---- Redis replies as backend values ----------------------------------- */
@@ -156,10 +157,11 @@ static void on_link_readiness(struct redis_link *link)
 }
 
 int redis_pool_init(uv_loop_t *loop, const struct config *cfg,
-                    void (*on_change)(void))
+                    void (*on_change)(void), void (*on_readonly)(void))
 {
     pool.size = (unsigned)cfg->pool_size;
     pool.on_change = on_change;
+    pool.on_readonly = on_readonly;
     pool.links = calloc(pool.size, sizeof(*pool.links));
     if (pool.links == NULL)
         return -ENOMEM;
@@ -199,9 +201,13 @@ int redis_pool_start(void)
         if (pool.links[i].loads == NULL)
             return -ENOMEM;
     }
-    for (unsigned i = 0; i < pool.size; i++)
-        redis_link_start(&pool.links[i].link);
     return 0;
+}
+
+void redis_pool_move(const struct redis_addr *addr)
+{
+    for (unsigned i = 0; i < pool.size; i++)
+        redis_link_move(&pool.links[i].link, addr);
 }
 
 void redis_pool_close(void)
@@ -257,6 +263,13 @@ static void on_call_reply(struct redis_request *req, redisReply *reply)
     struct pool_call *call = (struct pool_call *)req;
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+        strncmp(reply->str, "READONLY", 8) == 0) {
+        /* Not run; whoever asked tries again on the master, once known. */
+        redis_link_reset(req->link, "the server is a replica now (READONLY)");
+        pool.on_readonly();
+        reply = NULL;
+    }
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
         call->script != NULL && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         stats.script_reloads++;
         log_info("redis %s: script %s was flushed; sending it again",
@@ -288,6 +301,26 @@ static int call_send(struct pool_call *call, struct redis_link *link,
     len[2] = format_int64(nkeys, call->nkeys);
     argv[2] = nkeys;
     return redis_link_send(link, &call->req, call->argc + 3, argv, len);
+}
+
+/*
+ * WAIT blocks its connection until the replicas acknowledge or the
+ * timeout passes, so that connection may be silent that much longer
+ * before it counts as stalled.
+ */
+int redis_pool_wait(const char *key, size_t len, unsigned replicas,
+                    int64_t timeout_ms, backend_reply_fn *fn, void *arg)
+{
+    char n[FORMAT_INT_MAX], ms[FORMAT_INT_MAX];
+    const char *argv[] = {"WAIT", n, ms};
+    size_t argv_len[] = {4, format_int64(n, replicas),
+                         format_int64(ms, timeout_ms)};
+    struct redis_link *link = link_for(key, len);
+
+    link->patience_ms = timeout_ms;
+    return redis_pool_eval(&(struct backend_call){NULL, key, len, 0, 3, argv,
+                                                  argv_len},
+                           fn, arg);
 }
 
 int redis_pool_eval(const struct backend_call *c, backend_reply_fn *fn,

@@ -180,9 +180,9 @@ int subscriber_init(uv_loop_t *loop, const struct config *cfg,
     return err;
 }
 
-void subscriber_start(void)
+void subscriber_move(const struct redis_addr *addr)
 {
-    redis_link_start(&subscriber.link);
+    redis_link_move(&subscriber.link, addr);
 }
 
 void subscriber_close(void)

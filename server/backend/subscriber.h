@@ -25,12 +25,14 @@
 #include <uv.h>
 
 #include "backend/backend.h"
+#include "backend/redis_link.h"
 #include "base/config.h"
 
 /* on_change: the connection became ready or was lost. */
 int subscriber_init(uv_loop_t *loop, const struct config *cfg,
                     void (*on_change)(void));
-void subscriber_start(void);
+/* Listens on addr from now on (the first time: starts connecting). */
+void subscriber_move(const struct redis_addr *addr);
 void subscriber_close(void);
 
 /* 0 or -ENOMEM. */

@@ -36,6 +36,8 @@ enum config_kind {
     KIND_ENUM,
     KIND_ADDR,
     KIND_GLOBS, /* glob patterns (base/glob.h), space-separated */
+    KIND_ADDRS, /* host:port, comma-separated */
+    KIND_AUTO_INT, /* "auto" (SYNC_REPLICAS_AUTO) or an integer */
 };
 
 /* Row flags. */
@@ -56,6 +58,8 @@ struct config_row {
 
 static const char *const on_disconnect_names[] = {"release", "expire", NULL};
 static const char *const on_shutdown_names[] = {"keep", "release", NULL};
+static const char *const redis_mode_names[] = {"standalone", "sentinel",
+                                               NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
@@ -73,6 +77,11 @@ static const char *const log_level_names[] = {"error", "warn", "info", "debug",
     {                                                                          \
         sec, name, kind, flags, offsetof(struct config, field),                \
             sizeof(((struct config *)0)->field), def, 0, 0, NULL               \
+    }
+#define AUTO_INT_ROW(sec, name, flags, field, def, lo, hi)                     \
+    {                                                                          \
+        sec, name, KIND_AUTO_INT, flags, offsetof(struct config, field), 0,   \
+            def, lo, hi, NULL                                                  \
     }
 #define ENUM_ROW(sec, name, flags, field, def, list)                           \
     {                                                                          \
@@ -123,8 +132,23 @@ static const struct config_row config_rows[] = {
     STR_ROW("redis", "host", 0, redis_host, "127.0.0.1", KIND_STRING),
     INT_ROW("redis", "port", 0, redis_port, "6379", 1, 65535),
     STR_ROW("redis", "unix_socket", 0, redis_unix_socket, "", KIND_STRING),
+    STR_ROW("redis", "username", 0, redis_username, "", KIND_STRING),
     STR_ROW("redis", "password", SECRET, redis_password, "", KIND_STRING),
     INT_ROW("redis", "db", 0, redis_db, "0", 0, 1000000),
+    /* In sentinel mode host, port and unix_socket are not used: the
+     * master is whatever the sentinels name (and ROLE confirms). */
+    ENUM_ROW("redis", "mode", 0, redis_mode, "standalone", redis_mode_names),
+    STR_ROW("redis", "sentinels", 0, sentinels, "", KIND_ADDRS),
+    STR_ROW("redis", "master_name", 0, master_name, "", KIND_STRING),
+    STR_ROW("redis", "sentinel_username", 0, sentinel_username, "",
+            KIND_STRING),
+    STR_ROW("redis", "sentinel_password", SECRET, sentinel_password, "",
+            KIND_STRING),
+    INT_ROW("redis", "sentinel_poll_ms", LIVE, sentinel_poll_ms, "1000", 100,
+            60000),
+    /* 0: a command finding no usable connection fails at once. */
+    INT_ROW("redis", "retry_timeout_ms", LIVE, retry_timeout_ms, "4500", 0,
+            600000),
     INT_ROW("redis", "pool_size", 0, pool_size, "4", 1, 64),
     INT_ROW("redis", "connect_timeout_ms", 0, connect_timeout_ms, "1000", 10,
             600000),
@@ -151,6 +175,11 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
+    /* auto: the replicas the master's ROLE lists in sentinel mode, none in
+     * standalone mode (one server). */
+    AUTO_INT_ROW("lock", "sync_replicas", LIVE, sync_replicas, "auto", 0, 64),
+    INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1,
+            60000),
     ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
 };
 
@@ -201,9 +230,33 @@ int config_split_host_port(const char *addr, char *host, size_t host_size,
     return 0;
 }
 
+int config_next_addr(const char **list, char *host, size_t host_size,
+                     int *port)
+{
+    const char *s = *list + strspn(*list, " \t,");
+    size_t len = strcspn(s, ",");
+    char entry[320];
+
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return 0;
+    if (len >= sizeof(entry))
+        return -1;
+    memcpy(entry, s, len);
+    entry[len] = '\0';
+    *list = s + strcspn(s, ",");
+    return config_split_host_port(entry, host, host_size, port) == 0 ? 1 : -1;
+}
+
 static int set_int(const struct config_row *row, int64_t *dst,
                    const char *value, char *err, size_t err_size)
 {
+    if (row->kind == KIND_AUTO_INT && strcasecmp(value, "auto") == 0) {
+        *dst = SYNC_REPLICAS_AUTO;
+        return 0;
+    }
+
     char *end;
     long long v;
 
@@ -211,7 +264,9 @@ static int set_int(const struct config_row *row, int64_t *dst,
     v = strtoll(value, &end, row->kind == KIND_MODE ? 8 : 10);
     if (errno != 0 || end == value || *end != '\0') {
         snprintf(err, err_size, "%s: '%s' is not %s", row->key, value,
-                 row->kind == KIND_MODE ? "an octal mode" : "an integer");
+                 row->kind == KIND_MODE       ? "an octal mode"
+                 : row->kind == KIND_AUTO_INT ? "auto or an integer"
+                                              : "an integer");
         return -1;
     }
     if (v < row->min || v > row->max) {
@@ -262,6 +317,19 @@ static int set_string(const struct config_row *row, char *dst,
         snprintf(err, err_size, "%s: '%s' is not host:port", row->key, value);
         return -1;
     }
+    if (row->kind == KIND_ADDRS) {
+        const char *list = value;
+        int n;
+
+        while ((n = config_next_addr(&list, host, sizeof(host), &port)) > 0)
+            ;
+        if (n < 0) {
+            snprintf(err, err_size,
+                     "%s: '%s' is not a comma-separated list of host:port",
+                     row->key, value);
+            return -1;
+        }
+    }
     if (row->kind == KIND_GLOBS &&
         glob_list_validate(value, &pattern, &pattern_len) != 0) {
         snprintf(err, err_size,
@@ -285,12 +353,14 @@ int config_set(struct config *cfg, const char *section, const char *key,
         switch (row->kind) {
         case KIND_INT:
         case KIND_MODE:
+        case KIND_AUTO_INT:
             return set_int(row, (int64_t *)field, value, err, err_size);
         case KIND_ENUM:
             return set_enum(row, (int64_t *)field, value, err, err_size);
         case KIND_STRING:
         case KIND_ADDR:
         case KIND_GLOBS:
+        case KIND_ADDRS:
             return set_string(row, field, value, err, err_size);
         }
     }
@@ -314,7 +384,7 @@ void config_set_defaults(struct config *cfg)
 static bool is_string(const struct config_row *row)
 {
     return row->kind == KIND_STRING || row->kind == KIND_ADDR ||
-           row->kind == KIND_GLOBS;
+           row->kind == KIND_GLOBS || row->kind == KIND_ADDRS;
 }
 
 /* The value as the ini file spells it; secrets are not shown. */
@@ -331,6 +401,8 @@ static const char *value_text(const struct config_row *row,
     memcpy(&v, field, sizeof(v));
     if (row->kind == KIND_ENUM)
         return row->names[v];
+    if (row->kind == KIND_AUTO_INT && v == SYNC_REPLICAS_AUTO)
+        return "auto";
     snprintf(buf, size, row->kind == KIND_MODE ? "%04llo" : "%lld",
              (long long)v);
     return buf;
@@ -442,6 +514,29 @@ static int config_ini_line(void *user, const char *section, const char *key,
     return 0;
 }
 
+/* Settings that are valid alone but not together: true, with why. */
+static bool config_conflict(const struct config *cfg, char *why, size_t size)
+{
+    if (cfg->min_heartbeat_ms > cfg->max_heartbeat_ms)
+        snprintf(why, size, "min_heartbeat_ms %lld is above max_heartbeat_ms "
+                 "%lld",
+                 (long long)cfg->min_heartbeat_ms,
+                 (long long)cfg->max_heartbeat_ms);
+    else if (cfg->redis_mode == REDIS_MODE_SENTINEL &&
+             (cfg->sentinels[0] == '\0' || cfg->master_name[0] == '\0'))
+        snprintf(why, size, "[redis] mode = sentinel needs sentinels and "
+                 "master_name");
+    /* WAIT holds its connection for up to sync_timeout_ms. */
+    else if (cfg->sync_timeout_ms >= cfg->command_timeout_ms)
+        snprintf(why, size, "[lock] sync_timeout_ms %lld must be below [redis] "
+                 "command_timeout_ms %lld",
+                 (long long)cfg->sync_timeout_ms,
+                 (long long)cfg->command_timeout_ms);
+    else
+        return false;
+    return true;
+}
+
 int config_load(struct config *cfg, const char *path, char *err,
                 size_t err_size)
 {
@@ -456,11 +551,8 @@ int config_load(struct config *cfg, const char *path, char *err,
     }
     line = ini_parse_stream(read_line, &st, config_ini_line, &st);
     fclose(st.file);
-    if (line == 0 && cfg->min_heartbeat_ms > cfg->max_heartbeat_ms)
-        snprintf(err, err_size,
-                 "%s: min_heartbeat_ms %lld is above max_heartbeat_ms %lld",
-                 path, (long long)cfg->min_heartbeat_ms,
-                 (long long)cfg->max_heartbeat_ms);
+    if (line == 0 && config_conflict(cfg, st.reason, sizeof(st.reason)))
+        snprintf(err, err_size, "%s: %s", path, st.reason);
     else if (line == 0 &&
              acl_validate(cfg->acl, &line, st.reason, sizeof(st.reason)) == 0)
         return 0;

@@ -19,6 +19,11 @@ enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
 /* keep: a stopping rlockd leaves every lock to its TTL, for its clients
  * to resume on the next one; release: sessions end as on_disconnect says */
 enum on_shutdown { ON_SHUTDOWN_KEEP, ON_SHUTDOWN_RELEASE };
+/* Where the Redis master is: one fixed address, or asked of Sentinel.
+ * Cluster will be the third. */
+enum redis_mode { REDIS_MODE_STANDALONE, REDIS_MODE_SENTINEL };
+/* [lock] sync_replicas = auto */
+#define SYNC_REPLICAS_AUTO (-1)
 
 struct acl;
 
@@ -46,8 +51,16 @@ struct config {
     char redis_host[256];
     int64_t redis_port;
     char redis_unix_socket[108];
+    char redis_username[256]; /* Redis 6 ACL user; "": AUTH password only */
     char redis_password[512];
     int64_t redis_db;
+    int64_t redis_mode; /* enum redis_mode */
+    char sentinels[1024]; /* host:port, comma-separated (config_load checks) */
+    char master_name[256];
+    char sentinel_username[256];
+    char sentinel_password[512];
+    int64_t sentinel_poll_ms;
+    int64_t retry_timeout_ms; /* how long a command waits for Redis */
     int64_t pool_size;
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
@@ -64,6 +77,8 @@ struct config {
     int64_t max_waiters_per_client;
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
+    int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */
+    int64_t sync_timeout_ms;
     /* [log] */
     int64_t log_level; /* enum log_level */
     /* [user NAME] sections; NULL: none */
@@ -101,5 +116,13 @@ bool config_key_live(size_t n);
 /* "host:port" -> parts; 0 or -1. Used for [server] listen. */
 int config_split_host_port(const char *addr, char *host, size_t host_size,
                            int *port);
+/*
+ * Walks a comma-separated list of addresses ([redis] sentinels): copies
+ * the next "host:port" from *list into host/port, advances *list past it,
+ * and returns 1; 0 at the end of the list; -1 for an entry that is not
+ * host:port.
+ */
+int config_next_addr(const char **list, char *host, size_t host_size,
+                     int *port);
 
 #endif

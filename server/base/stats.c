@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 struct stats stats;
+struct redis_status redis_status = {.topology = "discovering"};
 
 int stats_append_section(struct buffer *out, enum stats_section section)
 {

@@ -69,6 +69,16 @@ enum stats_section {
     X(COUNTS,  COUNTER, acquires_settled,                                      \
       "owners' counts set after an acquire's reply was lost")                 \
     X(COUNTS,  COUNTER, locks_lost, "holds found gone from Redis")            \
+    X(COUNTS,  COUNTER, failover_locks_kept,                                   \
+      "holds found on a new master after a failover")                         \
+    X(COUNTS,  COUNTER, failover_locks_lost,                                   \
+      "holds not found on a new master (their holders are told)")             \
+    X(COUNTS,  COUNTER, sync_waits, "WAITs sent after acquires")              \
+    X(COUNTS,  COUNTER, sync_timeouts,                                         \
+      "WAITs that no replica acknowledged in sync_timeout_ms")                \
+    X(COUNTS,  COUNTER, sync_rollbacks,                                        \
+      "acquires undone because no replica acknowledged them")                 \
+    X(COUNTS,  COUNTER, noreplicas_replies, "-NOREPLICAS replies")            \
     X(COUNTS,  COUNTER, lock_attempts, "acquire scripts sent")                \
     X(COUNTS,  COUNTER, wait_timeouts, "waits that ended without the lock")   \
     X(COUNTS,  COUNTER, unlock_messages, "pub/sub messages received")         \
@@ -95,6 +105,10 @@ enum stats_section {
     X(REDIS,   GAUGE,   redis_subscriber_ready,                                \
       "1 when the pub/sub connection is ready")                                \
     X(REDIS,   COUNTER, redis_reconnects, "ready Redis connections lost")     \
+    X(REDIS,   COUNTER, redis_connect_failures,                                \
+      "connection attempts that failed or were refused (AUTH)")               \
+    X(REDIS,   COUNTER, redis_master_changes,                                  \
+      "switches to another master (confirmed by ROLE)")                       \
     X(REDIS,   COUNTER, redis_pings,                                           \
       "probes sent on idle Redis connections (PING; SUBSCRIBE on pub/sub)")   \
     X(REDIS,   COUNTER, redis_stalls,                                          \
@@ -109,6 +123,16 @@ struct stats {
 };
 
 extern struct stats stats;
+
+/* The Redis topology as INFO shows it; the Redis backend keeps it. */
+struct redis_status {
+    char master[320];     /* the address in use; "" while none is known */
+    const char *topology; /* "ok", "discovering" or "unreachable" */
+    uint64_t changed_ms;  /* when master or topology last changed */
+    uint64_t unreachable_since_ms; /* 0 while the pool can serve */
+};
+
+extern struct redis_status redis_status;
 
 /* Appends "name:value\r\n" for every figure of one section. 0 or -ENOMEM. */
 int stats_append_section(struct buffer *out, enum stats_section section);

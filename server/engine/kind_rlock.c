@@ -52,12 +52,14 @@
  * Redisson's tryLockInnerAsync, behind the guard (the owner's field is the
  * only one a lock has, so "it exists" is "it is the lock's owner"), with
  * one change: ARGV[3] is the count this daemon knows the owner holds, and
- * 0 means a new hold. A new hold that finds its owner's field (left by an
- * earlier incarnation of the client-id, or by an acquire whose reply was
- * lost) takes it over at count 1 instead of re-entering it, so that one
- * LOCK and one UNLOCK always release; a reentrant one that does not find
- * it is told the hold is gone (LOCKLOST), instead of taking the lock anew
- * as if nothing had happened.
+ * 0 means a new hold. The count set is that one plus one, not the field's
+ * plus one, so the script may run twice (its first reply lost, then sent
+ * again) and counts the hold once (redisson#7367 counts it twice). So a
+ * new hold that finds its owner's field (left by an earlier incarnation
+ * of the client-id, or by an acquire whose reply was lost) takes it over
+ * at count 1, and one LOCK and one UNLOCK always release; a reentrant one
+ * that does not find it is told the hold is gone (LOCKLOST), instead of
+ * taking the lock anew as if nothing had happened.
  */
 static struct backend_script acquire_script = {
     "rlock_acquire",
@@ -67,27 +69,32 @@ static struct backend_script acquire_script = {
                 "return redis.error_reply('LOCKLOST the hold is gone'); "
                 "end; "
                 "if (s == 'none' or owner == ARGV[2]) then "
-                "if ARGV[3] == '0' then "
-                "redis.call('hset', KEYS[1], ARGV[2], 1); "
-                "else "
-                "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-                "end; "
+                "redis.call('hset', KEYS[1], ARGV[2], tonumber(ARGV[3]) + 1); "
                 "redis.call('pexpire', KEYS[1], ARGV[1]); "
                 "return nil; "
                 "end; "
                 "return ttl;",
     ""};
 
-/* Redisson's unlockInnerAsync (3.x, without the latch), behind the guard. */
+/*
+ * Redisson's unlockInnerAsync (3.x, without the latch), behind the guard,
+ * with one change: ARGV[4] is the count this daemon knows the owner holds
+ * (0: none known, the field's count is decremented), and the count left
+ * is that one less one, so that a release sent again after its reply was
+ * lost releases once: if the first one ran, the second sets the same
+ * count, or finds the lock gone (which the engine reads as released).
+ */
 static struct backend_script release_script = {
     "rlock_release",
-    SHAPE_GUARD "local s, owner = shape(KEYS[1]); "
+    SHAPE_GUARD "local s, owner, count = shape(KEYS[1]); "
                 "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
                 "if (s == 'none' or owner ~= ARGV[3]) then "
                 "return nil; "
                 "end; "
-                "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+                "local counter = count - 1; "
+                "if ARGV[4] ~= '0' then counter = tonumber(ARGV[4]) - 1; end; "
                 "if (counter > 0) then "
+                "redis.call('hset', KEYS[1], ARGV[3], counter); "
                 "redis.call('pexpire', KEYS[1], ARGV[2]); "
                 "return 0; "
                 "else "
@@ -126,9 +133,10 @@ static struct backend_script release_owner_script = {
 
 /*
  * rlockd's: sets an owner's count to what this daemon knows (ARGV[3]),
- * after an acquire whose reply was lost may have run in Redis: 0 frees
- * the lock (and tells the channel), anything else keeps it with that
- * count and its TTL. A lock of another owner, or no lock, is left alone.
+ * after an acquire whose reply was lost may have run in Redis, or on a
+ * new master after a failover: 0 frees the lock (and tells the channel)
+ * and returns 1, anything else keeps it with that count and its TTL and
+ * returns 2. A lock of another owner, or no lock, is left alone: 0.
  */
 static struct backend_script settle_script = {
     "rlock_settle",
@@ -142,7 +150,7 @@ static struct backend_script settle_script = {
                 "return 1; "
                 "end; "
                 "redis.call('hset', KEYS[1], ARGV[2], ARGV[3]); "
-                "return 0;",
+                "return 2;",
     ""};
 
 /* KEYS name1..nameN, ARGV field1, ms1, ..., fieldN, msN: N results 1/0.
@@ -228,6 +236,7 @@ static void build_release(const struct lock_call_args *a,
     arg(call, UNLOCK_MESSAGE, 1);
     arg_number(call, 0, a->lease_ms);
     arg(call, a->field, a->field_len);
+    arg_number(call, 1, a->count);
 }
 
 static void build_force_release(const struct lock_call_args *a,

@@ -34,8 +34,11 @@
 #include "engine/waiter_queue.h"
 #include "engine/watchdog.h"
 
-/* A waiter whose attempt found Redis unreachable tries again this soon. */
+/* A waiter whose attempt found Redis unreachable tries again this soon;
+ * so does a join that cannot read its record yet. */
 #define UNAVAILABLE_RETRY_MS 100
+/* Acquires rolled back for want of a replica before -NOREPLICAS. */
+#define SYNC_ATTEMPTS 3
 #define NO_DEADLINE TIMER_NEVER
 
 enum call_state {
@@ -53,6 +56,14 @@ struct lock_call {
     bool woken;      /* woken while asking: ask again if refused */
     bool background; /* a release nobody waits for: log its failure */
     bool recorded;   /* named "pending" in its session's record */
+    /* Its last acquire or UNLOCK got no reply, so it may have run: it is
+     * sent again (the scripts count a repeat once), and a call that ends
+     * before a reply settles the owner's count instead. */
+    bool resolving;
+    bool resend; /* its query or UNLOCK is being sent again */
+    unsigned syncs_out;    /* WAITs sent behind its acquires, unanswered */
+    bool granted_unsynced; /* granted; the WAIT has not answered */
+    unsigned sync_attempts;
     bool record_pending; /* a resume's count: the record said pending */
     uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
@@ -67,6 +78,11 @@ struct lock_call {
     size_t field_len;
     struct list_node queue_link;
     struct timer timer;
+    /* Waiting for Redis (engine.parked): resume runs once its key can be
+     * served, the timer ends the wait at retry_timeout_ms. */
+    struct list_node park_link;
+    void (*resume)(struct lock_call *call);
+    uint64_t unavailable_since_ms; /* 0: Redis answered its last request */
 };
 
 static struct {
@@ -75,10 +91,18 @@ static struct {
     struct list_node waiting_locks; /* struct lock.waiting_link */
     struct list_node unsettled;     /* struct unsettled.link */
     struct list_node stale_records; /* struct stale_record.link */
+    struct list_node parked;        /* struct lock_call.park_link */
+    struct {                        /* holds looked for on a new master */
+        char why[400];
+        size_t due;       /* marked, not sent yet */
+        size_t in_flight; /* sent, not answered */
+        size_t kept, lost;
+    } recheck;
     bool shutting_down;
 } engine;
 
 static void call_attempt(struct lock_call *call);
+static void settle_ready(void);
 static void settle_later(struct lock *lock, const char *field,
                          size_t field_len);
 static void record_forget(struct session *s, struct lock *lock,
@@ -100,6 +124,7 @@ static struct lock_call *call_new(struct lock *lock, enum lock_op op)
     call->refs = 1;
     call->deadline_ms = NO_DEADLINE;
     list_init(&call->queue_link);
+    list_init(&call->park_link);
     timer_init(&call->timer, call_timer_fired);
     lock->refs++;
     return call;
@@ -304,6 +329,23 @@ static void wake(struct lock *lock, size_t count)
 
 /* ---- finishing ------------------------------------------------------- */
 
+/* What a call leaves in Redis when it ends unanswered by Redis: an
+ * acquire or UNLOCK that may have run is settled, and one granted while
+ * its WAIT was out is undone (its caller is not told it has the lock). */
+static void call_let_go(struct lock_call *call)
+{
+    if (list_linked(&call->park_link))
+        list_remove(&call->park_link);
+    if (call->granted_unsynced)
+        stats.orphan_acquires_undone++;
+    if (call->resolving || call->granted_unsynced) {
+        settle_later(call->lock, call->field, call->field_len);
+        settle_ready();
+    }
+    call->resolving = false;
+    call->granted_unsynced = false;
+}
+
 /* Answers the caller once; granted says whether the lock was just taken. */
 static void call_finish(struct lock_call *call, bool granted,
                         const struct lock_result *result)
@@ -313,6 +355,7 @@ static void call_finish(struct lock_call *call, bool granted,
         record_forget(call->session, call->lock, call->thread_id);
     if (call_queued(call))
         call_dequeue(call, granted);
+    call_let_go(call);
     timer_stop(&call->timer);
     call->state = CALL_FINISHED;
     call->session = NULL;
@@ -340,6 +383,75 @@ static void finish_unavailable(struct lock_call *call)
 {
     stats.unavailable_replies++;
     finish_error(call, REPLY_UNAVAILABLE, "Redis is unavailable");
+}
+
+static void finish_shutdown(struct lock_call *call)
+{
+    finish_error(call, REPLY_SHUTDOWN, "rlockd is shutting down");
+}
+
+/* ---- riding through: calls waiting for Redis --------------------------- */
+
+/*
+ * A call that needs Redis while its key's connection is down, or whose
+ * request got no reply, waits for the connection (start-up, a restart, a
+ * failover) instead of failing: it is parked, and resumed where it was
+ * when the backend can serve its key again; after retry_timeout_ms
+ * without, counted from the first request it could not get answered, it
+ * gets -UNAVAILABLE. A queued waiter is not parked: it waits in its
+ * queue as long as it asked to, and polls.
+ */
+static void call_park(struct lock_call *call,
+                      void (*resume)(struct lock_call *call))
+{
+    uint64_t now = timers_now();
+
+    if (engine.shutting_down) {
+        finish_shutdown(call);
+        return;
+    }
+    if (call->unavailable_since_ms == 0)
+        call->unavailable_since_ms = now;
+    if (now - call->unavailable_since_ms >=
+        (uint64_t)engine.cfg->retry_timeout_ms) {
+        finish_unavailable(call);
+        return;
+    }
+    call->resume = resume;
+    if (list_linked(&call->park_link))
+        return;
+    if (timer_start(&call->timer, call->unavailable_since_ms +
+                                      (uint64_t)engine.cfg->retry_timeout_ms) !=
+        0) {
+        finish_error(call, REPLY_ERR, "out of memory");
+        return;
+    }
+    list_push_tail(&engine.parked, &call->park_link);
+}
+
+/* Resumes every parked call whose key can be served now. */
+static void resume_parked(void)
+{
+    struct list_node *pos, *tmp;
+    struct list_node batch;
+
+    /* A resumed call may park again: take the ready ones off first. */
+    list_init(&batch);
+    list_for_each_safe (pos, tmp, &engine.parked) {
+        struct lock_call *call = list_entry(pos, struct lock_call, park_link);
+
+        if (engine.backend->key_ready(call->lock->name, call->lock->name_len)) {
+            list_remove(&call->park_link);
+            list_push_tail(&batch, &call->park_link);
+        }
+    }
+    while ((pos = list_first(&batch)) != NULL) {
+        struct lock_call *call = list_entry(pos, struct lock_call, park_link);
+
+        list_remove(&call->park_link);
+        timer_stop(&call->timer);
+        call->resume(call);
+    }
 }
 
 static void finish_bad_reply(struct lock_call *call,
@@ -420,8 +532,6 @@ struct unsettled {
     size_t field_len;
     char field[OWNER_FIELD_SIZE];
 };
-
-static void settle_ready(void);
 
 static void settle_later(struct lock *lock, const char *field,
                          size_t field_len)
@@ -514,6 +624,107 @@ static void settle_ready(void)
         lock_unref(u->lock);
         free(u);
     }
+}
+
+/* ---- re-checking holds after a failover ------------------------------- */
+
+/*
+ * After a failover the new master has only what reached it before the
+ * switch: a hold granted just before may be gone, or have a smaller
+ * count. Every hold is looked for there at once (not at its next
+ * renewal, or never, for a leased one): found, its count is set to the
+ * one known here and a watchdog hold is renewed now; gone, it is lost,
+ * and its owner told at its next LOCK or UNLOCK. One line sums it up.
+ */
+static void on_recheck_reply(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+    struct hold *hold = hold_of_field(call->lock, call->field,
+                                      call->field_len);
+    int64_t value = 0;
+    enum lock_outcome outcome = call_read(call, LOCK_OP_SETTLE, reply, &value);
+
+    engine.recheck.in_flight--;
+    /* A hold released or lost meanwhile needs no check. */
+    if (hold != NULL && !hold->lost && reply == NULL) {
+        hold->recheck = true; /* when Redis answers again */
+        engine.recheck.due++;
+    } else if (hold != NULL && !hold->lost && outcome == OUTCOME_VALUE &&
+               value == 0) {
+        engine.recheck.lost++;
+        stats.failover_locks_lost++;
+        hold_lost(hold, "not on the new master after a failover");
+    } else if (hold != NULL && !hold->lost) {
+        engine.recheck.kept++;
+        stats.failover_locks_kept++;
+        if (hold->watchdog)
+            watchdog_start_now(hold);
+    }
+    if (engine.recheck.due == 0 && engine.recheck.in_flight == 0)
+        log_warn("%s: %zu lock(s) kept, %zu lost", engine.recheck.why,
+                 engine.recheck.kept, engine.recheck.lost);
+    call_unref(call);
+}
+
+static void recheck_send(struct hold *hold)
+{
+    struct lock_call *call = call_new(hold->lock, LOCK_OP_SETTLE);
+
+    if (call == NULL) {
+        log_error("out of memory: '%.*s' is checked at its next renewal",
+                  (int)hold->lock->name_len, hold->lock->name);
+        return;
+    }
+    call->state = CALL_FINISHED;
+    memcpy(call->field, hold->field, hold->field_len);
+    call->field_len = hold->field_len;
+    call->count = hold->count;
+    if (call_send(call, LOCK_OP_SETTLE, 0, on_recheck_reply) == 0) {
+        engine.recheck.in_flight++;
+    } else {
+        hold->recheck = true;
+        engine.recheck.due++;
+    }
+    call_unref(call);
+}
+
+/* Sends the checks whose keys can be served now (mark: first marks every
+ * hold). */
+static void recheck_session(struct session *s, void *arg)
+{
+    bool mark = arg != NULL;
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &s->holds) {
+        struct hold *h = list_entry(pos, struct hold, session_link);
+
+        if (h->lost || (!mark && !h->recheck))
+            continue;
+        if (mark && !h->recheck) {
+            h->recheck = true;
+            engine.recheck.due++;
+        }
+        if (engine.backend->key_ready(h->lock->name, h->lock->name_len)) {
+            h->recheck = false;
+            engine.recheck.due--;
+            recheck_send(h);
+        }
+    }
+}
+
+static void recheck_ready(void)
+{
+    if (engine.recheck.due > 0)
+        session_table_foreach(recheck_session, NULL);
+}
+
+void lock_engine_recheck(const char *why)
+{
+    snprintf(engine.recheck.why, sizeof(engine.recheck.why), "%s", why);
+    engine.recheck.kept = engine.recheck.lost = 0;
+    session_table_foreach(recheck_session, &engine.recheck);
+    if (engine.recheck.due == 0 && engine.recheck.in_flight == 0)
+        log_warn("%s: no locks held here", why);
 }
 
 /* ---- the session record ---------------------------------------------- */
@@ -678,16 +889,20 @@ static int record_pending(struct lock_call *call, backend_reply_fn *fn)
     return err;
 }
 
+static void call_proceed(struct lock_call *call);
+
 static void on_pending_recorded(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
 
-    if (call->state != CALL_FINISHED) {
-        if (reply == NULL || reply->type == VALUE_ERROR)
-            finish_unavailable(call);
-        else
-            call_attempt(call);
-    }
+    if (call->state == CALL_FINISHED)
+        ; /* its caller went; "pending" goes with its TTL or next write */
+    else if (reply == NULL)
+        call_park(call, call_proceed); /* written again, then asked */
+    else if (reply->type == VALUE_ERROR)
+        finish_unavailable(call);
+    else
+        call_attempt(call);
     call_unref(call);
 }
 
@@ -702,7 +917,7 @@ static void record_then_attempt(struct lock_call *call)
                                            call->lock->name_len);
 
     if (record_pending(call, ordered ? NULL : on_pending_recorded) != 0) {
-        finish_unavailable(call);
+        call_park(call, call_proceed);
     } else if (ordered) {
         call_attempt(call);
     } else {
@@ -777,11 +992,6 @@ static void acquire_granted(struct lock_call *call)
     call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
 }
 
-static void finish_shutdown(struct lock_call *call)
-{
-    finish_error(call, REPLY_SHUTDOWN, "rlockd is shutting down");
-}
-
 static void acquire_refused(struct lock_call *call, int64_t pttl)
 {
     if (engine.shutting_down) { /* nothing would wake it any more */
@@ -814,7 +1024,7 @@ static void acquire_unavailable(struct lock_call *call)
     if (engine.shutting_down)
         finish_shutdown(call);
     else if (!call_queued(call))
-        finish_unavailable(call);
+        call_park(call, call_attempt);
     else if (timers_now() >= call->deadline_ms)
         finish_not_granted(call);
     else if (call_sleep(call, UNAVAILABLE_RETRY_MS) != 0)
@@ -827,14 +1037,28 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
     int64_t pttl = -1;
     enum lock_outcome outcome = call_read(call, LOCK_OP_ACQUIRE, reply, &pttl);
 
-    if (reply == NULL) /* it may have run, or run yet */
+    /* No reply: it may have run, or run yet. Its caller's call sends it
+     * again; an abandoned one is settled. */
+    if (reply == NULL && call->state == CALL_FINISHED)
         settle_later(call->lock, call->field, call->field_len);
-    if (call->state == CALL_FINISHED) {
+    call->resolving = reply == NULL && call->state != CALL_FINISHED;
+    if (reply != NULL)
+        call->unavailable_since_ms = 0;
+    /* A WAIT sent before this acquire was answered before it: one still
+     * out was sent behind it. */
+    if (call->state != CALL_FINISHED && outcome == OUTCOME_GRANTED &&
+        call->syncs_out > 0) {
+        call->granted_unsynced = true; /* the WAIT's reply decides */
+        if (call->state == CALL_QUEUED_ASKING)
+            call->state = CALL_QUEUED;
+    } else if (call->state == CALL_FINISHED) {
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
-            /* its caller left while we asked: undo it */
+            /* Its caller left while we asked: undone by setting the count
+             * this daemon knows, which a settle sent at its leaving (see
+             * call_let_go) may have done already. */
             stats.orphan_acquires_undone++;
-            release_in_background(call->lock, LOCK_OP_RELEASE, call->field,
-                                  call->field_len, effective_lease(call));
+            settle_later(call->lock, call->field, call->field_len);
+            settle_ready();
         }
     } else {
         if (call->state == CALL_QUEUED_ASKING)
@@ -851,6 +1075,48 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
             acquire_found_hold_gone(call);
         else
             finish_bad_reply(call, reply);
+    }
+    call_unref(call);
+}
+
+static void acquire_rolled_back(struct lock_call *call)
+{
+    stats.sync_rollbacks++;
+    settle_later(call->lock, call->field, call->field_len);
+    settle_ready(); /* on the acquire's connection, before the next try */
+    if (++call->sync_attempts < SYNC_ATTEMPTS) {
+        call_attempt(call);
+        return;
+    }
+    stats.noreplicas_replies++;
+    finish_error(call, REPLY_NOREPLICAS,
+                 "no replica acknowledged the acquire within sync_timeout_ms "
+                 "(3 attempts); it was undone");
+}
+
+/*
+ * WAIT's reply to an acquire's: how many replicas have what the
+ * connection wrote. A grant none of them has would be lost with a
+ * failover, so it is undone and tried again; one acknowledgement is
+ * enough, as in Redisson.
+ */
+static void on_sync_reply(void *arg, const struct backend_value *reply)
+{
+    struct lock_call *call = arg;
+    bool granted = call->granted_unsynced;
+
+    call->syncs_out--;
+    call->granted_unsynced = false;
+    /* Not granted: the acquire's reply said what to do. (A call that
+     * ended meanwhile was undone as it ended: call_let_go.) */
+    if (granted && reply == NULL) {
+        call->resolving = true; /* granted, replicated or not: again */
+        acquire_unavailable(call);
+    } else if (granted && reply->type == VALUE_INTEGER && reply->integer > 0) {
+        acquire_granted(call);
+    } else if (granted) {
+        stats.sync_timeouts++;
+        acquire_rolled_back(call);
     }
     call_unref(call);
 }
@@ -878,6 +1144,12 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
+    if (engine.backend->sync(call->lock->name, call->lock->name_len,
+                             on_sync_reply, call) == 0) {
+        call->syncs_out++;
+        call->refs++;
+        stats.sync_waits++;
+    }
     stats.lock_attempts++;
     call->state = call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING;
 }
@@ -886,7 +1158,9 @@ static void call_timer_fired(struct timer *timer)
 {
     struct lock_call *call = list_entry(timer, struct lock_call, timer);
 
-    if (timers_now() >= call->deadline_ms)
+    if (list_linked(&call->park_link))
+        finish_unavailable(call); /* retry_timeout_ms without Redis */
+    else if (timers_now() >= call->deadline_ms)
         finish_not_granted(call);
     else
         call_attempt(call);
@@ -915,8 +1189,16 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
 static void release_replied(struct lock_call *call, enum lock_outcome outcome)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+    bool gone;
+
+    /* Sent again after its reply was lost, a release of count 1 that
+     * finds no lock of its owner is the first one having run. (It could
+     * also be the lock expiring in the same instant: a release asked for
+     * is not reported lost then.) */
+    if (outcome == OUTCOME_NOT_OWNER && call->resend && call->count == 1)
+        outcome = OUTCOME_RELEASED;
     /* A hold whose key now holds something else was lost too. */
-    bool gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
+    gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
 
     if (outcome == OUTCOME_WRONG_TYPE && hold == NULL) {
         finish_wrong_type(call);
@@ -957,6 +1239,8 @@ static void force_release_replied(struct lock_call *call,
     finish_integer(call, value);
 }
 
+static void call_resend(struct lock_call *call);
+
 static void on_command_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
@@ -964,19 +1248,25 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     int64_t value = 0;
     enum lock_outcome outcome;
 
-    /* An UNLOCK whose reply was lost may have run: the count is set back
-     * to the one known here, so that its retry does not count twice. */
-    if (reply == NULL && call->op == LOCK_OP_RELEASE)
-        settle_later(lock, call->field, call->field_len);
     if (call->state == CALL_FINISHED) { /* abandoned: only wake waiters */
         on_background_reply(arg, reply);
         return;
     }
     if (reply == NULL) {
-        finish_unavailable(call);
+        /* Sent again once Redis answers: a query changes nothing, and an
+         * UNLOCK sent twice releases once (see its script). Whether a
+         * FORCEUNLOCK freed the lock cannot be told after the fact. */
+        if (call->op == LOCK_OP_FORCE_RELEASE) {
+            finish_unavailable(call);
+        } else {
+            call->resolving = call->op == LOCK_OP_RELEASE;
+            call->resend = true;
+            call_park(call, call_resend);
+        }
         call_unref(call);
         return;
     }
+    call->resolving = false;
     outcome = call_read(call, call->op, reply, &value);
     if (outcome == OUTCOME_BAD_REPLY)
         finish_bad_reply(call, reply);
@@ -1020,42 +1310,56 @@ static const char *hold_refusal(const struct lock_call *call)
     return NULL;
 }
 
-static void call_begin(struct lock_call *call, const struct lock_request *req)
+/* Sends a query or UNLOCK, the first time or again. */
+static void call_resend(struct lock_call *call)
+{
+    struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
+
+    call->state = CALL_ASKING;
+    if (call_send(call, call->op,
+                  hold ? hold->lease_ms : engine.cfg->watchdog_timeout_ms,
+                  on_command_reply) != 0)
+        call_park(call, call_resend);
+}
+
+/* Runs a started call (again, when it had to wait for Redis first). */
+static void call_proceed(struct lock_call *call)
 {
     const char *refusal;
     struct hold *hold;
 
-    if (!engine.backend->key_ready(req->name, req->name_len)) {
-        finish_unavailable(call);
+    hold = hold_find(call->lock, call->session, call->thread_id);
+    if ((call->op == LOCK_OP_IS_HELD || call->op == LOCK_OP_HOLD_COUNT) &&
+        (hold == NULL || hold->lost)) {
+        /* No hold of this session, whatever field Redis may still have
+         * under its owner's name from before: none it will re-enter. */
+        finish_integer(call, 0);
+    } else if (call->op == LOCK_OP_ACQUIRE && hold != NULL && hold->lost) {
+        finish_acquire_of_lost(call, hold);
+    } else if (!engine.backend->key_ready(call->lock->name,
+                                          call->lock->name_len)) {
+        call_park(call, call_proceed);
     } else if (call->op == LOCK_OP_ACQUIRE) {
-        if (req->wait_ms >= 0)
-            call->deadline_ms = timers_now() + (uint64_t)req->wait_ms;
         refusal = hold_refusal(call);
-        hold = hold_find(call->lock, call->session, call->thread_id);
-        if (hold != NULL && hold->lost)
-            finish_acquire_of_lost(call, hold);
-        else if (refusal != NULL)
+        if (refusal != NULL)
             finish_error(call, REPLY_LIMIT, refusal);
         else if (needs_record(call))
             record_then_attempt(call);
         else
             call_attempt(call);
-    } else if ((call->op == LOCK_OP_IS_HELD ||
-                call->op == LOCK_OP_HOLD_COUNT) &&
-               ((hold = hold_find(call->lock, call->session,
-                                  call->thread_id)) == NULL ||
-                hold->lost)) {
-        /* No hold of this session, whatever field Redis may still have
-         * under its owner's name from before: none it will re-enter. */
-        finish_integer(call, 0);
     } else {
         hold = hold_find(call->lock, call->session, call->thread_id);
-        call->state = CALL_ASKING;
-        if (call_send(call, call->op,
-                      hold ? hold->lease_ms : engine.cfg->watchdog_timeout_ms,
-                      on_command_reply) != 0)
-            finish_unavailable(call);
+        /* What UNLOCK's script sets the count from (0: none known). */
+        call->count = hold != NULL && !hold->lost ? hold->count : 0;
+        call_resend(call);
     }
+}
+
+static void call_begin(struct lock_call *call, const struct lock_request *req)
+{
+    if (call->op == LOCK_OP_ACQUIRE && req->wait_ms >= 0)
+        call->deadline_ms = timers_now() + (uint64_t)req->wait_ms;
+    call_proceed(call);
 }
 
 struct lock_call *lock_engine_start(struct session *session,
@@ -1093,6 +1397,7 @@ void lock_engine_abandon(struct lock_call *call)
 {
     if (call_queued(call))
         call_dequeue(call, false);
+    call_let_go(call);
     timer_stop(&call->timer);
     call->state = CALL_FINISHED;
     call->session = NULL;
@@ -1112,6 +1417,7 @@ struct lock_join {
     unsigned resumed, lost;
     bool resume;        /* no record to resume: -ENOENT */
     struct timer start; /* the record is read from the loop, not the join */
+    uint64_t give_up_ms; /* Redis unreadable until then: -EAGAIN */
 };
 
 int lock_engine_join_new(const char *id, size_t len, struct session **out)
@@ -1229,6 +1535,15 @@ static void resume_ask(struct lock_join *j, const struct session_entry *e)
     call_unref(call);
 }
 
+/* Reads the record again soon, while retry_timeout_ms has not passed
+ * since the join began: true if it will. */
+static bool join_read_later(struct lock_join *j)
+{
+    uint64_t at = timers_now() + UNAVAILABLE_RETRY_MS;
+
+    return at < j->give_up_ms && timer_start(&j->start, at) == 0;
+}
+
 /* The record: a flat array of fields and values, empty when none. */
 static void on_record(void *arg, const struct backend_value *reply)
 {
@@ -1239,6 +1554,8 @@ static void on_record(void *arg, const struct backend_value *reply)
     size_t i;
 
     j->waiting--;
+    if (reply == NULL && j->done != NULL && join_read_later(j))
+        return;
     if (reply == NULL || reply->type != VALUE_ARRAY ||
         reply->elements % 2 != 0) {
         if (reply != NULL)
@@ -1273,8 +1590,8 @@ static void on_record(void *arg, const struct backend_value *reply)
         join_end(j, j->err);
 }
 
-/* Reads the record; Redis unreachable: -EAGAIN at once, as for every
- * command that needs it. */
+/* Reads the record; Redis unreachable: again, within retry_timeout_ms,
+ * as for every command that needs it. */
 static void join_start_fired(struct timer *timer)
 {
     struct lock_join *j = list_entry(timer, struct lock_join, start);
@@ -1283,7 +1600,7 @@ static void join_start_fired(struct timer *timer)
         join_end(j, -ECANCELED);
     else if (session_store_read(j->session, on_record, j) == 0)
         j->waiting++;
-    else
+    else if (!join_read_later(j))
         join_end(j, -EAGAIN);
 }
 
@@ -1318,6 +1635,8 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
         j->done = done;
         j->ctx = ctx;
         j->resume = resume;
+        j->give_up_ms =
+            timers_now() + (uint64_t)engine.cfg->retry_timeout_ms;
         timer_init(&j->start, join_start_fired);
     }
     /* The read goes from the timer, so done never runs in here. */
@@ -1379,6 +1698,8 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     list_init(&engine.waiting_locks);
     list_init(&engine.unsettled);
     list_init(&engine.stale_records);
+    list_init(&engine.parked);
+    memset(&engine.recheck, 0, sizeof(engine.recheck));
     timers_init(clock);
     lock_table_init();
     session_table_init();
@@ -1422,6 +1743,8 @@ void lock_engine_backend_ready(void)
     struct list_node *pos, *tmp;
 
     settle_ready(); /* before any waiter's call for the same keys */
+    recheck_ready();
+    resume_parked();
     stale_resend();
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
@@ -1437,6 +1760,8 @@ void lock_engine_shutdown(void)
     struct lock_call *head;
 
     engine.shutting_down = true;
+    while ((pos = list_first(&engine.parked)) != NULL)
+        finish_shutdown(list_entry(pos, struct lock_call, park_link));
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock = list_entry(pos, struct lock, waiting_link);
 

@@ -126,8 +126,13 @@ void lock_engine_leave(struct session *session);
 
 /* The engine's timer is due (the clock's arm said when). */
 void lock_engine_run_timers(void);
-/* The backend can serve more keys: waiters it could not serve look. */
+/* The backend can serve more keys: calls and waiters it could not serve
+ * go on. */
 void lock_engine_backend_ready(void);
+/* Another server serves the keys now (a failover): every hold is looked
+ * for there, and one not found is lost (see lock_engine.c). why names
+ * the change for the log. */
+void lock_engine_recheck(const char *why);
 /* Answers every waiter with -SHUTDOWN. */
 void lock_engine_shutdown(void);
 

@@ -63,8 +63,8 @@ struct lock_call_args {
     const char *field; /* "<client-id>:<thread-id>" */
     size_t field_len;
     int64_t lease_ms;
-    /* acquire: the count this daemon knows the owner holds (0: a new
-     * hold); settle: the count to set */
+    /* acquire, release: the count this daemon knows the owner holds (0: a
+     * new hold; none known); settle: the count to set */
     int64_t count;
 };
 

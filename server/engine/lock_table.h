@@ -57,6 +57,7 @@ struct hold {
     int64_t lease_ms; /* the PEXPIRE of renewals and reentrant releases */
     bool watchdog;    /* renewed by the watchdog */
     bool lost;        /* Redis no longer has it */
+    bool recheck;     /* to be looked for on a new master */
     unsigned refs;    /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
     struct list_node lock_link;

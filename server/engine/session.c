@@ -78,3 +78,23 @@ void session_free(struct session *s)
     stats.client_sessions--;
     free(s);
 }
+
+struct session_visit {
+    void (*fn)(struct session *s, void *arg);
+    void *arg;
+};
+
+static void visit(void *value, void *arg)
+{
+    struct session_visit *v = arg;
+
+    v->fn(value, v->arg);
+}
+
+void session_table_foreach(void (*fn)(struct session *s, void *arg),
+                           void *arg)
+{
+    struct session_visit v = {fn, arg};
+
+    hashmap_foreach(&session_map, visit, &v);
+}

@@ -52,5 +52,8 @@ int session_join(const char *id, size_t len, const char *secret,
                  size_t secret_len, struct session **out);
 /* Forgets a session whose last connection left and that holds nothing. */
 void session_free(struct session *s);
+/* Calls fn for every live session; fn must not free one. */
+void session_table_foreach(void (*fn)(struct session *s, void *arg),
+                           void *arg);
 
 #endif

@@ -96,8 +96,8 @@ void watchdog_start(struct hold *h)
 
 void watchdog_start_now(struct hold *h)
 {
-    if (!list_linked(&h->watchdog_link))
-        schedule(h, timers_now());
+    watchdog_stop(h);
+    schedule(h, timers_now());
 }
 
 void watchdog_stop(struct hold *h)

@@ -21,8 +21,9 @@ void watchdog_init(const struct config *cfg, const struct backend *backend);
 void watchdog_close(void);
 /* Schedules the hold's first renewal one third of its lease from now. */
 void watchdog_start(struct hold *hold);
-/* Schedules the hold's renewal now: a hold taken over from an rlockd
- * before this one, whose lock has an unknown part of its lease left. */
+/* Schedules the hold's renewal now, whenever it was due: a hold taken
+ * over from an rlockd before this one, or found on a new master, whose
+ * lock has an unknown part of its lease left. */
 void watchdog_start_now(struct hold *hold);
 void watchdog_stop(struct hold *hold);
 

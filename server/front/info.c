@@ -92,10 +92,43 @@ static int print_redis_address(char *out, size_t size)
 {
     const struct config *cfg = info.cfg;
 
+    if (cfg->redis_mode == REDIS_MODE_SENTINEL)
+        return snprintf(out, size, "%s", cfg->sentinels);
     if (cfg->redis_unix_socket[0] != '\0')
         return snprintf(out, size, "%s:0", cfg->redis_unix_socket);
     return snprintf(out, size, "%s:%lld", cfg->redis_host,
                     (long long)cfg->redis_port);
+}
+
+static int print_redis_mode(char *out, size_t size)
+{
+    return snprintf(out, size, "%s",
+                    info.cfg->redis_mode == REDIS_MODE_SENTINEL ? "sentinel"
+                                                                : "standalone");
+}
+
+static int print_redis_master(char *out, size_t size)
+{
+    return snprintf(out, size, "%s", redis_status.master);
+}
+
+static int print_redis_topology(char *out, size_t size)
+{
+    return snprintf(out, size, "%s", redis_status.topology);
+}
+
+static int print_redis_changed(char *out, size_t size)
+{
+    return snprintf(out, size, "%" PRIu64,
+                    (info.now_ms() - redis_status.changed_ms) / 1000);
+}
+
+static int print_redis_unreachable(char *out, size_t size)
+{
+    uint64_t since = redis_status.unreachable_since_ms;
+
+    return snprintf(out, size, "%" PRIu64,
+                    since == 0 ? 0 : info.now_ms() - since);
 }
 
 static const struct info_setting {
@@ -114,6 +147,11 @@ static const struct info_setting {
     {STATS_LOCKS, "watchdog_timeout_ms", print_watchdog_timeout},
     {STATS_LOCKS, "on_disconnect", print_on_disconnect},
     {STATS_REDIS, "redis_address", print_redis_address},
+    {STATS_REDIS, "redis_mode", print_redis_mode},
+    {STATS_REDIS, "redis_master", print_redis_master},
+    {STATS_REDIS, "redis_topology", print_redis_topology},
+    {STATS_REDIS, "redis_topology_changed_s_ago", print_redis_changed},
+    {STATS_REDIS, "redis_unreachable_ms", print_redis_unreachable},
 };
 
 /* ---- the text ------------------------------------------------------------ */

@@ -283,6 +283,17 @@ static unsigned sim_key_group(const char *key, size_t len)
     return 0;
 }
 
+/* The simulated Redis has no replicas. */
+static int sim_sync(const char *key, size_t len, backend_reply_fn *fn,
+                    void *arg)
+{
+    (void)key;
+    (void)len;
+    (void)fn;
+    (void)arg;
+    return -ENOENT;
+}
+
 static const struct backend sim_backend = {
     .add_script = add_script,
     .eval = sim_eval,
@@ -290,6 +301,7 @@ static const struct backend sim_backend = {
     .unlisten = sim_unlisten,
     .key_ready = sim_key_ready,
     .key_group = sim_key_group,
+    .sync = sim_sync,
 };
 
 static void deliver(struct backend_listener *l, const char *payload)

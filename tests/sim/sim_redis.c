@@ -225,18 +225,22 @@ bool sim_redis_run(struct sim_redis *r, uint64_t now, const struct sim_call *c,
         } else if (h == NULL || mine) {
             if (h == NULL)
                 h = create(r, key);
-            set_count(h, ARG(1),
-                      strcmp(ARG(2), "0") == 0 ? 1 : atoll(h->value[0]) + 1);
+            set_count(h, ARG(1), atoll(ARG(2)) + 1); /* known + 1 */
             h->expire_at = now + (uint64_t)atoll(ARG(0));
             reply_nil(out);
         } else {
             reply_int(out, pttl(h, now));
         }
-    } else if (strcmp(s, "rlock_release") == 0) { /* msg, lease, field */
+    } else if (strcmp(s, "rlock_release") == 0) { /* msg, lease, field,
+                                                     known count (0: none) */
+        long long left = strcmp(ARG(3), "0") != 0 ? atoll(ARG(3)) - 1
+                         : h != NULL                ? atoll(h->value[0]) - 1
+                                                    : 0;
+
         if (h == NULL || strcmp(h->field[0], ARG(2)) != 0) {
             reply_nil(out);
-        } else if (atoll(h->value[0]) > 1) {
-            set_count(h, ARG(2), atoll(h->value[0]) - 1);
+        } else if (left > 0) {
+            set_count(h, ARG(2), left);
             h->expire_at = now + (uint64_t)atoll(ARG(1));
             reply_int(out, 0);
         } else {
@@ -254,7 +258,7 @@ bool sim_redis_run(struct sim_redis *r, uint64_t now, const struct sim_call *c,
 
         if (mine && settle && strcmp(ARG(2), "0") != 0) {
             set_count(h, ARG(1), atoll(ARG(2)));
-            reply_int(out, 0);
+            reply_int(out, 2);
         } else {
             reply_int(out, mine);
             if (mine)

@@ -7,6 +7,7 @@
  */
 #include "fake_backend.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,18 @@ static unsigned fake_key_group(const char *key, size_t len)
     return fake_backend.group ? fake_backend.group(key, len) : 0;
 }
 
+static int fake_sync(const char *key, size_t len, backend_reply_fn *fn,
+                     void *arg)
+{
+    static const char *const argv[] = {"WAIT"};
+    static const size_t argv_len[] = {4};
+
+    if (!fake_backend.syncing)
+        return -ENOENT;
+    return fake_backend_ops.eval(
+        &(struct backend_call){NULL, key, len, 0, 1, argv, argv_len}, fn, arg);
+}
+
 const struct backend fake_backend_ops = {
     .add_script = fake_add_script,
     .eval = fake_eval,
@@ -99,6 +112,7 @@ const struct backend fake_backend_ops = {
     .unlisten = fake_unlisten,
     .key_ready = fake_key_ready,
     .key_group = fake_key_group,
+    .sync = fake_sync,
 };
 
 /* ---- the test's side --------------------------------------------------- */

@@ -45,6 +45,10 @@ struct fake_backend {
     unsigned misuse; /* listen on a listener already listening */
     /* key_group's answer; NULL puts every key in group 0 */
     unsigned (*group)(const char *key, size_t len);
+    /* sync: true sends it as an eval of the plain command "WAIT" (answer
+     * it with the replicas that acknowledged); false: -ENOENT, no
+     * replica to wait for */
+    bool syncing;
 };
 
 /* The fake's state, which tests read and set directly. */

@@ -73,8 +73,8 @@ START_TEST(reentrant_acquire_is_one_hold_released_count_by_count)
     ck_assert_uint_eq(stats.locks_acquired, 2);
 
     unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
-    expect_args(expect_eval(RELEASE, "L"), 5, "L", CHANNEL_OF_L, "0", "10000",
-                "a:1");
+    expect_args(expect_eval(RELEASE, "L"), 6, "L", CHANNEL_OF_L, "0", "10000",
+                "a:1", "2");
     answer_integer(RELEASE, "L", 0); /* decremented: still held */
     expect_integer(unlock, 0);
     ck_assert_uint_eq(stats.held_locks, 1);
@@ -108,23 +108,61 @@ START_TEST(unlock_of_a_lock_never_held_is_notowner)
 }
 END_TEST
 
-START_TEST(no_reply_to_a_first_attempt_or_a_command_is_unavailable)
+/* No reply: each is sent again once Redis answers (the scripts count a
+ * repeat once), and the caller hears only the true outcome. */
+START_TEST(no_reply_sends_acquire_unlock_and_query_again)
 {
     struct session *a = join("a");
     struct test_call *c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
-    struct test_call *unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
     struct test_call *pttl = request(a, LOCK_REQUEST_PTTL, "L", 1);
+    struct test_call *unlock;
 
     answer(ACQUIRE, "L", NULL);
-    expect_error(c, REPLY_UNAVAILABLE);
-    answer(RELEASE, "L", NULL);
-    expect_error(unlock, REPLY_UNAVAILABLE);
     answer(INSPECT, "L", NULL);
-    expect_error(pttl, REPLY_UNAVAILABLE);
-    ck_assert_uint_eq(stats.unavailable_replies, 3);
+    expect_open(c);
+    expect_open(pttl);
+    expect_nothing_pending(); /* not before Redis can be reached again */
+    lock_engine_backend_ready();
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "0");
+    answer_nil(ACQUIRE, "L");
+    expect_result(c, RESULT_GRANTED);
+    answer_integer(INSPECT, "L", 0); /* not an array: a bad reply */
+    expect_error(pttl, REPLY_ERR);
+
+    unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    answer(RELEASE, "L", NULL);
+    lock_engine_backend_ready();
+    /* it ran: the lock is gone, which is the release having run */
+    answer(RELEASE, "L", &nil_reply);
+    expect_integer(unlock, 1);
+    ck_assert_uint_eq(stats.unavailable_replies, 0);
     ck_assert_uint_eq(stats.held_locks, 0);
-    ck_assert_uint_eq(stats.waiting_clients, 0);
+    ck_assert_uint_eq(stats.locks_lost, 0);
     expect_nothing_pending();
+}
+END_TEST
+
+/* A call that cannot get Redis for retry_timeout_ms gets -UNAVAILABLE;
+ * an acquire that may have run is then settled. */
+START_TEST(no_reply_within_retry_timeout_is_unavailable_and_settled)
+{
+    struct session *a = join("a");
+    struct test_call *c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
+
+    answer(ACQUIRE, "L", NULL);
+    fake_backend.ready = false; /* the connection went */
+    advance((uint64_t)engine_cfg.retry_timeout_ms - 1);
+    expect_open(c);
+    advance(1);
+    expect_error(c, REPLY_UNAVAILABLE);
+    ck_assert_uint_eq(stats.unavailable_replies, 1);
+    expect_nothing_pending();
+    fake_backend.ready = true;
+    lock_engine_backend_ready();
+    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
+                "0");
+    answer_integer(SETTLE, "L", 1);
+    ck_assert_uint_eq(stats.held_locks, 0);
 }
 END_TEST
 
@@ -165,34 +203,40 @@ START_TEST(an_acquire_after_the_hold_was_lost_sends_a_new_hold)
 }
 END_TEST
 
-START_TEST(an_acquire_without_reply_is_settled_to_free_when_redis_is_back)
+/* Sent again after a lost reply, a reentrant acquire sends the same
+ * known count, so Redis counts it once whether the first one ran or not. */
+START_TEST(a_reentrant_acquire_without_reply_is_sent_again_with_its_count)
 {
     struct session *a = join("a");
-    struct test_call *c = acquire(a, "L", 1, 0, LEASE_MS);
+    struct test_call *c;
 
+    take(a, "L", 1, LEASE_MS);
+    c = acquire(a, "L", 1, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "1");
     answer(ACQUIRE, "L", NULL);
-    expect_error(c, REPLY_UNAVAILABLE);
-    expect_nothing_pending(); /* not before Redis answers again */
     lock_engine_backend_ready();
-    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
-                "0");
-    answer_integer(SETTLE, "L", 1);
-    ck_assert_uint_eq(stats.acquires_settled, 1);
-    ck_assert_uint_eq(stats.held_locks, 0);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "1");
+    answer_nil(ACQUIRE, "L");
+    expect_result(c, RESULT_GRANTED);
+    expect_nothing_pending();
 }
 END_TEST
 
-START_TEST(a_reentrant_acquire_without_reply_is_settled_to_the_known_count)
+/* A reentrant acquire abandoned after a lost reply settles its owner's
+ * count back to the one known. */
+START_TEST(a_reentrant_acquire_abandoned_without_reply_is_settled)
 {
     struct session *a = join("a");
+    struct test_call *c;
 
     take(a, "L", 1, LEASE_MS);
-    acquire(a, "L", 1, 0, LEASE_MS);
+    c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
     answer(ACQUIRE, "L", NULL);
+    abandon(c);
     lock_engine_backend_ready();
     expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
                 "1");
-    answer_integer(SETTLE, "L", 0);
+    answer_integer(SETTLE, "L", 2);
     ck_assert_uint_eq(stats.held_locks, 1);
 }
 END_TEST
@@ -217,19 +261,50 @@ START_TEST(a_settle_frees_the_waiter_and_is_retried_without_reply)
 }
 END_TEST
 
-START_TEST(a_key_not_ready_or_a_refused_eval_is_unavailable_at_once)
+/* With no connection for its key, a call waits up to retry_timeout_ms
+ * for one and goes on when there is; past that it is -UNAVAILABLE. */
+START_TEST(a_key_not_ready_waits_for_redis_up_to_retry_timeout)
+{
+    struct session *a = join("a");
+    struct test_call *lock, *pttl, *late;
+
+    fake_backend.ready = false;
+    lock = acquire(a, "L", 1, 0, LEASE_MS);
+    pttl = request(a, LOCK_REQUEST_PTTL, "L", 1);
+    expect_nothing_pending();
+    advance(1000);
+    fake_backend.ready = true;
+    lock_engine_backend_ready();
+    answer_nil(ACQUIRE, "L");
+    expect_result(lock, RESULT_GRANTED); /* TRYLOCK too: Redis was away */
+    answer_integer(INSPECT, "L", 1);
+    expect_error(pttl, REPLY_ERR);
+
+    fake_backend.ready = false;
+    late = request(a, LOCK_REQUEST_IS_LOCKED, "L", 1);
+    advance((uint64_t)engine_cfg.retry_timeout_ms);
+    expect_error(late, REPLY_UNAVAILABLE);
+    fake_backend.ready = true;
+    fake_backend.eval_error = -ENOTCONN; /* refused at the send: the same */
+    late = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    advance((uint64_t)engine_cfg.retry_timeout_ms);
+    expect_error(late, REPLY_UNAVAILABLE);
+    ck_assert_uint_eq(stats.unavailable_replies, 2);
+    ck_assert_uint_eq(stats.lock_attempts, 1);
+    expect_nothing_pending();
+    fake_backend.eval_error = 0; /* the session's release at teardown */
+}
+END_TEST
+
+START_TEST(retry_timeout_0_is_unavailable_at_once)
 {
     struct session *a = join("a");
 
+    engine_cfg.retry_timeout_ms = 0;
     fake_backend.ready = false;
     expect_error(acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS), REPLY_UNAVAILABLE);
     expect_error(request(a, LOCK_REQUEST_PTTL, "L", 1), REPLY_UNAVAILABLE);
-    fake_backend.ready = true;
-    fake_backend.eval_error = -ENOTCONN;
-    expect_error(acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS), REPLY_UNAVAILABLE);
-    expect_error(request(a, LOCK_REQUEST_RELEASE, "L", 1), REPLY_UNAVAILABLE);
-    ck_assert_uint_eq(stats.unavailable_replies, 4);
-    ck_assert_uint_eq(stats.lock_attempts, 0);
+    ck_assert_uint_eq(stats.unavailable_replies, 2);
     expect_nothing_pending();
 }
 END_TEST
@@ -551,8 +626,8 @@ START_TEST(an_acquire_granted_after_its_caller_left_is_undone)
     answer_nil(ACQUIRE, "L");
     ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
     ck_assert_uint_eq(stats.held_locks, 0);
-    expect_args(expect_eval(RELEASE, "L"), 5, "L", CHANNEL_OF_L, "0", "10000",
-                "a:1");
+    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
+                "0");
     ck_assert_uint_eq(fake_backend_pending(), 1);
 }
 END_TEST
@@ -581,8 +656,8 @@ START_TEST(a_head_that_left_while_asking_is_undone_when_granted)
     ck_assert_uint_eq(fake_backend_pending(), 2);
     fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
     ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
-    expect_args(expect_eval(RELEASE, "L"), 5, "L", CHANNEL_OF_L, "0", "10000",
-                "b:1");
+    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "b:1",
+                "0");
 }
 END_TEST
 
@@ -941,17 +1016,30 @@ START_TEST(a_resume_without_a_record_is_enoent)
 }
 END_TEST
 
-START_TEST(a_join_while_redis_cannot_be_read_is_unavailable)
+/* A join reads the record again while Redis is away, and gives up after
+ * retry_timeout_ms; one that gets it in time goes on. */
+START_TEST(a_join_while_redis_cannot_be_read_waits_up_to_retry_timeout)
 {
     struct test_join j;
 
     fake_backend.ready = false;
     fake_backend.eval_error = -ENOTCONN;
     join_start(&j, "s", SECRET, false);
+    advance((uint64_t)engine_cfg.retry_timeout_ms - 200);
+    ck_assert(!j.done);
+    advance(200);
     join_end(&j);
     ck_assert_int_eq(j.err, -EAGAIN);
+
+    join_start(&j, "t", SECRET, false);
+    advance(1000);
     fake_backend.eval_error = 0;
     fake_backend.ready = true;
+    advance(100);
+    answer("HGETALL", "rlockd_session:{t}",
+           &(struct backend_value){.type = VALUE_ARRAY, .elements = 0});
+    join_end(&j);
+    ck_assert_int_eq(j.err, 0);
 }
 END_TEST
 
@@ -1001,7 +1089,7 @@ START_TEST(shutdown_answers_every_waiter_and_sends_no_acquire)
     /* d's acquire lands after it was answered: undone, nothing more */
     answer_nil(ACQUIRE, "M");
     ck_assert_uint_eq(fake_backend_count(ACQUIRE, NULL), 0);
-    expect_eval(RELEASE, "M");
+    expect_eval(SETTLE, "M");
     advance(60000);
     ck_assert_uint_eq(fake_backend_count(ACQUIRE, NULL), 0);
 }
@@ -1043,9 +1131,12 @@ Suite *lock_engine_suite(void)
     tcase_add_test(acquiring, another_thread_of_the_session_is_another_owner);
     tcase_add_test(acquiring, unlock_of_a_lock_never_held_is_notowner);
     tcase_add_test(acquiring,
-                   no_reply_to_a_first_attempt_or_a_command_is_unavailable);
+                   no_reply_sends_acquire_unlock_and_query_again);
     tcase_add_test(acquiring,
-                   a_key_not_ready_or_a_refused_eval_is_unavailable_at_once);
+                   no_reply_within_retry_timeout_is_unavailable_and_settled);
+    tcase_add_test(acquiring,
+                   a_key_not_ready_waits_for_redis_up_to_retry_timeout);
+    tcase_add_test(acquiring, retry_timeout_0_is_unavailable_at_once);
     tcase_add_test(acquiring, an_error_reply_is_an_error);
     tcase_add_test(acquiring,
                    trylock_without_wait_refused_is_not_granted_and_not_queued);
@@ -1058,10 +1149,10 @@ Suite *lock_engine_suite(void)
                    an_acquire_after_the_hold_was_lost_sends_a_new_hold);
     tcase_add_test(
         acquiring,
-        an_acquire_without_reply_is_settled_to_free_when_redis_is_back);
+        a_reentrant_acquire_abandoned_without_reply_is_settled);
     tcase_add_test(
         acquiring,
-        a_reentrant_acquire_without_reply_is_settled_to_the_known_count);
+        a_reentrant_acquire_without_reply_is_sent_again_with_its_count);
     tcase_add_test(acquiring,
                    a_settle_frees_the_waiter_and_is_retried_without_reply);
 
@@ -1107,7 +1198,7 @@ Suite *lock_engine_suite(void)
     tcase_add_test(sessions, a_record_is_resumed_only_with_its_secret);
     tcase_add_test(sessions, a_resume_without_a_record_is_enoent);
     tcase_add_test(sessions,
-                   a_join_while_redis_cannot_be_read_is_unavailable);
+                   a_join_while_redis_cannot_be_read_waits_up_to_retry_timeout);
     tcase_add_test(shutdown, shutdown_under_keep_leaves_every_lock_and_record);
     tcase_add_test(shutdown,
                    shutdown_under_release_releases_and_deletes_the_record);
