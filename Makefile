@@ -8,7 +8,7 @@
 #   make valgrind the integration tests with the daemon under memcheck
 #   make simulate the lock engine's deterministic simulation, many seeds
 #   make bench    load generator: rlockd vs. Redis direct, side by side
-#   make fuzz     libFuzzer on the request parser and the glob matcher
+#   make fuzz     libFuzzer on the request parser, the glob matcher, the settings
 #                 (clang; FUZZ_TIME seconds each)
 
 CC      ?= cc
@@ -278,7 +278,16 @@ $(BUILD)/fuzz_glob: tests/fuzz/fuzz_glob.c server/base/glob.c server/base/glob.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_glob.c server/base/glob.c
 
-fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob
+# The settings' value parsers (server/base/config.c) read operator text,
+# [redis] sentinels an address list among them.
+CONFIG_FUZZ_SRC = server/base/config.c server/base/acl.c server/base/glob.c $(PROTOCOL_SRC) \
+                  server/base/log.c server/base/digest.c
+$(BUILD)/fuzz_config: tests/fuzz/fuzz_config.c $(CONFIG_FUZZ_SRC) $(wildcard server/base/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_config.c \
+	    $(CONFIG_FUZZ_SRC) -linih -lcrypto
+
+fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob $(BUILD)/fuzz_config
 	@mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-glob-corpus $(BUILD)/fuzz-artifacts
 	$(BUILD)/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=8192 \
 	    -dict=tests/fuzz/request.dict \
@@ -287,6 +296,10 @@ fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob
 	$(BUILD)/fuzz_glob -max_total_time=$(FUZZ_TIME) -max_len=512 \
 	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
 	    $(BUILD)/fuzz-glob-corpus
+	@mkdir -p $(BUILD)/fuzz-config-corpus
+	$(BUILD)/fuzz_config -max_total_time=$(FUZZ_TIME) -max_len=1100 \
+	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
+	    $(BUILD)/fuzz-config-corpus
 
 format:
 	clang-format -i protocol/*.[ch] server/*.c server/*/*.[ch] client-lib/*.[ch] cli/*.c tests/unit/*.[ch] tests/sim/*.[ch] \

@@ -328,23 +328,31 @@ static void link_failed(struct redis_link *link, enum log_level level,
     log_write(level, "redis %s: %s", link->label, text);
 }
 
-/* The context is gone or going; forget it and maybe reconnect. */
-static void link_lost(struct redis_link *link, const char *why)
+/* The context is gone or going; forget it and maybe reconnect. A ready
+ * link "drops" a connection it let go itself, and "loses" one Redis
+ * closed. */
+static void link_lost(struct redis_link *link, const char *what,
+                      const char *why)
 {
     bool was_ready = link->state == LINK_READY;
+    bool refused = link->refused;
 
     link->ac = NULL;
     link->inflight = 0;
     link->probe_inflight = false;
     link->stalled = false;
+    link->refused = false;
     if (link->state == LINK_CLOSED)
         return;
     if (was_ready)
         stats.redis_reconnects++;
     else
         stats.redis_connect_failures++;
-    link_failed(link, was_ready ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
-                was_ready ? "connection lost" : "connect failed", why);
+    link_failed(link,
+                refused     ? LOG_LEVEL_ERROR
+                : was_ready ? LOG_LEVEL_WARN
+                            : LOG_LEVEL_INFO,
+                refused ? "refused" : was_ready ? what : "connect failed", why);
     schedule_reconnect(link);
     if (was_ready)
         link->on_readiness(link);
@@ -355,7 +363,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct redis_link *link = ac->data;
 
     if (link->ac == ac)
-        link_lost(link, status == REDIS_OK ? "closed" : ac->errstr);
+        link_lost(link, "connection lost",
+                  status == REDIS_OK ? "closed" : ac->errstr);
 }
 
 static void on_handshake_reply(struct redis_request *req, redisReply *reply)
@@ -364,8 +373,8 @@ static void on_handshake_reply(struct redis_request *req, redisReply *reply)
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
         link->ac != NULL) {
-        link_failed(link, LOG_LEVEL_ERROR, "refused", reply->str);
-        redis_link_reset(link, "handshake refused");
+        link->refused = true; /* logged once, at error level */
+        redis_link_reset(link, reply->str);
     }
 }
 
@@ -401,7 +410,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     if (link->ac != ac)
         return;
     if (status != REDIS_OK) { /* hiredis frees the context after this */
-        link_lost(link, ac->errstr);
+        link_lost(link, "connect failed", ac->errstr);
         return;
     }
     /* Keepalive notices a vanished host; a Unix socket has none, and
@@ -632,11 +641,9 @@ void redis_link_reset(struct redis_link *link, const char *why)
 
     if (ac == NULL)
         return;
-    if (link->state == LINK_READY || link->state == LINK_HANDSHAKE)
-        log_warn("redis %s: dropping connection: %s", link->label, why);
     /* Forget the context first, so the NULL replies redisAsyncFree is
      * about to deliver already see the link as not ready. */
-    link_lost(link, why);
+    link_lost(link, "dropping connection", why);
     redisAsyncFree(ac);
 }
 

@@ -73,6 +73,7 @@ struct redis_link {
     /* The error last logged, so that a retry failing the same way (a
      * wrong password, a refused connect) is not logged again. */
     char last_error[128];
+    bool refused; /* the handshake was refused (AUTH, SELECT) */
     /* A request may legitimately go unanswered this much longer than
      * ping_interval_ms before the link stalls (WAIT, see redis_pool.c). */
     int64_t patience_ms;

@@ -526,8 +526,12 @@ static bool config_conflict(const struct config *cfg, char *why, size_t size)
              (cfg->sentinels[0] == '\0' || cfg->master_name[0] == '\0'))
         snprintf(why, size, "[redis] mode = sentinel needs sentinels and "
                  "master_name");
-    /* WAIT holds its connection for up to sync_timeout_ms. */
-    else if (cfg->sync_timeout_ms >= cfg->command_timeout_ms)
+    /* WAIT, sent when there may be replicas to wait for, holds its
+     * connection for up to sync_timeout_ms. */
+    else if ((cfg->sync_replicas > 0 ||
+              (cfg->sync_replicas == SYNC_REPLICAS_AUTO &&
+               cfg->redis_mode == REDIS_MODE_SENTINEL)) &&
+             cfg->sync_timeout_ms >= cfg->command_timeout_ms)
         snprintf(why, size, "[lock] sync_timeout_ms %lld must be below [redis] "
                  "command_timeout_ms %lld",
                  (long long)cfg->sync_timeout_ms,

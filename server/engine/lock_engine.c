@@ -61,6 +61,7 @@ struct lock_call {
      * before a reply settles the owner's count instead. */
     bool resolving;
     bool resend; /* its query or UNLOCK is being sent again */
+    bool releasing; /* an UNLOCK counted in its hold's releasing */
     unsigned syncs_out;    /* WAITs sent behind its acquires, unanswered */
     bool granted_unsynced; /* granted; the WAIT has not answered */
     unsigned sync_attempts;
@@ -334,8 +335,14 @@ static void wake(struct lock *lock, size_t count)
  * its WAIT was out is undone (its caller is not told it has the lock). */
 static void call_let_go(struct lock_call *call)
 {
+    struct hold *hold;
+
     if (list_linked(&call->park_link))
         list_remove(&call->park_link);
+    if (call->releasing &&
+        (hold = hold_find(call->lock, call->session, call->thread_id)) != NULL)
+        hold->releasing--;
+    call->releasing = false;
     if (call->granted_unsynced)
         stats.orphan_acquires_undone++;
     if (call->resolving || call->granted_unsynced) {
@@ -1349,8 +1356,16 @@ static void call_proceed(struct lock_call *call)
             call_attempt(call);
     } else {
         hold = hold_find(call->lock, call->session, call->thread_id);
-        /* What UNLOCK's script sets the count from (0: none known). */
-        call->count = hold != NULL && !hold->lost ? hold->count : 0;
+        /* What UNLOCK's script sets the count from (0: none known): the
+         * hold's, less the UNLOCKs pipelined ahead of this one. */
+        call->count = 0;
+        if (call->op == LOCK_OP_RELEASE && hold != NULL && !hold->lost) {
+            call->count = hold->count > hold->releasing
+                              ? hold->count - hold->releasing
+                              : 0; /* more UNLOCKs than LOCKs */
+            call->releasing = true;
+            hold->releasing++;
+        }
         call_resend(call);
     }
 }

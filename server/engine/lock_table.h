@@ -54,6 +54,7 @@ struct hold {
     char field[OWNER_FIELD_SIZE];
     size_t field_len;
     int64_t count;    /* as in Redis: acquires granted less releases */
+    int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
     int64_t lease_ms; /* the PEXPIRE of renewals and reentrant releases */
     bool watchdog;    /* renewed by the watchdog */
     bool lost;        /* Redis no longer has it */

@@ -137,7 +137,9 @@ def test_stable_client_id_without_secret_takes_its_stale_field_over_at_count_1()
 
 
 def test_an_acquire_whose_reply_was_lost_leaves_no_lock():
-    with Env({"redis": {"command_timeout_ms": 500, "ping_interval_ms": 5000},
+    """Redis away past retry_timeout_ms: -UNAVAILABLE, and the acquire, which may run when
+    Redis resumes, is settled then (within the window it is sent again: test_ride_through)."""
+    with Env({"redis": {"command_timeout_ms": 500, "ping_interval_ms": 5000, "retry_timeout_ms": 1000},
               "lock": {"watchdog_timeout_ms": 20000}}) as env:
         n = env.name("phantom")
         c = env.client(timeout=5.0)

@@ -12,7 +12,9 @@ from harness import (Env, RespClient, assert_eq, assert_error, channel_for, hold
 
 # Small enough that a hung Redis is noticed within a second.
 COMMAND_TIMEOUT_MS = 500
-CONFIG_HANG = {"redis": {"command_timeout_ms": COMMAND_TIMEOUT_MS}, "lock": {"watchdog_timeout_ms": 600}}
+# retry_timeout_ms: short, so that a command Redis left unanswered fails soon.
+CONFIG_HANG = {"redis": {"command_timeout_ms": COMMAND_TIMEOUT_MS, "retry_timeout_ms": 300},
+               "lock": {"watchdog_timeout_ms": 600}}
 
 # An owner that is not rlockd's: a lock "held by a Java process".
 OUTSIDE_OWNER = "outside-owner:1"
@@ -148,8 +150,9 @@ def test_lock_goes_to_the_configured_db_of_a_redis_with_a_password():
 def test_wrong_redis_password_leaves_rlockd_unready_and_logs_the_auth_error_not_the_password():
     right = "right-%s" % uuid.uuid4().hex
     wrong = "wrong-%s" % uuid.uuid4().hex
-    with Env({"redis": {"password": wrong}}, redis_args=("--requirepass", right), wait_redis=False) as env:
-        env.rlockd.wait_log(r"redis (pool\[\d+\]|subscriber): (WRONGPASS|ERR invalid password)", timeout=5.0)
+    with Env({"redis": {"password": wrong, "retry_timeout_ms": 300}}, redis_args=("--requirepass", right),
+             wait_redis=False) as env:
+        env.rlockd.wait_log(r"redis (pool\[\d+\]|subscriber): refused: (WRONGPASS|ERR invalid password)", timeout=5.0)
         holds_for(lambda: env.info()["redis_connected"] == "0", 1.0,
                   what="INFO redis_connected:0 with a wrong Redis password")
         n = env.name("noauth")

@@ -88,7 +88,8 @@ def test_lock_during_a_stall_gets_unavailable_at_once_not_after_command_timeout(
 
 def test_stall_longer_than_command_timeout_drops_and_redials_every_link():
     timeout_ms = 1500
-    with Env({"redis": {"ping_interval_ms": 300, "command_timeout_ms": timeout_ms}}) as env:
+    with Env({"redis": {"ping_interval_ms": 300, "command_timeout_ms": timeout_ms,
+                        "retry_timeout_ms": 300}}) as env:
         a = env.client(timeout=5.0)
         links = _links(env)
         reconnects = env.info_int("redis_reconnects")
