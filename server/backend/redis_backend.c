@@ -171,7 +171,7 @@ static void on_readonly(void)
 
 static void switch_master(const struct redis_addr *addr, const char *source)
 {
-    char old[700], now[320];
+    char old[320], now[320];
     bool first = redis.master.port == 0 && redis.master.unix_socket[0] == '\0';
 
     redis_addr_text(&redis.master, old, sizeof(old));
@@ -179,16 +179,20 @@ static void switch_master(const struct redis_addr *addr, const char *source)
     redis.master = *addr;
     snprintf(redis_status.master, sizeof(redis_status.master), "%s", now);
     redis_status.changed_ms = uv_now(redis.loop);
-    redis_pool_move(addr);
-    subscriber_move(addr);
     if (first) {
         log_info("redis: master is %s (%s)", now, source);
-        return;
+    } else {
+        stats.redis_master_changes++;
+        log_warn("redis: master moved from %s to %s (%s)", old, now, source);
     }
-    stats.redis_master_changes++;
-    log_warn("redis: master moved from %s to %s (%s)", old, now, source);
-    snprintf(old + strlen(old), sizeof(old) - strlen(old), " -> %s", now);
-    redis.events.on_recheck(old);
+    redis_pool_move(addr);
+    subscriber_move(addr);
+    if (!first) {
+        char why[700];
+
+        snprintf(why, sizeof(why), "redis master %s -> %s", old, now);
+        redis.events.on_recheck(why);
+    }
 }
 
 static void role_send(void);

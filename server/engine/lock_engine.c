@@ -94,7 +94,7 @@ static struct {
     struct list_node stale_records; /* struct stale_record.link */
     struct list_node parked;        /* struct lock_call.park_link */
     struct {                        /* holds looked for on a new master */
-        char why[400];
+        char why[700];
         size_t due;       /* marked, not sent yet */
         size_t in_flight; /* sent, not answered */
         size_t kept, lost;

@@ -1,0 +1,263 @@
+"""
+test_sentinel.py - rlockd in [redis] mode = sentinel, against a real Sentinel setup:
+a master, one replica and three sentinels (redis-server --sentinel), quorum 2, all on
+free loopback ports, started and stopped by pid by the test.
+
+Each test starts its own setup (failovers change it for good). What is proved:
+discovery through any one sentinel; a failover keeps replicated holds (and renews
+them on the new master), lets a waiter go at once and serves new LOCKs; a hold the
+replica never got is reported lost to its holder; sync_replicas sends WAIT, and a
+grant no replica acknowledges is undone and answered -NOREPLICAS.
+"""
+
+import os
+import signal
+import time
+
+from harness import (HOST, Env, RedisServer, Rlockd, RespClient, Skip, TempDir, _spawn, _stop,
+                     assert_eq, assert_error, free_port, parse_info, wait_info, wait_until, which)
+
+MASTER_NAME = "rlockd-test"
+
+
+class SentinelSetup:
+    """A master, one replica and three sentinels, each in a directory of its own."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.servers = []
+        self.sentinels = []   # (port, process)
+
+    def _dir(self, name):
+        d = os.path.join(self.workdir, name)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def start(self):
+        if not which("redis-server"):
+            raise Skip("redis-server not found (install redis-server)")
+        master = RedisServer(self._dir("master"))
+        master.start()
+        self.servers.append(master)
+        replica = RedisServer(self._dir("replica"), args=("--replicaof", HOST, str(master.port)))
+        replica.start()
+        self.servers.append(replica)
+        for i in range(3):
+            port = free_port()
+            d = self._dir("sentinel%d" % i)
+            conf = os.path.join(d, "sentinel.conf")
+            with open(conf, "w") as f:
+                f.write("port %d\nbind %s\nsentinel announce-ip %s\ndir %s\n"
+                        "sentinel monitor %s %s %d 2\n"
+                        "sentinel down-after-milliseconds %s 1000\n"
+                        "sentinel failover-timeout %s 4000\n"
+                        % (port, HOST, HOST, d, MASTER_NAME, HOST, master.port, MASTER_NAME, MASTER_NAME))
+            proc = _spawn([which("redis-server"), conf, "--sentinel"], os.path.join(d, "sentinel.log"), d)
+            self.sentinels.append((port, proc))
+        self.wait_settled(master.port)
+        return self
+
+    def sentinel(self, i=0, timeout=2.0):
+        return RespClient(self.sentinels[i][0], timeout=timeout, label="sentinel%d" % i)
+
+    def ask(self, i, *args):
+        c = self.sentinel(i)
+        try:
+            return c.call(*args)
+        finally:
+            c.close()
+
+    def master_port(self, i=None):
+        """The master as sentinel i (by default the first one running) names it."""
+        if i is None:
+            i = next(k for k, (_, p) in enumerate(self.sentinels) if p.poll() is None)
+        return int(self.ask(i, "SENTINEL", "get-master-addr-by-name", MASTER_NAME)[1])
+
+    def server_on(self, port):
+        return next(s for s in self.servers if s.port == port)
+
+    def wait_settled(self, master_port, timeout=20.0):
+        """Every sentinel names master_port, knows a replica in sync and the other two."""
+        def settled():
+            for i in range(len(self.sentinels)):
+                if self.sentinels[i][1].poll() is not None:
+                    continue
+                try:
+                    if self.master_port(i) != master_port:
+                        return False
+                    replicas = self.ask(i, "SENTINEL", "replicas", MASTER_NAME)
+                    good = [r for r in replicas
+                            if dict(zip(r[0::2], r[1::2])).get("master-link-status") == "ok"
+                            and "s_down" not in dict(zip(r[0::2], r[1::2])).get("flags", "")]
+                    if not good or len(self.ask(i, "SENTINEL", "sentinels", MASTER_NAME)) < 2:
+                        return False
+                except (OSError, AssertionError, TypeError, ValueError):
+                    return False
+            return True
+        wait_until(settled, timeout, interval=0.1, what="the sentinels to agree on master %d" % master_port)
+
+    def failover(self):
+        """SENTINEL FAILOVER; returns the new master's port once the sentinels name it."""
+        old = self.master_port()
+        assert_eq(self.ask(0, "SENTINEL", "FAILOVER", MASTER_NAME), "OK", "SENTINEL FAILOVER")
+        wait_until(lambda: self.master_port() != old, 15.0, interval=0.05, what="the sentinels to switch")
+        return self.master_port()
+
+    def stop_sentinel(self, i):
+        _stop(self.sentinels[i][1])
+
+    def rlockd_config(self, extra=None):
+        sections = {"redis": {"mode": "sentinel", "master_name": MASTER_NAME,
+                              "sentinels": ", ".join("%s:%d" % (HOST, p) for p, _ in self.sentinels),
+                              "sentinel_poll_ms": 500}}
+        for sec, kv in (extra or {}).items():
+            sections.setdefault(sec, {}).update(kv)
+        return sections
+
+    def close(self):
+        for _, proc in self.sentinels:
+            _stop(proc)
+        for s in self.servers:
+            s.stop()
+
+
+class Setup:
+    """A SentinelSetup and an rlockd in sentinel mode over it, as a context manager."""
+
+    def __init__(self, rlockd_config=None):
+        self.extra = rlockd_config
+        self.clients = []
+
+    def __enter__(self):
+        self.tmp = TempDir()
+        workdir = self.tmp.__enter__()
+        self.sentinels = SentinelSetup(workdir)
+        try:
+            self.sentinels.start()
+            # The port is not used in sentinel mode.
+            self.rlockd = Rlockd(workdir, self.sentinels.master_port(), self.sentinels.rlockd_config(self.extra))
+            self.rlockd.start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for c in self.clients:
+            c.close()
+        if getattr(self, "rlockd", None) is not None:
+            self.rlockd.stop()
+        self.sentinels.close()
+        self.tmp.__exit__(None, None, None)
+        return False
+
+    def client(self, client_id, timeout=5.0):
+        c = RespClient(self.rlockd.port, timeout=timeout, label=client_id)
+        self.clients.append(c)
+        assert_eq(c.call("CLIENTID", client_id), "OK", "CLIENTID %s" % client_id)
+        return c
+
+    def master(self):
+        """A direct connection to the master the sentinels name now."""
+        c = self.sentinels.server_on(self.sentinels.master_port()).client()
+        self.clients.append(c)
+        return c
+
+    def info(self):
+        return self.rlockd.info()
+
+
+def test_discovers_the_master_through_any_one_sentinel():
+    with Setup() as s:
+        master = s.sentinels.master_port()
+        assert_eq(s.info()["redis_master"], "%s:%d" % (HOST, master), "INFO redis_master")
+        assert_eq(s.info()["redis_mode"], "sentinel", "INFO redis_mode")
+        assert_eq(s.info()["redis_topology"], "ok", "INFO redis_topology")
+        s.rlockd.stop()
+        s.sentinels.stop_sentinel(0)
+        s.sentinels.stop_sentinel(1)
+        s.rlockd.start()   # only the third sentinel answers
+        wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, master), timeout=5.0)
+        a = s.client("only-third")
+        assert_eq(a.call("LOCK", "disc", 1), "OK", "LOCK through the master the third sentinel named")
+        assert_eq(s.master().call("HGETALL", "disc"), ["only-third:1", "1"], "the lock on the master")
+
+
+def test_failover_keeps_replicated_holds_wakes_waiters_and_serves_new_locks():
+    with Setup({"lock": {"watchdog_timeout_ms": 3000}}) as s:
+        holder, waiter = s.client("holder"), s.client("waiter")
+        assert_eq(holder.call("LOCK", "kept", 1), "OK", "LOCK (watchdog)")
+        assert_eq(holder.call("LOCK", "leased", 1, "LEASE", 60000), "OK", "LOCK with a lease")
+        waiter.send("LOCK", "kept", 2)
+        wait_info(s.rlockd, "blocked_clients", "1", timeout=3.0)
+        old = s.sentinels.master_port()
+        on_old = s.sentinels.server_on(old).client()
+        s.clients.append(on_old)
+        wait_until(lambda: on_old.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the holds")
+        new = s.sentinels.failover()
+        wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, new), timeout=5.0)
+        wait_info(s.rlockd, "failover_locks_kept", "2", timeout=5.0)
+        assert_eq(s.info()["failover_locks_lost"], "0", "INFO failover_locks_lost")
+        assert_eq(s.info()["redis_master_changes"], "1", "INFO redis_master_changes")
+        s.rlockd.wait_log(r"redis master .* -> .*: 2 lock\(s\) kept, 0 lost", timeout=3.0)
+        on_new = s.sentinels.server_on(new).client()
+        s.clients.append(on_new)
+        pttl = on_new.call("PTTL", "kept")
+        time.sleep(1.5)   # a renewal (every second) lands on the new master
+        assert on_new.call("PTTL", "kept") > 2000, "the watchdog hold is renewed on the new master"
+        t0 = time.monotonic()
+        assert_eq(holder.call("UNLOCK", "kept", 1), 1, "UNLOCK on the new master")
+        assert_eq(waiter.read_reply(3.0), "OK", "the waiter granted")
+        assert time.monotonic() - t0 < 2.0, "the waiter waited for a TTL"
+        assert pttl > 0
+        fresh = s.client("fresh")
+        assert_eq(fresh.call("LOCK", "new-after", 1), "OK", "a new LOCK after the failover")
+        assert_eq(holder.call("UNLOCK", "leased", 1), 1, "the leased hold released on the new master")
+
+
+def test_a_hold_the_replica_never_got_is_reported_lost():
+    with Setup({"lock": {"sync_replicas": 0}}) as s:
+        holder, other = s.client("holder"), s.client("other")
+        old = s.sentinels.master_port()
+        replica = next(srv for srv in s.sentinels.servers if srv.port != old)
+        replica_admin = replica.client()
+        s.clients.append(replica_admin)
+        # The replica stops taking the master's stream (it dials a port nobody listens
+        # on), so the next write never reaches it; then it is promoted by hand and the
+        # sentinels told to follow it, as after a failover that lost that write.
+        assert_eq(replica_admin.call("REPLICAOF", HOST, 1), "OK", "replica pointed away")
+        assert_eq(holder.call("LOCK", "unsynced", 1, "LEASE", 60000), "OK", "LOCK the replica never sees")
+        assert_eq(replica_admin.call("EXISTS", "unsynced"), 0, "the replica has no copy")
+        assert_eq(replica_admin.call("REPLICAOF", "NO", "ONE"), "OK", "replica promoted by hand")
+        for i in range(3):   # the sentinels follow the promoted node
+            s.sentinels.ask(i, "SENTINEL", "REMOVE", MASTER_NAME)
+            assert_eq(s.sentinels.ask(i, "SENTINEL", "MONITOR", MASTER_NAME, HOST, replica.port, 2), "OK",
+                      "SENTINEL MONITOR the new master")
+        wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, replica.port), timeout=5.0)
+        wait_info(s.rlockd, "failover_locks_lost", "1", timeout=5.0)
+        assert_error(holder.call("UNLOCK", "unsynced", 1), "LOCKLOST", what="UNLOCK of the lost hold")
+        assert_eq(other.call("TRYLOCK", "unsynced", 2), 1, "another client takes it")
+
+
+def test_sync_replicas_sends_wait_and_undoes_a_grant_no_replica_has():
+    with Setup({"lock": {"sync_replicas": 1, "sync_timeout_ms": 200}}) as s:
+        a = s.client("sync")
+        master_port = s.sentinels.master_port()
+        master = s.sentinels.server_on(master_port).client()
+        s.clients.append(master)
+        assert_eq(a.call("LOCK", "synced", 1), "OK", "LOCK with the replica up")
+        stats = parse_info_text(master.call("INFO", "commandstats"))
+        assert "cmdstat_wait" in stats, "no WAIT reached the master: %r" % sorted(stats)
+        assert int(s.info()["sync_waits"]) >= 1, "INFO sync_waits"
+        replica = next(srv for srv in s.sentinels.servers if srv.port != master_port)
+        with replica.paused():
+            assert_error(a.call("LOCK", "unsynced", 1), "NOREPLICAS", what="LOCK with the replica stopped")
+            wait_until(lambda: master.call("EXISTS", "unsynced") == 0, 2.0, what="no key left on the master")
+        info = s.info()
+        assert_eq(info["sync_rollbacks"], "3", "INFO sync_rollbacks")
+        assert_eq(info["noreplicas_replies"], "1", "INFO noreplicas_replies")
+
+
+def parse_info_text(text):
+    return {line.split(":", 1)[0]: line.split(":", 1)[1]
+            for line in text.splitlines() if ":" in line and not line.startswith("#")}
