@@ -5,7 +5,8 @@
 # loopback ports, with temporary configs in a mktemp -d directory; runs
 # rlockd-bench against them, then stops exactly the processes it started
 # (by pid, from an EXIT trap) and removes the directory. It never touches
-# any other Redis or rlockd on the machine.
+# any other Redis or rlockd on the machine. Last, bench/failover.py runs the
+# failover scenario on a Sentinel setup of its own.
 #
 # The first rlockd runs with the default watchdog_timeout_ms (30000) and
 # carries the lock+unlock and contended scenarios. The second, fresh one
@@ -340,4 +341,6 @@ for daemon in $daemons; do
     fi
 done
 [ -z "$baseline" ] || print_comparison
+# The failover scenario brings its own Redis, sentinels and rlockd.
+python3 "$(dirname "$0")/failover.py" "$build" || status=1
 exit "$status"

@@ -5,13 +5,11 @@ or UNLOCK whose reply was lost is sent again, counted once, its true outcome tol
 """
 
 import collections
-import signal
 import socket
 import threading
 import time
 
-from harness import (HOST, Env, RedisServer, Rlockd, RespClient, TempDir, assert_eq, is_error,
-                     wait_until)
+from harness import HOST, Env, RedisServer, Rlockd, RespClient, TempDir, assert_eq, is_error
 
 
 def test_clients_in_a_lock_loop_see_no_error_across_a_redis_restart():

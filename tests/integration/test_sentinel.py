@@ -10,116 +10,11 @@ replica never got is reported lost to its holder; sync_replicas sends WAIT, and 
 grant no replica acknowledges is undone and answered -NOREPLICAS.
 """
 
-import os
-import signal
 import time
 
-from harness import (HOST, Env, RedisServer, Rlockd, RespClient, Skip, TempDir, _spawn, _stop,
-                     assert_eq, assert_error, free_port, parse_info, wait_info, wait_until, which)
-
-MASTER_NAME = "rlockd-test"
-
-
-class SentinelSetup:
-    """A master, one replica and three sentinels, each in a directory of its own."""
-
-    def __init__(self, workdir):
-        self.workdir = workdir
-        self.servers = []
-        self.sentinels = []   # (port, process)
-
-    def _dir(self, name):
-        d = os.path.join(self.workdir, name)
-        os.makedirs(d, exist_ok=True)
-        return d
-
-    def start(self):
-        if not which("redis-server"):
-            raise Skip("redis-server not found (install redis-server)")
-        master = RedisServer(self._dir("master"))
-        master.start()
-        self.servers.append(master)
-        replica = RedisServer(self._dir("replica"), args=("--replicaof", HOST, str(master.port)))
-        replica.start()
-        self.servers.append(replica)
-        for i in range(3):
-            port = free_port()
-            d = self._dir("sentinel%d" % i)
-            conf = os.path.join(d, "sentinel.conf")
-            with open(conf, "w") as f:
-                f.write("port %d\nbind %s\nsentinel announce-ip %s\ndir %s\n"
-                        "sentinel monitor %s %s %d 2\n"
-                        "sentinel down-after-milliseconds %s 1000\n"
-                        "sentinel failover-timeout %s 4000\n"
-                        % (port, HOST, HOST, d, MASTER_NAME, HOST, master.port, MASTER_NAME, MASTER_NAME))
-            proc = _spawn([which("redis-server"), conf, "--sentinel"], os.path.join(d, "sentinel.log"), d)
-            self.sentinels.append((port, proc))
-        self.wait_settled(master.port)
-        return self
-
-    def sentinel(self, i=0, timeout=2.0):
-        return RespClient(self.sentinels[i][0], timeout=timeout, label="sentinel%d" % i)
-
-    def ask(self, i, *args):
-        c = self.sentinel(i)
-        try:
-            return c.call(*args)
-        finally:
-            c.close()
-
-    def master_port(self, i=None):
-        """The master as sentinel i (by default the first one running) names it."""
-        if i is None:
-            i = next(k for k, (_, p) in enumerate(self.sentinels) if p.poll() is None)
-        return int(self.ask(i, "SENTINEL", "get-master-addr-by-name", MASTER_NAME)[1])
-
-    def server_on(self, port):
-        return next(s for s in self.servers if s.port == port)
-
-    def wait_settled(self, master_port, timeout=20.0):
-        """Every sentinel names master_port, knows a replica in sync and the other two."""
-        def settled():
-            for i in range(len(self.sentinels)):
-                if self.sentinels[i][1].poll() is not None:
-                    continue
-                try:
-                    if self.master_port(i) != master_port:
-                        return False
-                    replicas = self.ask(i, "SENTINEL", "replicas", MASTER_NAME)
-                    good = [r for r in replicas
-                            if dict(zip(r[0::2], r[1::2])).get("master-link-status") == "ok"
-                            and "s_down" not in dict(zip(r[0::2], r[1::2])).get("flags", "")]
-                    if not good or len(self.ask(i, "SENTINEL", "sentinels", MASTER_NAME)) < 2:
-                        return False
-                except (OSError, AssertionError, TypeError, ValueError):
-                    return False
-            return True
-        wait_until(settled, timeout, interval=0.1, what="the sentinels to agree on master %d" % master_port)
-
-    def failover(self):
-        """SENTINEL FAILOVER; returns the new master's port once the sentinels name it."""
-        old = self.master_port()
-        assert_eq(self.ask(0, "SENTINEL", "FAILOVER", MASTER_NAME), "OK", "SENTINEL FAILOVER")
-        wait_until(lambda: self.master_port() != old, 15.0, interval=0.05, what="the sentinels to switch")
-        return self.master_port()
-
-    def stop_sentinel(self, i):
-        _stop(self.sentinels[i][1])
-
-    def rlockd_config(self, extra=None):
-        sections = {"redis": {"mode": "sentinel", "master_name": MASTER_NAME,
-                              "sentinels": ", ".join("%s:%d" % (HOST, p) for p, _ in self.sentinels),
-                              "sentinel_poll_ms": 500}}
-        for sec, kv in (extra or {}).items():
-            sections.setdefault(sec, {}).update(kv)
-        return sections
-
-    def close(self):
-        for _, proc in self.sentinels:
-            _stop(proc)
-        for s in self.servers:
-            s.stop()
-
+from harness import (HOST, Rlockd, RespClient, TempDir, assert_eq, assert_error, wait_info,
+                     wait_until)
+from topology import MASTER_NAME, SentinelSetup
 
 class Setup:
     """A SentinelSetup and an rlockd in sentinel mode over it, as a context manager."""
@@ -261,3 +156,27 @@ def test_sync_replicas_sends_wait_and_undoes_a_grant_no_replica_has():
 def parse_info_text(text):
     return {line.split(":", 1)[0]: line.split(":", 1)[1]
             for line in text.splitlines() if ":" in line and not line.startswith("#")}
+
+
+def test_a_killed_master_is_replaced_and_rlockd_serves_from_the_new_one():
+    """SIGKILL of the master: the sentinels fail over after down-after-milliseconds,
+    rlockd follows, and a LOCK sent at the switch succeeds; the time from +switch-master
+    to that LOCK's reply is printed."""
+    with Setup() as s:
+        a = s.client("after-kill", timeout=10.0)
+        assert_eq(a.call("LOCK", "before", 1, "LEASE", 60000), "OK", "LOCK before the kill")
+        listener = s.sentinels.switch_listener()
+        s.clients.append(listener)
+        killed = s.sentinels.kill_master()
+        t_kill = time.monotonic()
+        message = listener.read_reply(20.0)
+        t_switch = time.monotonic()
+        assert_eq(message[1], "+switch-master", "the sentinels' switch")
+        assert_eq(a.call("LOCK", "after", 1), "OK", "LOCK sent at the switch")
+        t_lock = time.monotonic()
+        print("    kill -> +switch-master %.2f s; +switch-master -> LOCK answered %.3f s"
+              % (t_switch - t_kill, t_lock - t_switch))
+        new = s.sentinels.master_port()
+        assert new != killed.port
+        wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, new), timeout=5.0)
+        assert_eq(s.master().call("HGETALL", "after"), ["after-kill:1", "1"], "the lock on the new master")
