@@ -35,8 +35,10 @@ def run(workdir):
     setup = SentinelSetup(workdir).start()
     daemon = None
     try:
+        # The default watchdog timeout: the test harness's 600 ms would let every held
+        # lock expire while the sentinels take their seconds to fail over.
         daemon = harness.Rlockd(workdir, setup.master_port(), setup.rlockd_config(
-            {"log": {"level": "warn"}}))
+            {"log": {"level": "warn"}, "lock": {"watchdog_timeout_ms": 30000}}))
         daemon.start()
         return measure(setup, daemon)
     finally:
@@ -68,7 +70,7 @@ def measure(setup, daemon):
                 r = c.call("UNLOCK", name, 1)
                 with lock:
                     grants.append(now)
-                    if count != 1:
+                    if isinstance(count, int) and count > 1:
                         twice[0] += 1
                     if harness.is_error(r):
                         errors[r.code] += 1

@@ -33,6 +33,11 @@
 /* While Redis stays unreachable, the log says so this often. */
 #define OUTAGE_SUMMARY_MS 60000
 
+/* redis_status.topology */
+static const char TOPOLOGY_OK[] = "ok";
+static const char TOPOLOGY_DISCOVERING[] = "discovering";
+static const char TOPOLOGY_UNREACHABLE[] = "unreachable";
+
 static struct {
     uv_loop_t *loop;
     const struct config *cfg;
@@ -43,6 +48,7 @@ static struct {
     struct redis_request role_request;
     bool role_asked;
     bool confirming; /* role's address is a candidate, not the master */
+    bool candidate_announced; /* by +switch-master */
     char candidate_source[340];
     uv_timer_t role_timer;
     unsigned replicas; /* as the master's ROLE listed them */
@@ -137,7 +143,7 @@ static void note_reachability(void)
         uv_timer_stop(&redis.outage_timer);
         redis.ever_reachable = true;
         redis_status.unreachable_since_ms = 0;
-        set_topology("ok");
+        set_topology(TOPOLOGY_OK);
     } else if (!reachable && redis.reachable) {
         log_warn("redis: unreachable (master %s); commands wait up to "
                  "retry_timeout_ms for it",
@@ -147,7 +153,7 @@ static void note_reachability(void)
         uv_timer_start(&redis.outage_timer, outage_summary, OUTAGE_SUMMARY_MS,
                        OUTAGE_SUMMARY_MS);
         if (!redis.confirming)
-            set_topology("unreachable");
+            set_topology(TOPOLOGY_UNREACHABLE);
         if (sentinel_mode())
             sentinel_ask(); /* has the master moved? */
     }
@@ -235,7 +241,7 @@ static void on_role_reply(struct redis_request *req, redisReply *reply)
         log_warn("redis: master %s is not a master any more; asking the "
                  "sentinels", addr);
     redis.confirming = false;
-    set_topology("discovering");
+    set_topology(TOPOLOGY_DISCOVERING);
     sentinel_ask();
 }
 
@@ -270,18 +276,32 @@ static void on_role_readiness(struct redis_link *link)
         role_send();
 }
 
-/* A sentinel named addr: confirm it unless it is the master already. */
+/*
+ * A sentinel named addr: confirm it unless it is the master already. A
+ * poll's answer is heeded only while the master is in doubt (none yet,
+ * unreachable, or ROLE says it is not one): during a failover a sentinel
+ * that has not seen the switch yet still names the old master, which
+ * still believes it is one until the sentinels reconfigure it, and would
+ * pass ROLE; following it would move every connection back and forth. A
+ * switch announced by +switch-master is always heeded.
+ */
 static void on_sentinel_master(const struct redis_addr *addr,
-                               const char *source)
+                               const char *source, bool event)
 {
+    bool doubt = redis.master.port == 0 || !redis.reachable ||
+                 redis_status.topology != TOPOLOGY_OK;
+
     if (redis_addr_equal(addr, &redis.role.addr) &&
         (redis.confirming || redis_addr_equal(addr, &redis.master)))
         return; /* being confirmed, or confirmed */
+    if (!event && (!doubt || (redis.confirming && redis.candidate_announced)))
+        return;
+    redis.candidate_announced = event;
     snprintf(redis.candidate_source, sizeof(redis.candidate_source), "%s",
              source);
     redis.confirming = true;
     redis.role_asked = false;
-    set_topology("discovering");
+    set_topology(TOPOLOGY_DISCOVERING);
     redis_link_move(&redis.role, addr);
 }
 
@@ -324,7 +344,7 @@ int redis_backend_start(void)
      * outage clock from here. */
     uv_timer_start(&redis.outage_timer, outage_summary, OUTAGE_SUMMARY_MS,
                    OUTAGE_SUMMARY_MS);
-    set_topology(sentinel_mode() ? "discovering" : "unreachable");
+    set_topology(sentinel_mode() ? TOPOLOGY_DISCOVERING : TOPOLOGY_UNREACHABLE);
     if (sentinel_mode()) {
         sentinel_start();
         uv_timer_start(&redis.role_timer, role_timer_fired,

@@ -87,7 +87,7 @@ static void on_ask_reply(struct redis_request *req, redisReply *reply)
                   reply->element[1]->str, &addr) == 0) {
         sentinel.round_left = 0;
         snprintf(source, sizeof(source), "sentinel %s", label);
-        sentinel.on_master(&addr, source);
+        sentinel.on_master(&addr, source, false);
         return;
     }
     if (reply != NULL)
@@ -166,7 +166,7 @@ static void on_switch_message(struct sentinel_node *node, const char *text)
         return;
     node_label(node, label, sizeof(label));
     snprintf(source, sizeof(source), "+switch-master from sentinel %s", label);
-    sentinel.on_master(&addr, source);
+    sentinel.on_master(&addr, source, true);
 }
 
 static void on_subscribe_reply(struct redis_request *req, redisReply *reply)

@@ -18,9 +18,10 @@
 #include "backend/redis_link.h"
 #include "base/config.h"
 
-/* A sentinel named addr as the master; source says which and how. */
+/* A sentinel named addr as the master; source says which and how. event:
+ * it announced a switch (+switch-master), rather than answered a poll. */
 typedef void sentinel_master_fn(const struct redis_addr *addr,
-                                const char *source);
+                                const char *source, bool event);
 
 /* 0, -EINVAL (no sentinels), -ENOMEM. */
 int sentinel_init(uv_loop_t *loop, const struct config *cfg,

@@ -128,6 +128,11 @@ def test_a_hold_the_replica_never_got_is_reported_lost():
             s.sentinels.ask(i, "SENTINEL", "REMOVE", MASTER_NAME)
             assert_eq(s.sentinels.ask(i, "SENTINEL", "MONITOR", MASTER_NAME, HOST, replica.port, 2), "OK",
                       "SENTINEL MONITOR the new master")
+        # and the old master is demoted, as the sentinels do when it comes back: no event
+        # was published, so rlockd finds out from ROLE and its poll of the sentinels
+        old_master = s.sentinels.server_on(old).client()
+        s.clients.append(old_master)
+        assert_eq(old_master.call("REPLICAOF", HOST, replica.port), "OK", "old master demoted")
         wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, replica.port), timeout=5.0)
         wait_info(s.rlockd, "failover_locks_lost", "1", timeout=5.0)
         assert_error(holder.call("UNLOCK", "unsynced", 1), "LOCKLOST", what="UNLOCK of the lost hold")
