@@ -5,6 +5,7 @@ Each test has its own Redis and rlockd. A stopped Redis is always continued
 """
 
 import os
+import re
 import uuid
 
 from harness import (Env, RespClient, assert_eq, assert_error, channel_for, holds_for, wait_info,
@@ -159,7 +160,13 @@ def test_wrong_redis_password_leaves_rlockd_unready_and_logs_the_auth_error_not_
         a = env.client()
         assert_error(a.call("LOCK", n, 1), "UNAVAILABLE", what="LOCK while rlockd cannot authenticate to Redis")
         assert_eq(env.redis("EXISTS", n), 0, "the lock key after the refused LOCK")
+        # Every link keeps retrying, with backoff, and logs the refusal once, not per retry.
+        links = int(env.info()["redis_pool_size"]) + 1
+        wait_until(lambda: env.info_int("redis_connect_failures") >= 3 * links, 5.0,
+                   what="INFO redis_connect_failures: every link retried a few times")
         log = env.rlockd.log_text()
+        refusals = len(re.findall(r"refused: (WRONGPASS|ERR invalid password)", log))
+        assert refusals <= links, "the refusal logged %d times by %d links" % (refusals, links)
         assert wrong not in log, "the configured (wrong) Redis password appears in rlockd's log"
         assert right not in log, "Redis's password appears in rlockd's log"
 
