@@ -902,13 +902,12 @@ static void on_pending_recorded(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
 
-    if (call->state == CALL_FINISHED)
-        ; /* its caller went; "pending" goes with its TTL or next write */
-    else if (reply == NULL)
+    /* A caller that went leaves "pending" to its TTL or the next write. */
+    if (call->state != CALL_FINISHED && reply == NULL)
         call_park(call, call_proceed); /* written again, then asked */
-    else if (reply->type == VALUE_ERROR)
+    else if (call->state != CALL_FINISHED && reply->type == VALUE_ERROR)
         finish_unavailable(call);
-    else
+    else if (call->state != CALL_FINISHED)
         call_attempt(call);
     call_unref(call);
 }
@@ -1274,6 +1273,7 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
         return;
     }
     call->resolving = false;
+    call->unavailable_since_ms = 0;
     outcome = call_read(call, call->op, reply, &value);
     if (outcome == OUTCOME_BAD_REPLY)
         finish_bad_reply(call, reply);

@@ -243,6 +243,65 @@ END_TEST
 
 /* The settle that frees the phantom wakes the head at once, and a settle
  * that gets no reply either is sent again next time. */
+/* With replicas to wait for, an acquire is granted only once WAIT says a
+ * replica has it; a grant none has is undone (settled back) and tried
+ * again, and after 3 attempts the caller gets -NOREPLICAS. */
+START_TEST(a_grant_no_replica_acknowledged_is_undone_and_retried)
+{
+    struct session *a = join("a");
+    struct test_call *c;
+
+    fake_backend.syncing = true;
+    c = acquire(a, "L", 1, WAIT_FOREVER, LEASE_MS);
+    answer_nil(ACQUIRE, "L");
+    expect_open(c); /* the WAIT decides */
+    answer_integer("WAIT", "L", 1);
+    expect_result(c, RESULT_GRANTED);
+    ck_assert_uint_eq(stats.sync_waits, 1);
+
+    c = acquire(a, "M", 1, WAIT_FOREVER, LEASE_MS);
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        answer_nil(ACQUIRE, "M");
+        answer_integer("WAIT", "M", 0);
+        expect_args(expect_eval(SETTLE, "M"), 5, "M",
+                    "redisson_lock__channel:{M}", "0", "a:1", "0");
+        answer_integer(SETTLE, "M", 1);
+        if (attempt < 3)
+            expect_open(c);
+    }
+    expect_error(c, REPLY_NOREPLICAS);
+    ck_assert_uint_eq(stats.sync_timeouts, 3);
+    ck_assert_uint_eq(stats.sync_rollbacks, 3);
+    ck_assert_uint_eq(stats.noreplicas_replies, 1);
+    ck_assert_uint_eq(stats.held_locks, 1);
+    expect_nothing_pending();
+}
+END_TEST
+
+/* After a failover every hold is looked for on the new master: found, its
+ * count is set; gone, it is lost and its holder told. */
+START_TEST(a_recheck_keeps_the_holds_found_and_loses_the_others)
+{
+    struct session *a = join("a");
+
+    take(a, "L", 1, LEASE_MS);
+    take(a, "L", 1, LEASE_MS);
+    take(a, "M", 1, LEASE_MS);
+    lock_engine_recheck("test master A -> B");
+    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
+                "2");
+    answer_integer(SETTLE, "L", 2);
+    answer_integer(SETTLE, "M", 0);
+    ck_assert_uint_eq(stats.failover_locks_kept, 1);
+    ck_assert_uint_eq(stats.failover_locks_lost, 1);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    expect_error(acquire(a, "M", 1, 0, LEASE_MS), REPLY_LOCKLOST);
+    acquire(a, "L", 1, 0, LEASE_MS);
+    expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "2");
+    answer_nil(ACQUIRE, "L");
+}
+END_TEST
+
 START_TEST(a_settle_frees_the_waiter_and_is_retried_without_reply)
 {
     struct session *a = join("a"), *b = join("b");
@@ -1155,6 +1214,10 @@ Suite *lock_engine_suite(void)
         a_reentrant_acquire_without_reply_is_sent_again_with_its_count);
     tcase_add_test(acquiring,
                    a_settle_frees_the_waiter_and_is_retried_without_reply);
+    tcase_add_test(acquiring,
+                   a_grant_no_replica_acknowledged_is_undone_and_retried);
+    tcase_add_test(acquiring,
+                   a_recheck_keeps_the_holds_found_and_loses_the_others);
 
     tcase_add_test(waiting, waiters_ask_in_arrival_order_one_at_a_time);
     tcase_add_test(waiting, the_new_head_asks_when_the_granted_lease_runs_out);
