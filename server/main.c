@@ -200,7 +200,7 @@ static const struct redis_backend_events backend_events = {
  */
 static void fit_open_files_limit(void)
 {
-    uint64_t reserved = FDS_RESERVED + (uint64_t)rlockd.cfg.pool_size + 1;
+    uint64_t reserved = FDS_RESERVED + redis_backend_connections();
     uint64_t want = (uint64_t)rlockd.cfg.max_clients + reserved;
     struct rlimit rl;
     uint64_t fit;

@@ -364,6 +364,15 @@ bool redis_backend_ready(void)
     return redis_pool_all_ready();
 }
 
+/* The pool, the subscriber; in sentinel mode the ROLE link and two per
+ * sentinel. */
+unsigned redis_backend_connections(void)
+{
+    unsigned n = (unsigned)redis.cfg->pool_size + 1;
+
+    return sentinel_mode() ? n + 1 + 2 * sentinel_count() : n;
+}
+
 unsigned redis_backend_inflight(void)
 {
     return redis_pool_inflight();

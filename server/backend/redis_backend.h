@@ -36,6 +36,8 @@ const struct backend *redis_backend(void);
 int redis_backend_start(void);
 /* Every command connection is ready (the service's readiness). */
 bool redis_backend_ready(void);
+/* Redis connections it may hold open at once (descriptors to keep). */
+unsigned redis_backend_connections(void);
 /* Requests sent and not yet answered (shutdown waits for them). */
 unsigned redis_backend_inflight(void);
 void redis_backend_close(void);

@@ -202,6 +202,8 @@ static void on_events_connected(struct redis_link *link)
         redis_link_reset(link, "cannot send SUBSCRIBE");
 }
 
+/* Nothing waits on an event link: a switch it missed while down is
+ * found by the ask its return starts (on_subscribe_reply). */
 static void on_events_readiness(struct redis_link *link)
 {
     (void)link;
@@ -275,6 +277,11 @@ void sentinel_start(void)
     }
     uv_timer_start(&sentinel.poll, poll_fired,
                    (uint64_t)sentinel.cfg->sentinel_poll_ms, 0);
+}
+
+unsigned sentinel_count(void)
+{
+    return sentinel.count;
 }
 
 unsigned sentinel_reachable(void)

@@ -30,7 +30,8 @@ void sentinel_start(void);
 /* Asks the sentinels in turn, now (a failed master, READONLY), and then
  * every sentinel_poll_ms as usual. */
 void sentinel_ask(void);
-/* Sentinels reachable now (INFO, logs). */
+/* Sentinels configured, and reachable now. */
+unsigned sentinel_count(void);
 unsigned sentinel_reachable(void);
 void sentinel_close(void);
 /* After the loop has run the links' close callbacks. */

@@ -7,12 +7,14 @@
  * redisson_lock__channel:{name} when the lock is freed, which wakes one
  * waiter. The acquire, release and force-release scripts are Redisson's
  * (3.x) own, so a Java service using Redisson and rlockd exclude and wake
- * each other, but for the acquire's new-hold argument. Four are rlockd's:
+ * each other, but for one argument of the acquire and the release: the
+ * count rlockd knows, from which they set the new one, so that a call
+ * sent again after its reply was lost counts once. Four are rlockd's:
  * freeing an owner whatever its count (its session ended), setting an
- * owner's count after a lost reply, renewing many locks in one call, and
- * every query in one read. Each script first makes sure its key is a lock (SHAPE_GUARD): a
- * write to any other key is refused with WRONGTYPE, a query of one reads
- * as "no lock".
+ * owner's count (after a lost reply, or on a new master), renewing many
+ * locks in one call, and every query in one read. Each script first makes
+ * sure its key is a lock (SHAPE_GUARD): a write to any other key is
+ * refused with WRONGTYPE, a query of one reads as "no lock".
  */
 #include <stdlib.h>
 #include <string.h>
