@@ -112,6 +112,18 @@ def test_hung_subscriber_link_is_dropped_after_command_timeout_and_wakeups_work_
 # ---------------------------------------------------------------- AUTH and SELECT
 
 
+def test_a_redis_6_acl_user_is_used_with_its_password():
+    password = "pw-%s" % uuid.uuid4().hex
+    acl = ("--user", "rlockd-acl", "on", ">" + password, "~*", "&*", "+@all")
+    with Env({"redis": {"username": "rlockd-acl", "password": password}}, redis_args=acl) as env:
+        a = env.client()
+        assert_eq(a.call("LOCK", env.name("acl"), 1), "OK", "LOCK through the ACL user")
+        users = [f.split("=", 1)[1] for line in env.redis("CLIENT", "LIST").splitlines()
+                 for f in line.split() if f.startswith("user=")]
+        assert users.count("rlockd-acl") >= 2, "rlockd's connections' users: %s" % users
+        assert password not in env.rlockd.log_text(), "the password appears in rlockd's log"
+
+
 def test_lock_goes_to_the_configured_db_of_a_redis_with_a_password():
     password = "pw-%s" % uuid.uuid4().hex
     db = 3

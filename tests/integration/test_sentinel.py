@@ -19,14 +19,15 @@ from topology import MASTER_NAME, SentinelSetup
 class Setup:
     """A SentinelSetup and an rlockd in sentinel mode over it, as a context manager."""
 
-    def __init__(self, rlockd_config=None):
+    def __init__(self, rlockd_config=None, sentinel_password=None):
         self.extra = rlockd_config
+        self.sentinel_password = sentinel_password
         self.clients = []
 
     def __enter__(self):
         self.tmp = TempDir()
         workdir = self.tmp.__enter__()
-        self.sentinels = SentinelSetup(workdir)
+        self.sentinels = SentinelSetup(workdir, self.sentinel_password)
         try:
             self.sentinels.start()
             # The port is not used in sentinel mode.
@@ -76,6 +77,14 @@ def test_discovers_the_master_through_any_one_sentinel():
         a = s.client("only-third")
         assert_eq(a.call("LOCK", "disc", 1), "OK", "LOCK through the master the third sentinel named")
         assert_eq(s.master().call("HGETALL", "disc"), ["only-third:1", "1"], "the lock on the master")
+
+
+def test_sentinels_that_require_a_password_are_asked_with_it():
+    password = "sentinel-pw-%d" % time.monotonic_ns()
+    with Setup(sentinel_password=password) as s:
+        assert_eq(s.info()["redis_master"], "%s:%d" % (HOST, s.sentinels.master_port()), "INFO redis_master")
+        assert_eq(s.client("pw").call("LOCK", "pw", 1), "OK", "LOCK")
+        assert password not in s.rlockd.log_text(), "the sentinel password appears in rlockd's log"
 
 
 def test_failover_keeps_replicated_holds_wakes_waiters_and_serves_new_locks():

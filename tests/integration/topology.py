@@ -18,8 +18,10 @@ MASTER_NAME = "rlockd-test"
 class SentinelSetup:
     """A master, one replica and three sentinels, each in a directory of its own."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, password=None):
+        """password: the sentinels' requirepass (and what they give each other)."""
         self.workdir = workdir
+        self.password = password
         self.servers = []
         self.sentinels = []   # (port, process)
 
@@ -47,13 +49,18 @@ class SentinelSetup:
                         "sentinel down-after-milliseconds %s 1000\n"
                         "sentinel failover-timeout %s 4000\n"
                         % (port, HOST, HOST, d, MASTER_NAME, HOST, master.port, MASTER_NAME, MASTER_NAME))
+                if self.password:
+                    f.write("requirepass %s\nsentinel sentinel-pass %s\n" % (self.password, self.password))
             proc = _spawn([which("redis-server"), conf, "--sentinel"], os.path.join(d, "sentinel.log"), d)
             self.sentinels.append((port, proc))
         self.wait_settled(master.port)
         return self
 
     def sentinel(self, i=0, timeout=2.0):
-        return RespClient(self.sentinels[i][0], timeout=timeout, label="sentinel%d" % i)
+        c = RespClient(self.sentinels[i][0], timeout=timeout, label="sentinel%d" % i)
+        if self.password:
+            assert_eq(c.call("AUTH", self.password), "OK", "AUTH to sentinel %d" % i)
+        return c
 
     def ask(self, i, *args):
         c = self.sentinel(i)
@@ -101,7 +108,7 @@ class SentinelSetup:
     def switch_listener(self, i=0):
         """A connection subscribed to +switch-master on sentinel i: read_reply on it
         returns the next switch (["message", "+switch-master", "<name> <old> <new>"])."""
-        c = RespClient(self.sentinels[i][0], timeout=20.0, label="switch-listener")
+        c = self.sentinel(i, timeout=20.0)
         assert_eq(c.call("SUBSCRIBE", "+switch-master")[0], "subscribe", "SUBSCRIBE +switch-master")
         return c
 
@@ -119,6 +126,8 @@ class SentinelSetup:
         sections = {"redis": {"mode": "sentinel", "master_name": MASTER_NAME,
                               "sentinels": ", ".join("%s:%d" % (HOST, p) for p, _ in self.sentinels),
                               "sentinel_poll_ms": 500}}
+        if self.password:
+            sections["redis"]["sentinel_password"] = self.password
         for sec, kv in (extra or {}).items():
             sections.setdefault(sec, {}).update(kv)
         return sections
