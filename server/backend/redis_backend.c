@@ -226,6 +226,8 @@ static void on_role_reply(struct redis_request *req, redisReply *reply)
         if (redis.confirming) {
             redis.confirming = false;
             switch_master(&redis.role.addr, redis.candidate_source);
+        } else if (redis.reachable) {
+            set_topology(TOPOLOGY_OK); /* a doubt cleared: still the master */
         }
         return;
     }

@@ -146,6 +146,7 @@ def test_a_hold_the_replica_never_got_is_reported_lost():
         wait_info(s.rlockd, "failover_locks_lost", "1", timeout=5.0)
         assert_error(holder.call("UNLOCK", "unsynced", 1), "LOCKLOST", what="UNLOCK of the lost hold")
         assert_eq(other.call("TRYLOCK", "unsynced", 2), 1, "another client takes it")
+        wait_info(s.rlockd, "redis_topology", "ok", timeout=5.0)
 
 
 def test_sync_replicas_sends_wait_and_undoes_a_grant_no_replica_has():
