@@ -218,7 +218,11 @@ int config_split_host_port(const char *addr, char *host, size_t host_size,
         start = addr + 1;
         len -= 2;
     }
-    if (len == 0 || len >= host_size)
+    /* No blank or bracket in a host name, and digits only in the port
+     * (strtol would skip blanks and take a sign). */
+    if (len == 0 || len >= host_size || memchr(start, '[', len) != NULL ||
+        memchr(start, ']', len) != NULL || memchr(start, ' ', len) != NULL ||
+        memchr(start, '\t', len) != NULL || colon[1] < '0' || colon[1] > '9')
         return -1;
     errno = 0;
     p = strtol(colon + 1, &end, 10);

@@ -233,6 +233,12 @@ START_TEST(host_port_split)
                      -1);
     ck_assert_int_eq(
         config_split_host_port("[::1:7", host, sizeof(host), &port), -1);
+    ck_assert_int_eq(config_split_host_port("[[]: 6", host, sizeof(host), &port),
+                     -1);
+    ck_assert_int_eq(config_split_host_port("h: 6", host, sizeof(host), &port),
+                     -1);
+    ck_assert_int_eq(config_split_host_port("a b:6", host, sizeof(host), &port),
+                     -1);
     ck_assert_int_eq(config_split_host_port("h:1x", host, sizeof(host), &port),
                      -1);
 }
