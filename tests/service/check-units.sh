@@ -11,7 +11,7 @@
 #
 # Source tree: systemd/rlockd.service.in is substituted into a temporary
 # directory (@SBINDIR@ pointing at $RLOCKD, else build/rlockd, else a
-# stand-in executable; verify only needs ExecStart= to be executable).
+# stand-in executable; verify only needs Exec*= to be executable).
 # Installed: UNITDIR/rlockd.service and rlockd.socket; when ExecStart='s
 # binary is not there but $DESTDIR/<binary> is (a staged install; DESTDIR
 # is the argument itself in the third form), the check uses that one.
@@ -84,7 +84,7 @@ elif [ $# -eq 1 ]; then
         fail "$unitdir/rlockd.service: placeholders left: $(grep -o '@[A-Z]*@' "$TMP/units/rlockd.service" | sort -u | tr '\n' ' ')"
     exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$TMP/units/rlockd.service")
     if [ ! -x "$exe" ] && [ -n "${DESTDIR:-}" ] && [ -x "$DESTDIR$exe" ]; then
-        sed -i "s|^ExecStart=$exe|ExecStart=$DESTDIR$exe|" "$TMP/units/rlockd.service"
+        sed -i "s|^\(Exec[A-Za-z]*=\)$exe|\1$DESTDIR$exe|" "$TMP/units/rlockd.service"
     fi
     # $(PREFIX)/lib/systemd/system -> $(PREFIX)/lib/sysusers.d/rlockd.conf
     sysusers=$unitdir/../../sysusers.d/rlockd.conf
