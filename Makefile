@@ -8,7 +8,8 @@
 #   make valgrind the integration tests with the daemon under memcheck
 #   make simulate the lock engine's deterministic simulation, many seeds
 #   make bench    load generator: rlockd vs. Redis direct, side by side
-#   make fuzz     libFuzzer on the request parser, the glob matcher, the settings
+#   make fuzz     libFuzzer on the request parser, the glob matcher, the settings,
+#                 the cluster map
 #                 (clang; FUZZ_TIME seconds each)
 
 CC      ?= cc
@@ -269,12 +270,12 @@ FUZZ_TIME  ?= 60
 FUZZ_FLAGS  = -g -O1 -fno-omit-frame-pointer \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
-$(BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(PROTOCOL_SRC) $(wildcard protocol/*.h)
+$(BUILD)/fuzz_request: tests/fuzz/fuzz_request.c tests/fuzz/fuzz_check.h $(PROTOCOL_SRC) $(wildcard protocol/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_request.c $(PROTOCOL_SRC)
 
 # The glob matcher (server/base/glob.c) reads clients' lock names.
-$(BUILD)/fuzz_glob: tests/fuzz/fuzz_glob.c server/base/glob.c server/base/glob.h
+$(BUILD)/fuzz_glob: tests/fuzz/fuzz_glob.c tests/fuzz/fuzz_check.h server/base/glob.c server/base/glob.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_glob.c server/base/glob.c
 
@@ -282,12 +283,21 @@ $(BUILD)/fuzz_glob: tests/fuzz/fuzz_glob.c server/base/glob.c server/base/glob.h
 # [redis] sentinels an address list among them.
 CONFIG_FUZZ_SRC = server/base/config.c server/base/acl.c server/base/glob.c $(PROTOCOL_SRC) \
                   server/base/log.c server/base/digest.c
-$(BUILD)/fuzz_config: tests/fuzz/fuzz_config.c $(CONFIG_FUZZ_SRC) $(wildcard server/base/*.h)
+$(BUILD)/fuzz_config: tests/fuzz/fuzz_config.c tests/fuzz/fuzz_check.h $(CONFIG_FUZZ_SRC) $(wildcard server/base/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_config.c \
 	    $(CONFIG_FUZZ_SRC) -linih -lcrypto
 
-fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob $(BUILD)/fuzz_config
+# What Redis Cluster nodes send (server/backend/cluster_map.c): CLUSTER
+# NODES text and MOVED/ASK redirections.
+CLUSTER_FUZZ_SRC = server/backend/cluster_map.c server/backend/keyslot.c
+$(BUILD)/fuzz_cluster_map: tests/fuzz/fuzz_cluster_map.c tests/fuzz/fuzz_check.h $(CLUSTER_FUZZ_SRC) \
+                           server/backend/cluster_map.h server/backend/redis_addr.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_cluster_map.c \
+	    $(CLUSTER_FUZZ_SRC)
+
+fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob $(BUILD)/fuzz_config $(BUILD)/fuzz_cluster_map
 	@mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-glob-corpus $(BUILD)/fuzz-artifacts
 	$(BUILD)/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=8192 \
 	    -dict=tests/fuzz/request.dict \
@@ -300,6 +310,10 @@ fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob $(BUILD)/fuzz_config
 	$(BUILD)/fuzz_config -max_total_time=$(FUZZ_TIME) -max_len=1100 \
 	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
 	    $(BUILD)/fuzz-config-corpus
+	@mkdir -p $(BUILD)/fuzz-cluster-corpus
+	$(BUILD)/fuzz_cluster_map -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    -artifact_prefix=$(abspath $(BUILD))/fuzz-artifacts/ \
+	    $(BUILD)/fuzz-cluster-corpus tests/fuzz/cluster-corpus
 
 format:
 	clang-format -i protocol/*.[ch] server/*.c server/*/*.[ch] client-lib/*.[ch] cli/*.c tests/unit/*.[ch] tests/sim/*.[ch] \

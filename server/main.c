@@ -306,6 +306,11 @@ int main(int argc, char **argv)
                  "pool %lld)",
                  RLOCKD_VERSION, rlockd.cfg.master_name, rlockd.cfg.sentinels,
                  (long long)rlockd.cfg.pool_size);
+    else if (rlockd.cfg.redis_mode == REDIS_MODE_CLUSTER)
+        log_info("rlockd %s starting (redis cluster of nodes %s, pool %lld "
+                 "per master)",
+                 RLOCKD_VERSION, rlockd.cfg.cluster_nodes,
+                 (long long)rlockd.cfg.pool_size);
     else
         log_info("rlockd %s starting (redis %s:%lld, pool %lld)",
                  RLOCKD_VERSION, rlockd.cfg.redis_host,

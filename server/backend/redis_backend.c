@@ -15,7 +15,11 @@
  *
  * A key group is a pool connection: one Redis could run a script over
  * any keys, but a renewal must stay ordered with its keys' releases,
- * which go the same way.
+ * which go the same way. In a cluster it is a slot (cluster.c).
+ *
+ * Cluster: the map, the pools and redirections are cluster.c's; here the
+ * subscriber is kept on one of the masters (global pub/sub reaches every
+ * node of a cluster), moved when that one stops being a master.
  */
 #include "backend/redis_backend.h"
 
@@ -23,10 +27,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cluster.h"
 #include "backend/redis_link.h"
 #include "backend/redis_pool.h"
 #include "backend/sentinel.h"
 #include "backend/subscriber.h"
+#include "base/hashmap.h"
 #include "base/log.h"
 #include "base/stats.h"
 
@@ -42,6 +48,7 @@ static struct {
     uv_loop_t *loop;
     const struct config *cfg;
     struct redis_backend_events events;
+    struct redis_pool *pool;  /* standalone and sentinel */
     struct redis_addr master; /* in use; port 0: none yet */
     /* Sentinel mode: ROLE of a candidate, then of the master. */
     struct redis_link role;
@@ -64,6 +71,11 @@ static bool sentinel_mode(void)
     return redis.cfg->redis_mode == REDIS_MODE_SENTINEL;
 }
 
+static bool cluster_mode(void)
+{
+    return redis.cfg->redis_mode == REDIS_MODE_CLUSTER;
+}
+
 static void set_topology(const char *state)
 {
     if (redis_status.topology == state)
@@ -80,8 +92,26 @@ static void add_script(struct backend_script *script)
         log_error("out of memory registering script %s", script->name);
 }
 
-static int sync_replicas(const char *key, size_t len, backend_reply_fn *fn,
-                         void *arg)
+/* One server: a key's route is its pool connection. */
+static unsigned single_key_group(const char *key, size_t len)
+{
+    return (unsigned)(hashmap_hash(key, len) % (uint64_t)redis.cfg->pool_size);
+}
+
+static int single_eval(const struct backend_call *call, backend_reply_fn *fn,
+                       void *arg)
+{
+    return redis_pool_eval(redis.pool, call,
+                           single_key_group(call->key, call->key_len), fn, arg);
+}
+
+static bool single_key_ready(const char *key, size_t len)
+{
+    return redis_pool_route_ready(redis.pool, single_key_group(key, len));
+}
+
+static int single_sync(const char *key, size_t len, backend_reply_fn *fn,
+                       void *arg)
 {
     int64_t n = redis.cfg->sync_replicas;
 
@@ -89,23 +119,39 @@ static int sync_replicas(const char *key, size_t len, backend_reply_fn *fn,
         n = sentinel_mode() ? (int64_t)redis.replicas : 0;
     if (n == 0)
         return -ENOENT;
-    return redis_pool_wait(key, len, (unsigned)n, redis.cfg->sync_timeout_ms,
-                           fn, arg);
+    return redis_pool_wait(redis.pool, single_key_group(key, len), (unsigned)n,
+                           redis.cfg->sync_timeout_ms, fn, arg);
 }
 
-static const struct backend redis_backend_ops = {
+static int cluster_sync(const char *key, size_t len, backend_reply_fn *fn,
+                        void *arg)
+{
+    return cluster_wait(key, len, redis.cfg->sync_replicas, fn, arg);
+}
+
+static const struct backend single_ops = {
     .add_script = add_script,
-    .eval = redis_pool_eval,
+    .eval = single_eval,
     .listen = subscriber_listen,
     .unlisten = subscriber_unlisten,
-    .key_ready = redis_pool_key_ready,
-    .key_group = redis_pool_key_group,
-    .sync = sync_replicas,
+    .key_ready = single_key_ready,
+    .key_group = single_key_group,
+    .sync = single_sync,
+};
+
+static const struct backend cluster_ops = {
+    .add_script = add_script,
+    .eval = cluster_eval,
+    .listen = subscriber_listen,
+    .unlisten = subscriber_unlisten,
+    .key_ready = cluster_key_ready,
+    .key_group = cluster_key_group,
+    .sync = cluster_sync,
 };
 
 const struct backend *redis_backend(void)
 {
-    return &redis_backend_ops;
+    return cluster_mode() ? &cluster_ops : &single_ops;
 }
 
 /* ---- reachability ------------------------------------------------------ */
@@ -129,9 +175,17 @@ static void outage_summary(uv_timer_t *timer)
                                   redis.failures_at_outage));
 }
 
+/* Every command connection is ready. */
+static bool commands_ready(void)
+{
+    if (cluster_mode())
+        return cluster_ready();
+    return redis_pool_ready(redis.pool) == redis_pool_size(redis.pool);
+}
+
 static void note_reachability(void)
 {
-    bool reachable = redis_pool_all_ready();
+    bool reachable = commands_ready();
     uint64_t now = uv_now(redis.loop);
 
     if (reachable && !redis.reachable) {
@@ -160,18 +214,55 @@ static void note_reachability(void)
     redis.reachable = reachable;
 }
 
+/* In a cluster the subscriber stays on a master while it is one. */
+static void place_subscriber(void)
+{
+    struct redis_addr addr;
+    char text[320];
+
+    if (!cluster_pick_master(&redis.master, &addr) ||
+        redis_addr_equal(&addr, &redis.master))
+        return;
+    redis.master = addr;
+    log_info("redis cluster: listening on %s",
+             redis_addr_text(&addr, text, sizeof(text)));
+    subscriber_move(&addr);
+}
+
 static void on_link_change(void)
 {
+    if (cluster_mode()) {
+        unsigned ready, size;
+
+        place_subscriber();
+        cluster_describe(redis_status.master, sizeof(redis_status.master));
+        cluster_pool_counts(&ready, &size);
+        stats.redis_pool_ready = ready;
+        stats.redis_pool_size = size;
+    } else {
+        stats.redis_pool_ready = redis_pool_ready(redis.pool);
+        stats.redis_pool_size = redis_pool_size(redis.pool);
+    }
     note_reachability();
-    stats.redis_connected = redis_pool_all_ready() && subscriber_ready();
+    stats.redis_connected = commands_ready() && subscriber_ready();
     redis.events.on_change();
 }
 
-static void on_readonly(void)
+static void on_pool_change(struct redis_pool *pool)
 {
+    (void)pool;
+    on_link_change();
+}
+
+static void on_readonly(struct redis_pool *pool)
+{
+    (void)pool;
     if (sentinel_mode())
         sentinel_ask();
 }
+
+static const struct redis_pool_events pool_events = {on_pool_change,
+                                                     on_readonly, NULL};
 
 /* ---- the master --------------------------------------------------------- */
 
@@ -191,13 +282,13 @@ static void switch_master(const struct redis_addr *addr, const char *source)
         stats.redis_master_changes++;
         log_warn("redis: master moved from %s to %s (%s)", old, now, source);
     }
-    redis_pool_move(addr);
+    redis_pool_move(redis.pool, addr);
     subscriber_move(addr);
     if (!first) {
         char why[700];
 
         snprintf(why, sizeof(why), "redis master %s -> %s", old, now);
-        redis.events.on_recheck(why);
+        redis.events.on_recheck(why, NULL);
     }
 }
 
@@ -309,6 +400,16 @@ static void on_sentinel_master(const struct redis_addr *addr,
 
 /* ---- life ---------------------------------------------------------------- */
 
+static void on_cluster_recheck(const char *why,
+                               bool (*affected)(const char *key, size_t len))
+{
+    redis_status.changed_ms = uv_now(redis.loop);
+    redis.events.on_recheck(why, affected);
+}
+
+static const struct cluster_events cluster_events = {on_link_change,
+                                                     on_cluster_recheck};
+
 int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
                        const struct redis_backend_events *events)
 {
@@ -320,10 +421,11 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     redis_status.changed_ms = uv_now(loop);
     redis_status.unreachable_since_ms = uv_now(loop);
     if ((err = redis_links_init(loop)) != 0 ||
-        (err = redis_pool_init(loop, cfg, on_link_change, on_readonly)) != 0 ||
         (err = subscriber_init(loop, cfg, on_link_change)) != 0 ||
         (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
         return err;
+    if (cluster_mode())
+        return cluster_init(loop, cfg, &cluster_events);
     if (!sentinel_mode())
         return 0;
     if ((err = sentinel_init(loop, cfg, on_sentinel_master)) != 0 ||
@@ -335,18 +437,24 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     return 0;
 }
 
+/* The scripts are all known now: the pools made from here load them. */
 int redis_backend_start(void)
 {
     struct redis_addr addr = {0};
-    int err = redis_pool_start();
 
-    if (err != 0)
-        return err;
     /* Only a master counts as reachable; the first one starts the
      * outage clock from here. */
     uv_timer_start(&redis.outage_timer, outage_summary, OUTAGE_SUMMARY_MS,
                    OUTAGE_SUMMARY_MS);
-    set_topology(sentinel_mode() ? TOPOLOGY_DISCOVERING : TOPOLOGY_UNREACHABLE);
+    set_topology(sentinel_mode() || cluster_mode() ? TOPOLOGY_DISCOVERING
+                                                   : TOPOLOGY_UNREACHABLE);
+    if (cluster_mode())
+        return cluster_start();
+    redis.pool =
+        redis_pool_new(redis.loop, redis.cfg, "pool", &pool_events, NULL);
+    if (redis.pool == NULL)
+        return -ENOMEM;
+    stats.redis_pool_size = redis_pool_size(redis.pool);
     if (sentinel_mode()) {
         sentinel_start();
         uv_timer_start(&redis.role_timer, role_timer_fired,
@@ -363,21 +471,25 @@ int redis_backend_start(void)
 
 bool redis_backend_ready(void)
 {
-    return redis_pool_all_ready();
+    return commands_ready();
 }
 
 /* The pool, the subscriber; in sentinel mode the ROLE link and two per
- * sentinel. */
+ * sentinel; in cluster mode what cluster.c may open. */
 unsigned redis_backend_connections(void)
 {
     unsigned n = (unsigned)redis.cfg->pool_size + 1;
 
+    if (cluster_mode())
+        return cluster_connections() + 1;
     return sentinel_mode() ? n + 1 + 2 * sentinel_count() : n;
 }
 
 unsigned redis_backend_inflight(void)
 {
-    return redis_pool_inflight();
+    if (cluster_mode())
+        return cluster_inflight();
+    return redis.pool != NULL ? redis_pool_inflight(redis.pool) : 0;
 }
 
 void redis_backend_close(void)
@@ -387,15 +499,21 @@ void redis_backend_close(void)
         redis_link_close(&redis.role);
         uv_close((uv_handle_t *)&redis.role_timer, NULL);
     }
+    if (cluster_mode())
+        cluster_close();
     uv_close((uv_handle_t *)&redis.outage_timer, NULL);
     subscriber_close();
-    redis_pool_close();
+    if (redis.pool != NULL)
+        redis_pool_close(redis.pool);
     redis_links_close();
 }
 
 void redis_backend_free(void)
 {
-    redis_pool_free();
+    redis_pool_free(redis.pool);
+    redis_pool_free_scripts();
     if (sentinel_mode())
         sentinel_free();
+    if (cluster_mode())
+        cluster_free();
 }

@@ -647,6 +647,15 @@ void redis_link_reset(struct redis_link *link, const char *why)
     redisAsyncFree(ac);
 }
 
+void redis_link_stop(struct redis_link *link, const char *why)
+{
+    if (link->state == LINK_CLOSED)
+        return;
+    redis_link_reset(link, why);
+    link->state = LINK_DOWN;
+    uv_timer_stop(&link->timer);
+}
+
 void redis_link_close(struct redis_link *link)
 {
     redisAsyncContext *ac = link->ac;

@@ -30,15 +30,10 @@
 #include <async.h>
 #include <uv.h>
 
+#include "backend/redis_addr.h"
 #include "base/config.h"
 #include "buffer.h"
 
-/* Where a link connects: a Unix socket when unix_socket is set. */
-struct redis_addr {
-    char host[256];
-    int port;
-    char unix_socket[108];
-};
 
 /* What a link proves and selects once connected. */
 struct redis_login {
@@ -132,6 +127,9 @@ int redis_link_send_pubsub(struct redis_link *link, struct redis_request *req,
                            int argc, const char **argv, const size_t *argv_len);
 /* Drops the connection (pending requests get NULL) and reconnects later. */
 void redis_link_reset(struct redis_link *link, const char *why);
+/* Drops the connection (pending requests get NULL) and dials nothing
+ * until the next redis_link_move. */
+void redis_link_stop(struct redis_link *link, const char *why);
 /* Final: disconnects, stops the timer; the link may be freed after the
  * loop has run its close callbacks. */
 void redis_link_close(struct redis_link *link);

@@ -1,5 +1,5 @@
 /*
- * redis_pool.c - which link serves a key, script loading, EVALSHA with
+ * redis_pool.c - which link serves a route, script loading, EVALSHA with
  * the NOSCRIPT fallback, and Redis replies as backend values.
  */
 #include "backend/redis_pool.h"
@@ -10,17 +10,20 @@
 #include <string.h>
 
 #include "backend/redis_link.h"
-#include "base/hashmap.h"
 #include "base/log.h"
 #include "base/stats.h"
 
 /* One call in flight: the caller's arguments are kept so that a NOSCRIPT
- * reply can be answered by resending them as EVAL. */
-struct pool_call {
+ * reply can be answered by resending them as EVAL, and a redirection by
+ * sending them elsewhere. */
+struct redis_call {
     struct redis_request req;
+    struct redis_request asking; /* ASKING before it, after an ASK */
     struct backend_script *script;
     backend_reply_fn *fn;
     void *arg;
+    unsigned route;
+    unsigned hops; /* redirections so far */
     int nkeys;
     int argc;
     size_t *argv_len;
@@ -35,18 +38,25 @@ struct script_load {
 
 struct pool_link {
     struct redis_link link;
+    struct redis_pool *pool;
     struct script_load *loads; /* one per script */
     size_t loads_pending;
 };
 
-static struct {
+struct redis_pool {
     struct pool_link *links;
     unsigned size;
-    struct backend_script **scripts;
-    size_t script_count;
-    void (*on_change)(void);
-    void (*on_readonly)(void);
-} pool;
+    unsigned ready;
+    struct redis_addr addr;
+    const struct redis_pool_events *events;
+    void *owner;
+};
+
+/* Every pool loads every script. */
+static struct {
+    struct backend_script **list;
+    size_t count;
+} scripts;
 
 /* ---- Redis replies as backend values ----------------------------------- */
 
@@ -87,7 +97,7 @@ static int value_from_reply(const redisReply *r, struct backend_value *v)
     return 0;
 }
 
-static void answer(struct pool_call *call, const redisReply *reply)
+void redis_call_answer(struct redis_call *call, const redisReply *reply)
 {
     struct backend_value value;
 
@@ -101,6 +111,7 @@ static void answer(struct pool_call *call, const redisReply *reply)
         call->fn(call->arg, &value);
         value_free(&value);
     }
+    free(call);
 }
 
 /* ---- connections ------------------------------------------------------ */
@@ -129,162 +140,205 @@ static void on_link_connected(struct redis_link *link)
 {
     struct pool_link *pl = (struct pool_link *)link;
 
-    pl->loads_pending = pool.script_count;
-    for (size_t i = 0; i < pool.script_count; i++) {
-        const char *argv[] = {"SCRIPT", "LOAD", pool.scripts[i]->source};
-        size_t len[] = {6, 4, strlen(pool.scripts[i]->source)};
+    pl->loads_pending = scripts.count;
+    for (size_t i = 0; i < scripts.count; i++) {
+        const char *argv[] = {"SCRIPT", "LOAD", scripts.list[i]->source};
+        size_t len[] = {6, 4, strlen(scripts.list[i]->source)};
 
-        pl->loads[i].script = pool.scripts[i];
+        pl->loads[i].script = scripts.list[i];
         pl->loads[i].req.on_reply = on_script_loaded;
         if (redis_link_send(link, &pl->loads[i].req, 3, argv, len) != 0) {
             redis_link_reset(link, "cannot send SCRIPT LOAD");
             return;
         }
     }
+    if (scripts.count == 0)
+        redis_link_set_ready(link);
 }
 
 /* Counted afresh: a link can stall and come back, be lost while stalled,
  * or become ready, and only the links themselves know which. */
 static void on_link_readiness(struct redis_link *link)
 {
+    struct redis_pool *pool = ((struct pool_link *)link)->pool;
     unsigned ready = 0;
 
-    (void)link;
-    for (unsigned i = 0; i < pool.size; i++)
-        ready += redis_link_ready(&pool.links[i].link);
-    stats.redis_pool_ready = ready;
-    pool.on_change();
-}
-
-int redis_pool_init(uv_loop_t *loop, const struct config *cfg,
-                    void (*on_change)(void), void (*on_readonly)(void))
-{
-    pool.size = (unsigned)cfg->pool_size;
-    pool.on_change = on_change;
-    pool.on_readonly = on_readonly;
-    pool.links = calloc(pool.size, sizeof(*pool.links));
-    if (pool.links == NULL)
-        return -ENOMEM;
-    stats.redis_pool_size = pool.size;
-    for (unsigned i = 0; i < pool.size; i++) {
-        char label[32];
-        int err;
-
-        snprintf(label, sizeof(label), "pool[%u]", i);
-        err = redis_link_init(&pool.links[i].link, loop, cfg, label);
-        if (err != 0)
-            return err;
-        pool.links[i].link.on_connected = on_link_connected;
-        pool.links[i].link.on_readiness = on_link_readiness;
-    }
-    return 0;
+    for (unsigned i = 0; i < pool->size; i++)
+        ready += redis_link_ready(&pool->links[i].link);
+    pool->ready = ready;
+    pool->events->on_change(pool);
 }
 
 int redis_pool_add_script(struct backend_script *script)
 {
-    size_t n = pool.script_count + 1;
-    struct backend_script **scripts =
-        realloc(pool.scripts, n * sizeof(*scripts));
+    struct backend_script **list =
+        realloc(scripts.list, (scripts.count + 1) * sizeof(*list));
 
-    if (scripts == NULL)
+    if (list == NULL)
         return -ENOMEM;
-    pool.scripts = scripts;
-    pool.scripts[pool.script_count++] = script;
+    scripts.list = list;
+    scripts.list[scripts.count++] = script;
     return 0;
 }
 
-int redis_pool_start(void)
+void redis_pool_free_scripts(void)
 {
-    for (unsigned i = 0; i < pool.size; i++) {
-        pool.links[i].loads =
-            calloc(pool.script_count, sizeof(*pool.links[i].loads));
-        if (pool.links[i].loads == NULL)
-            return -ENOMEM;
+    free(scripts.list);
+    scripts.list = NULL;
+    scripts.count = 0;
+}
+
+struct redis_pool *redis_pool_new(uv_loop_t *loop, const struct config *cfg,
+                                  const char *label,
+                                  const struct redis_pool_events *events,
+                                  void *owner)
+{
+    struct redis_pool *pool = calloc(1, sizeof(*pool));
+
+    if (pool == NULL)
+        return NULL;
+    pool->events = events;
+    pool->owner = owner;
+    pool->links = calloc((size_t)cfg->pool_size, sizeof(*pool->links));
+    if (pool->links == NULL) {
+        free(pool);
+        return NULL;
     }
-    return 0;
+    for (unsigned i = 0; i < (unsigned)cfg->pool_size; i++) {
+        struct pool_link *pl = &pool->links[i];
+        char name[sizeof(pl->link.label)];
+
+        snprintf(name, sizeof(name), "%s[%u]", label, i);
+        pl->pool = pool;
+        pl->loads = calloc(scripts.count, sizeof(*pl->loads));
+        if ((scripts.count > 0 && pl->loads == NULL) ||
+            redis_link_init(&pl->link, loop, cfg, name) != 0) {
+            free(pl->loads);
+            break;
+        }
+        pl->link.on_connected = on_link_connected;
+        pl->link.on_readiness = on_link_readiness;
+        pool->size++;
+    }
+    if (pool->size < (unsigned)cfg->pool_size) {
+        /* The links made so far have live timers: close, free later. */
+        log_error("out of memory making the connections of %s", label);
+        redis_pool_close(pool);
+        return NULL;
+    }
+    return pool;
 }
 
-void redis_pool_move(const struct redis_addr *addr)
+void *redis_pool_owner(const struct redis_pool *pool)
 {
-    for (unsigned i = 0; i < pool.size; i++)
-        redis_link_move(&pool.links[i].link, addr);
+    return pool->owner;
 }
 
-void redis_pool_close(void)
+void redis_pool_move(struct redis_pool *pool, const struct redis_addr *addr)
 {
-    for (unsigned i = 0; i < pool.size; i++)
-        redis_link_close(&pool.links[i].link);
+    pool->addr = *addr;
+    for (unsigned i = 0; i < pool->size; i++)
+        redis_link_move(&pool->links[i].link, addr);
 }
 
-void redis_pool_free(void)
+const struct redis_addr *redis_pool_addr(const struct redis_pool *pool)
 {
-    for (unsigned i = 0; i < pool.size; i++)
-        free(pool.links[i].loads);
-    free(pool.links);
-    free(pool.scripts);
+    return &pool->addr;
 }
 
-unsigned redis_pool_key_group(const char *key, size_t len)
+void redis_pool_stop(struct redis_pool *pool)
 {
-    return (unsigned)(hashmap_hash(key, len) % pool.size);
+    for (unsigned i = 0; i < pool->size; i++)
+        redis_link_stop(&pool->links[i].link, "its server left the cluster");
 }
 
-static struct redis_link *link_for(const char *key, size_t len)
+void redis_pool_close(struct redis_pool *pool)
 {
-    return &pool.links[redis_pool_key_group(key, len)].link;
+    for (unsigned i = 0; i < pool->size; i++)
+        redis_link_close(&pool->links[i].link);
 }
 
-bool redis_pool_key_ready(const char *key, size_t len)
+void redis_pool_free(struct redis_pool *pool)
 {
-    return redis_link_ready(link_for(key, len));
+    if (pool == NULL)
+        return;
+    for (unsigned i = 0; i < pool->size; i++)
+        free(pool->links[i].loads);
+    free(pool->links);
+    free(pool);
 }
 
-bool redis_pool_all_ready(void)
+static struct redis_link *link_for(const struct redis_pool *pool,
+                                   unsigned route)
 {
-    return stats.redis_pool_ready == pool.size;
+    return &pool->links[route % pool->size].link;
 }
 
-unsigned redis_pool_inflight(void)
+bool redis_pool_route_ready(const struct redis_pool *pool, unsigned route)
+{
+    return redis_link_ready(link_for(pool, route));
+}
+
+unsigned redis_pool_size(const struct redis_pool *pool)
+{
+    return pool->size;
+}
+
+unsigned redis_pool_ready(const struct redis_pool *pool)
+{
+    return pool->ready;
+}
+
+unsigned redis_pool_inflight(const struct redis_pool *pool)
 {
     unsigned n = 0;
 
-    for (unsigned i = 0; i < pool.size; i++)
-        n += redis_link_requests(&pool.links[i].link);
+    for (unsigned i = 0; i < pool->size; i++)
+        n += redis_link_requests(&pool->links[i].link);
     return n;
 }
 
 /* ---- calls ------------------------------------------------------------- */
 
-static int call_send(struct pool_call *call, struct redis_link *link,
+static int call_send(struct redis_call *call, struct redis_link *link,
                      bool as_eval);
 
 static void on_call_reply(struct redis_request *req, redisReply *reply)
 {
-    struct pool_call *call = (struct pool_call *)req;
+    struct redis_call *call = (struct redis_call *)req;
+    struct redis_pool *pool = ((struct pool_link *)req->link)->pool;
+    bool error = reply != NULL && reply->type == REDIS_REPLY_ERROR;
 
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-        strncmp(reply->str, "READONLY", 8) == 0) {
+    if (error && strncmp(reply->str, "READONLY", 8) == 0) {
         /* Not run; whoever asked tries again on the master, once known. */
         redis_link_reset(req->link, "the server is a replica now (READONLY)");
-        pool.on_readonly();
+        pool->events->on_readonly(pool);
         reply = NULL;
-    }
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-        call->script != NULL && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+    } else if (error && call->script != NULL &&
+               strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         stats.script_reloads++;
         log_info("redis %s: script %s was flushed; sending it again",
                  req->link->label, call->script->name);
         if (call_send(call, req->link, true) == 0)
             return;
         reply = NULL;
+    } else if (error && pool->events->on_redirect != NULL &&
+               pool->events->on_redirect(pool, call, reply)) {
+        return;
     }
-    answer(call, reply);
-    free(call);
+    redis_call_answer(call, reply);
+}
+
+/* ASKING's +OK says nothing the command's own reply will not. */
+static void on_asking_reply(struct redis_request *req, redisReply *reply)
+{
+    (void)req;
+    (void)reply;
 }
 
 /* EVALSHA sha nkeys args..., or EVAL source nkeys args..., or args...;
  * the three words before the arguments are the call's own. */
-static int call_send(struct pool_call *call, struct redis_link *link,
+static int call_send(struct redis_call *call, struct redis_link *link,
                      bool as_eval)
 {
     const char **argv = (const char **)call->argv - 3;
@@ -303,32 +357,67 @@ static int call_send(struct pool_call *call, struct redis_link *link,
     return redis_link_send(link, &call->req, call->argc + 3, argv, len);
 }
 
+unsigned redis_call_route(const struct redis_call *call)
+{
+    return call->route;
+}
+
+unsigned redis_call_count_hop(struct redis_call *call)
+{
+    return ++call->hops;
+}
+
+void redis_call_clear_hops(struct redis_call *call)
+{
+    call->hops = 0;
+}
+
+/* The target may not have loaded the scripts yet when it is not ready;
+ * a redirected call goes only to a ready connection, as a new one does. */
+int redis_call_send(struct redis_call *call, struct redis_pool *pool,
+                    bool asking)
+{
+    static const char *const argv[] = {"ASKING"};
+    static const size_t len[] = {6};
+    struct redis_link *link = link_for(pool, call->route);
+    int err;
+
+    if (!redis_link_ready(link))
+        return -ENOTCONN;
+    if (asking) {
+        call->asking.on_reply = on_asking_reply;
+        err = redis_link_send(link, &call->asking, 1, (const char **)argv, len);
+        if (err != 0)
+            return err;
+    }
+    return call_send(call, link, false);
+}
+
 /*
  * WAIT blocks its connection until the replicas acknowledge or the
  * timeout passes, so that connection may be silent that much longer
  * before it counts as stalled.
  */
-int redis_pool_wait(const char *key, size_t len, unsigned replicas,
+int redis_pool_wait(struct redis_pool *pool, unsigned route, unsigned replicas,
                     int64_t timeout_ms, backend_reply_fn *fn, void *arg)
 {
     char n[FORMAT_INT_MAX], ms[FORMAT_INT_MAX];
     const char *argv[] = {"WAIT", n, ms};
     size_t argv_len[] = {4, format_int64(n, replicas),
                          format_int64(ms, timeout_ms)};
-    struct redis_link *link = link_for(key, len);
 
-    link->patience_ms = timeout_ms;
-    return redis_pool_eval(&(struct backend_call){NULL, key, len, 0, 3, argv,
-                                                  argv_len},
-                           fn, arg);
+    link_for(pool, route)->patience_ms = timeout_ms;
+    return redis_pool_eval(
+        pool, &(struct backend_call){NULL, NULL, 0, 0, 3, argv, argv_len},
+        route, fn, arg);
 }
 
-int redis_pool_eval(const struct backend_call *c, backend_reply_fn *fn,
-                    void *arg)
+int redis_pool_eval(struct redis_pool *pool, const struct backend_call *c,
+                    unsigned route, backend_reply_fn *fn, void *arg)
 {
-    struct redis_link *link = link_for(c->key, c->key_len);
+    struct redis_link *link = link_for(pool, route);
     size_t n = (size_t)c->argc + 3, bytes = 0;
-    struct pool_call *call;
+    struct redis_call *call;
     char *data;
     int err;
 
@@ -340,11 +429,12 @@ int redis_pool_eval(const struct backend_call *c, backend_reply_fn *fn,
         malloc(sizeof(*call) + n * (sizeof(char *) + sizeof(size_t)) + bytes);
     if (call == NULL)
         return -ENOMEM;
-    *call = (struct pool_call){.script = c->script,
-                               .fn = fn,
-                               .arg = arg,
-                               .nkeys = c->nkeys,
-                               .argc = c->argc};
+    *call = (struct redis_call){.script = c->script,
+                                .fn = fn,
+                                .arg = arg,
+                                .route = route,
+                                .nkeys = c->nkeys,
+                                .argc = c->argc};
     call->argv = (char **)(call + 1) + 3;
     call->argv_len = (size_t *)(call->argv + c->argc) + 3;
     data = (char *)(call->argv_len + c->argc);

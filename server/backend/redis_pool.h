@@ -1,15 +1,21 @@
 /*
- * redis_pool.h - the pool of Redis connections that carries every lock
- * command.
+ * redis_pool.h - a pool of Redis connections to one server, carrying the
+ * lock commands sent to it.
  *
- * Owns pool_size links and which of them serves a key. Commands are
- * pipelined: nothing waits for one reply before sending the next. All
- * commands for one key go through the same connection, so Redis sees
- * them in the order rlockd sent them. Registered scripts are loaded on
- * every (re)connect and called with EVALSHA; a NOSCRIPT reply (a flushed
- * or failed-over Redis) is answered by sending the same call as EVAL,
- * which caches the script again, and the caller sees only the final
- * reply, converted to a struct backend_value.
+ * Owns pool_size links to one address and which of them serves a route
+ * (a number the caller derives from the key: every call with one route
+ * goes through one connection, so Redis sees them in the order rlockd
+ * sent them). Commands are pipelined: nothing waits for one reply before
+ * sending the next. Registered scripts are loaded on every (re)connect
+ * and called with EVALSHA; a NOSCRIPT reply (a flushed or failed-over
+ * Redis) is answered by sending the same call as EVAL, which caches the
+ * script again, and the caller sees only the final reply, converted to a
+ * struct backend_value.
+ *
+ * Standalone and Sentinel use one pool; Cluster one per master. A call
+ * can then be redirected: a pool with an on_redirect hook hands it each
+ * MOVED, ASK, TRYAGAIN... reply with the call, which the hook sends
+ * again through another pool (redis_call_send) or answers.
  */
 #ifndef RLOCKD_REDIS_POOL_H
 #define RLOCKD_REDIS_POOL_H
@@ -20,38 +26,73 @@
 #include <uv.h>
 
 #include "backend/backend.h"
+#include "backend/redis_link.h"
 #include "base/config.h"
 
-#include "backend/redis_link.h"
+struct redis_pool;
+/* One call in flight, owned by its pool until answered. */
+struct redis_call;
 
-/* on_change: a connection became ready or was lost. on_readonly: the
- * server answered READONLY, so it is a replica now (a failover demoted
- * it); the call is answered as lost (NULL) and its connection dropped. */
-int redis_pool_init(uv_loop_t *loop, const struct config *cfg,
-                    void (*on_change)(void), void (*on_readonly)(void));
-/* 0 or -ENOMEM; the connections are made at the first move. */
-int redis_pool_start(void);
-/* Every connection goes to addr (the first time: starts connecting). */
-void redis_pool_move(const struct redis_addr *addr);
-void redis_pool_close(void);
-/* After the loop has run the links' close callbacks. */
-void redis_pool_free(void);
+struct redis_pool_events {
+    /* A connection became ready or was lost. */
+    void (*on_change)(struct redis_pool *pool);
+    /* The server answered READONLY, so it is a replica now (a failover
+     * demoted it); the call is answered as lost (NULL) and its
+     * connection dropped. */
+    void (*on_readonly)(struct redis_pool *pool);
+    /* NULL, or Cluster's: an error reply that is not the script's own
+     * (see cluster.c). True when it takes the call: it then sends it
+     * again or answers it, once. */
+    bool (*on_redirect)(struct redis_pool *pool, struct redis_call *call,
+                        const redisReply *reply);
+};
 
-/* Loaded on every connection made from now on. 0 or -ENOMEM. */
+/* Registers a script on every pool, made and to be made: 0 or -ENOMEM.
+ * Every script is added before the first pool is made. */
 int redis_pool_add_script(struct backend_script *script);
-/* As struct backend's eval. */
-int redis_pool_eval(const struct backend_call *call, backend_reply_fn *fn,
-                    void *arg);
-bool redis_pool_key_ready(const char *key, size_t len);
-/* WAIT replicas timeout_ms on key's connection, behind what was sent for
- * it: fn gets the number of replicas that acknowledged. As eval. */
-int redis_pool_wait(const char *key, size_t len, unsigned replicas,
+void redis_pool_free_scripts(void);
+
+/* NULL when out of memory. owner is the caller's, for its events. */
+struct redis_pool *redis_pool_new(uv_loop_t *loop, const struct config *cfg,
+                                  const char *label,
+                                  const struct redis_pool_events *events,
+                                  void *owner);
+void *redis_pool_owner(const struct redis_pool *pool);
+/* Every connection goes to addr (the first time: starts connecting). */
+void redis_pool_move(struct redis_pool *pool, const struct redis_addr *addr);
+const struct redis_addr *redis_pool_addr(const struct redis_pool *pool);
+/* Drops every connection (pending calls get NULL) until the next move. */
+void redis_pool_stop(struct redis_pool *pool);
+void redis_pool_close(struct redis_pool *pool);
+/* After the loop has run the links' close callbacks. */
+void redis_pool_free(struct redis_pool *pool);
+
+/* As struct backend's eval, on route's connection. */
+int redis_pool_eval(struct redis_pool *pool, const struct backend_call *call,
+                    unsigned route, backend_reply_fn *fn, void *arg);
+/* WAIT replicas timeout_ms on route's connection, behind what was sent
+ * there: fn gets the number of replicas that acknowledged. As eval. */
+int redis_pool_wait(struct redis_pool *pool, unsigned route, unsigned replicas,
                     int64_t timeout_ms, backend_reply_fn *fn, void *arg);
-/* Keys served by one connection share a group. */
-unsigned redis_pool_key_group(const char *key, size_t len);
-bool redis_pool_all_ready(void);
+bool redis_pool_route_ready(const struct redis_pool *pool, unsigned route);
+unsigned redis_pool_size(const struct redis_pool *pool);
+/* Connections ready now. */
+unsigned redis_pool_ready(const struct redis_pool *pool);
 /* Requests sent on all connections and not yet answered (the links' own
  * probes not counted). */
-unsigned redis_pool_inflight(void);
+unsigned redis_pool_inflight(const struct redis_pool *pool);
+
+/* A redirected call: its route, sending it again through pool (after
+ * ASKING on the same connection when asking), and answering it (NULL:
+ * lost). Send returns 0 or a negative errno, in which case the call is
+ * still the caller's to answer. */
+unsigned redis_call_route(const struct redis_call *call);
+/* Counts one more redirection of the call and returns the count; a call
+ * held back to be retried later starts counting again. */
+unsigned redis_call_count_hop(struct redis_call *call);
+void redis_call_clear_hops(struct redis_call *call);
+int redis_call_send(struct redis_call *call, struct redis_pool *pool,
+                    bool asking);
+void redis_call_answer(struct redis_call *call, const redisReply *reply);
 
 #endif

@@ -59,7 +59,7 @@ struct config_row {
 static const char *const on_disconnect_names[] = {"release", "expire", NULL};
 static const char *const on_shutdown_names[] = {"keep", "release", NULL};
 static const char *const redis_mode_names[] = {"standalone", "sentinel",
-                                               NULL};
+                                               "cluster", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
@@ -146,6 +146,13 @@ static const struct config_row config_rows[] = {
             KIND_STRING),
     INT_ROW("redis", "sentinel_poll_ms", LIVE, sentinel_poll_ms, "1000", 100,
             60000),
+    /* In cluster mode the seeds replace host and port; the map they give
+     * is read again this often (and on every redirection). */
+    STR_ROW("redis", "nodes", 0, cluster_nodes, "", KIND_ADDRS),
+    INT_ROW("redis", "cluster_refresh_ms", LIVE, cluster_refresh_ms, "5000",
+            100, 600000),
+    INT_ROW("redis", "cluster_max_masters", 0, cluster_max_masters, "16", 1,
+            1024),
     /* 0: a command finding no usable connection fails at once. */
     INT_ROW("redis", "retry_timeout_ms", LIVE, retry_timeout_ms, "4500", 0,
             600000),
@@ -175,7 +182,8 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
-    /* auto: the replicas the master's ROLE lists in sentinel mode, none in
+    /* auto: the replicas the master's ROLE lists in sentinel mode, those
+     * CLUSTER NODES lists for the key's master in cluster mode, none in
      * standalone mode (one server). */
     AUTO_INT_ROW("lock", "sync_replicas", LIVE, sync_replicas, "auto", 0, 64),
     INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1,
@@ -530,11 +538,17 @@ static bool config_conflict(const struct config *cfg, char *why, size_t size)
              (cfg->sentinels[0] == '\0' || cfg->master_name[0] == '\0'))
         snprintf(why, size, "[redis] mode = sentinel needs sentinels and "
                  "master_name");
+    else if (cfg->redis_mode == REDIS_MODE_CLUSTER &&
+             cfg->cluster_nodes[0] == '\0')
+        snprintf(why, size, "[redis] mode = cluster needs nodes");
+    else if (cfg->redis_mode == REDIS_MODE_CLUSTER && cfg->redis_db != 0)
+        snprintf(why, size, "[redis] db must be 0 in cluster mode (a cluster "
+                 "has one database)");
     /* WAIT, sent when there may be replicas to wait for, holds its
      * connection for up to sync_timeout_ms. */
     else if ((cfg->sync_replicas > 0 ||
               (cfg->sync_replicas == SYNC_REPLICAS_AUTO &&
-               cfg->redis_mode == REDIS_MODE_SENTINEL)) &&
+               cfg->redis_mode != REDIS_MODE_STANDALONE)) &&
              cfg->sync_timeout_ms >= cfg->command_timeout_ms)
         snprintf(why, size, "[lock] sync_timeout_ms %lld must be below [redis] "
                  "command_timeout_ms %lld",

@@ -19,9 +19,13 @@ enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
 /* keep: a stopping rlockd leaves every lock to its TTL, for its clients
  * to resume on the next one; release: sessions end as on_disconnect says */
 enum on_shutdown { ON_SHUTDOWN_KEEP, ON_SHUTDOWN_RELEASE };
-/* Where the Redis master is: one fixed address, or asked of Sentinel.
- * Cluster will be the third. */
-enum redis_mode { REDIS_MODE_STANDALONE, REDIS_MODE_SENTINEL };
+/* Where the Redis master is: one fixed address, asked of Sentinel, or
+ * one per slot of a Redis Cluster. */
+enum redis_mode {
+    REDIS_MODE_STANDALONE,
+    REDIS_MODE_SENTINEL,
+    REDIS_MODE_CLUSTER
+};
 /* [lock] sync_replicas = auto */
 #define SYNC_REPLICAS_AUTO (-1)
 
@@ -54,13 +58,16 @@ struct config {
     char redis_username[256]; /* Redis 6 ACL user; "": AUTH password only */
     char redis_password[512];
     int64_t redis_db;
-    int64_t redis_mode; /* enum redis_mode */
+    int64_t redis_mode;   /* enum redis_mode */
     char sentinels[1024]; /* host:port, comma-separated (config_load checks) */
     char master_name[256];
     char sentinel_username[256];
     char sentinel_password[512];
     int64_t sentinel_poll_ms;
-    int64_t retry_timeout_ms; /* how long a command waits for Redis */
+    char cluster_nodes[1024]; /* [redis] nodes: the cluster's seeds */
+    int64_t cluster_refresh_ms;
+    int64_t cluster_max_masters; /* pool_size connections each */
+    int64_t retry_timeout_ms;    /* how long a command waits for Redis */
     int64_t pool_size;
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;

@@ -108,12 +108,18 @@ enum stats_section {
     X(REDIS,   COUNTER, redis_connect_failures,                                \
       "connection attempts that failed or were refused (AUTH)")               \
     X(REDIS,   COUNTER, redis_master_changes,                                  \
-      "switches to another master (confirmed by ROLE)")                       \
+      "switches to another master (Sentinel: confirmed by ROLE; Cluster: "    \
+      "a replica promoted)")                                                  \
     X(REDIS,   COUNTER, redis_pings,                                           \
       "probes sent on idle Redis connections (PING; SUBSCRIBE on pub/sub)")   \
     X(REDIS,   COUNTER, redis_stalls,                                          \
       "Redis connections unready: a request unanswered for ping_interval_ms") \
-    X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")
+    X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")  \
+    X(REDIS,   COUNTER, cluster_refreshes, "cluster maps read (CLUSTER NODES)") \
+    X(REDIS,   COUNTER, cluster_moved, "MOVED redirections followed")         \
+    X(REDIS,   COUNTER, cluster_asks, "ASK redirections followed")            \
+    X(REDIS,   COUNTER, cluster_retries,                                       \
+      "calls held back by TRYAGAIN, CLUSTERDOWN, LOADING or MASTERDOWN")
 /* clang-format on */
 
 struct stats {
@@ -126,7 +132,8 @@ extern struct stats stats;
 
 /* The Redis topology as INFO shows it; the Redis backend keeps it. */
 struct redis_status {
-    char master[320];     /* the address in use; "" while none is known */
+    char master[1024]; /* the address in use ("" while none is known); in a
+                        * cluster every master and its slot count */
     const char *topology; /* "ok", "discovering" or "unreachable" */
     uint64_t changed_ms;  /* when master or topology last changed */
     uint64_t unreachable_since_ms; /* 0 while the pool can serve */

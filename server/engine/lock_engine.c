@@ -98,6 +98,7 @@ static struct {
         size_t due;       /* marked, not sent yet */
         size_t in_flight; /* sent, not answered */
         size_t kept, lost;
+        bool (*affected)(const char *key, size_t len);
     } recheck;
     bool shutting_down;
 } engine;
@@ -705,7 +706,9 @@ static void recheck_session(struct session *s, void *arg)
     list_for_each_safe (pos, tmp, &s->holds) {
         struct hold *h = list_entry(pos, struct hold, session_link);
 
-        if (h->lost || (!mark && !h->recheck))
+        if (h->lost || (!mark && !h->recheck) ||
+            (mark && engine.recheck.affected != NULL &&
+             !engine.recheck.affected(h->lock->name, h->lock->name_len)))
             continue;
         if (mark && !h->recheck) {
             h->recheck = true;
@@ -725,11 +728,14 @@ static void recheck_ready(void)
         session_table_foreach(recheck_session, NULL);
 }
 
-void lock_engine_recheck(const char *why)
+void lock_engine_recheck(const char *why,
+                         bool (*affected)(const char *key, size_t len))
 {
     snprintf(engine.recheck.why, sizeof(engine.recheck.why), "%s", why);
     engine.recheck.kept = engine.recheck.lost = 0;
+    engine.recheck.affected = affected;
     session_table_foreach(recheck_session, &engine.recheck);
+    engine.recheck.affected = NULL;
     if (engine.recheck.due == 0 && engine.recheck.in_flight == 0)
         log_warn("%s: no locks held here", why);
 }

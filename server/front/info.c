@@ -94,6 +94,8 @@ static int print_redis_address(char *out, size_t size)
 
     if (cfg->redis_mode == REDIS_MODE_SENTINEL)
         return snprintf(out, size, "%s", cfg->sentinels);
+    if (cfg->redis_mode == REDIS_MODE_CLUSTER)
+        return snprintf(out, size, "%s", cfg->cluster_nodes);
     if (cfg->redis_unix_socket[0] != '\0')
         return snprintf(out, size, "%s:0", cfg->redis_unix_socket);
     return snprintf(out, size, "%s:%lld", cfg->redis_host,
@@ -102,9 +104,11 @@ static int print_redis_address(char *out, size_t size)
 
 static int print_redis_mode(char *out, size_t size)
 {
-    return snprintf(out, size, "%s",
-                    info.cfg->redis_mode == REDIS_MODE_SENTINEL ? "sentinel"
-                                                                : "standalone");
+    static const char *const names[] = {[REDIS_MODE_STANDALONE] = "standalone",
+                                        [REDIS_MODE_SENTINEL] = "sentinel",
+                                        [REDIS_MODE_CLUSTER] = "cluster"};
+
+    return snprintf(out, size, "%s", names[info.cfg->redis_mode]);
 }
 
 static int print_redis_master(char *out, size_t size)

@@ -20,17 +20,9 @@
 #include <string.h>
 
 #include "base/glob.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__,          \
-                    __LINE__, #cond);                                          \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
 
 static void check_escaped_name_matches_itself(const char *name, size_t len)
 {

@@ -27,19 +27,11 @@
 #include "buffer.h"
 #include "client_id.h"
 #include "command.h"
+#include "fuzz_check.h"
 #include "reply.h"
 #include "request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                          \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
 
 /* The 4096/16 preset reaches its limits with -max_len above 4096; the
  * others (the smallest being below the daemon's configurable minimum)

@@ -20,6 +20,8 @@
     X(acl_suite)                                                               \
     X(waiter_queue_suite)                                                      \
     X(hashmap_suite)                                                           \
+    X(keyslot_suite)                                                           \
+    X(cluster_map_suite)                                                       \
     X(lock_engine_suite)                                                       \
     X(watchdog_suite)
 

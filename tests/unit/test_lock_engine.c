@@ -287,7 +287,7 @@ START_TEST(a_recheck_keeps_the_holds_found_and_loses_the_others)
     take(a, "L", 1, LEASE_MS);
     take(a, "L", 1, LEASE_MS);
     take(a, "M", 1, LEASE_MS);
-    lock_engine_recheck("test master A -> B");
+    lock_engine_recheck("test master A -> B", NULL);
     expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
                 "2");
     answer_integer(SETTLE, "L", 2);
@@ -299,6 +299,28 @@ START_TEST(a_recheck_keeps_the_holds_found_and_loses_the_others)
     acquire(a, "L", 1, 0, LEASE_MS);
     expect_args(expect_eval(ACQUIRE, "L"), 4, "L", "10000", "a:1", "2");
     answer_nil(ACQUIRE, "L");
+}
+END_TEST
+
+static bool only_m(const char *key, size_t len)
+{
+    return len == 1 && key[0] == 'M';
+}
+
+/* In a cluster one master fails over: only the holds in its slots are
+ * looked for again. */
+START_TEST(a_recheck_of_some_keys_leaves_the_others_alone)
+{
+    struct session *a = join("a");
+
+    take(a, "L", 1, LEASE_MS);
+    take(a, "M", 1, LEASE_MS);
+    lock_engine_recheck("test shard A -> B", only_m);
+    expect_eval(SETTLE, "M");
+    answer_integer(SETTLE, "M", 1);
+    ck_assert_uint_eq(stats.failover_locks_kept, 1);
+    ck_assert_uint_eq(stats.failover_locks_lost, 0);
+    expect_nothing_pending();
 }
 END_TEST
 
@@ -1218,6 +1240,7 @@ Suite *lock_engine_suite(void)
                    a_grant_no_replica_acknowledged_is_undone_and_retried);
     tcase_add_test(acquiring,
                    a_recheck_keeps_the_holds_found_and_loses_the_others);
+    tcase_add_test(acquiring, a_recheck_of_some_keys_leaves_the_others_alone);
 
     tcase_add_test(waiting, waiters_ask_in_arrival_order_one_at_a_time);
     tcase_add_test(waiting, the_new_head_asks_when_the_granted_lease_runs_out);

@@ -1,0 +1,259 @@
+"""
+test_cluster.py - rlockd in [redis] mode = cluster, against a real Redis Cluster of
+three masters and three replicas (redis-server --cluster-enabled yes, joined with
+redis-cli --cluster create), every node on free loopback ports, started and stopped
+by pid by the test.
+
+Each test starts its own cluster (failovers and resharding change it for good).
+What is proved: every lock goes straight to its slot's master (no MOVED is ever
+needed), hash tags keep names together and "a}b{c}" goes where Redis puts it; two
+rlockd exclude and wake each other on every master; a master killed with SIGKILL is
+replaced by its replica, the holds in its slots alone are checked, waiters woken and
+new locks served; a seed that is down at start-up is skipped; and slots moved
+between masters under 20 looping clients cost no error and no overlap, with MOVED
+and ASK followed.
+"""
+
+import threading
+import time
+
+from harness import (HOST, Rlockd, RespClient, TempDir, assert_eq, holds_for, is_error,
+                     parse_info, wait_info, wait_until)
+from topology import ClusterSetup
+
+
+class Setup:
+    """A ClusterSetup and one rlockd (more with second()) in cluster mode over it."""
+
+    def __init__(self, rlockd_config=None, seeds=None):
+        self.extra = rlockd_config
+        self.seeds = seeds
+        self.clients = []
+        self.daemons = []
+
+    def __enter__(self):
+        self.tmp = TempDir()
+        self.workdir = self.tmp.__enter__()
+        self.cluster = ClusterSetup(self.workdir)
+        try:
+            self.cluster.start()
+            self.rlockd = self.second("rlockd")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def second(self, instance="rlockd2", seeds=None):
+        config = self.cluster.rlockd_config(self.extra)
+        if seeds or self.seeds:
+            config["redis"]["nodes"] = ", ".join("%s:%d" % (HOST, p) for p in (seeds or self.seeds))
+        d = Rlockd(self.workdir, self.cluster.masters()[0], config, instance=instance)
+        self.daemons.append(d)
+        d.start()
+        return d
+
+    def __exit__(self, *exc):
+        for c in self.clients:
+            c.close()
+        for d in self.daemons:
+            d.stop()
+        self.cluster.close()
+        self.tmp.__exit__(None, None, None)
+        return False
+
+    def client(self, client_id, daemon=None, timeout=5.0):
+        c = RespClient((daemon or self.rlockd).port, timeout=timeout, label=client_id)
+        self.clients.append(c)
+        assert_eq(c.call("CLIENTID", client_id), "OK", "CLIENTID %s" % client_id)
+        return c
+
+    def node(self, port):
+        c = self.cluster.client(port)
+        self.clients.append(c)
+        return c
+
+    def info(self, daemon=None):
+        return (daemon or self.rlockd).info()
+
+
+def info_int(daemon, key):
+    return int(daemon.info()[key])
+
+
+def test_locks_go_straight_to_their_slots_master():
+    with Setup() as s:
+        info = s.info()
+        assert_eq(info["redis_mode"], "cluster", "INFO redis_mode")
+        assert_eq(info["redis_topology"], "ok", "INFO redis_topology")
+        masters = s.cluster.masters()
+        listed = dict(part.rsplit(" slots=", 1) for part in info["redis_master"].split(","))
+        assert_eq(sorted(listed), sorted("%s:%d" % (HOST, p) for p in masters), "INFO masters")
+        assert_eq(sum(int(n) for n in listed.values()), 16384, "slots served")
+
+        a = s.client("router")
+        names = s.cluster.names_on_each_master("route", count=2)
+        names[s.cluster.master_for("c")].append("a}b{c}")   # Redis hashes it on "c"
+        names[s.cluster.master_for("user:1")] += ["{user:1}:a", "{user:1}:b"]
+        for port, on_master in names.items():
+            for name in on_master:
+                assert_eq(a.call("LOCK", name, 1), "OK", "LOCK %s" % name)
+                assert_eq(s.node(port).call("HGETALL", name), ["router:1", "1"],
+                          "%s on master %d" % (name, port))
+        assert_eq(s.cluster.keyslot("{user:1}:a"), s.cluster.keyslot("{user:1}:b"),
+                  "a hash tag keeps names in one slot")
+        assert_eq(info_int(s.rlockd, "cluster_moved"), 0,
+                  "every call went straight to its master (no MOVED)")
+        for on_master in names.values():
+            for name in on_master:
+                assert_eq(a.call("UNLOCK", name, 1), 1, "UNLOCK %s" % name)
+
+
+def test_two_rlockd_exclude_and_wake_each_other_on_every_master():
+    with Setup() as s:
+        other = s.second()
+        for port, (name,) in s.cluster.names_on_each_master("wake").items():
+            a = s.client("a-%d" % port)
+            b = s.client("b-%d" % port, daemon=other)
+            assert_eq(a.call("LOCK", name, 1), "OK", "LOCK %s on the first rlockd" % name)
+            b.send("LOCK", name, 1)
+            wait_info(other, "waiting_clients", 1, what="the second rlockd's waiter queued")
+            b.expect_no_reply(0.3, "LOCK of a name the first rlockd holds")
+            before = info_int(other, "unlock_messages")
+            t0 = time.monotonic()
+            assert_eq(a.call("UNLOCK", name, 1), 1, "UNLOCK %s" % name)
+            assert_eq(b.read_reply(timeout=5.0), "OK", "the waiter's LOCK after the release")
+            waited = time.monotonic() - t0
+            assert info_int(other, "unlock_messages") > before, "woken by the unlock message"
+            assert waited < 5.0, "woken after %.2f s" % waited
+            assert_eq(s.node(port).call("HGETALL", name), ["b-%d:1" % port, "1"],
+                      "%s now held through the second rlockd" % name)
+            assert_eq(b.call("UNLOCK", name, 1), 1, "UNLOCK by the second rlockd")
+
+
+def test_a_killed_master_is_replaced_and_only_its_holds_are_checked():
+    with Setup({"lock": {"watchdog_timeout_ms": 3000}}) as s:
+        names = s.cluster.names_on_each_master("fo")
+        victim, other = s.cluster.masters()[0], s.cluster.masters()[1]
+        (doomed,), (safe,) = names[victim], names[other]
+        a = s.client("holder")
+        b = s.client("waiter")
+        for name in (doomed, safe):
+            assert_eq(a.call("LOCK", name, 1), "OK", "LOCK %s" % name)
+        b.send("LOCK", doomed, 2)
+        wait_info(s.rlockd, "waiting_clients", 1, what="the waiter queued")
+        # The replica has the hold before the master dies.
+        replica = s.cluster.replica_of(victim)
+        on_replica = s.node(replica)
+        assert_eq(on_replica.call("READONLY"), "OK", "READONLY on the replica")
+        wait_until(lambda: on_replica.call("EXISTS", doomed) == 1, 5.0, what="the hold replicated")
+        t0 = time.monotonic()
+        s.cluster.kill_master(victim)
+        new = s.cluster.wait_failover(victim)
+        assert_eq(new, replica, "the replica took over")
+        wait_until(lambda: info_int(s.rlockd, "failover_locks_kept") >= 1, 15.0,
+                   what="the hold re-checked on the promoted replica")
+        recovered = time.monotonic() - t0
+        s.rlockd.wait_log("failed over to %s:%d" % (HOST, new), timeout=1.0)
+        assert_eq(info_int(s.rlockd, "failover_locks_kept") + info_int(s.rlockd, "failover_locks_lost"),
+                  1, "only the hold in the failed master's slots was checked")
+        assert_eq(info_int(s.rlockd, "redis_master_changes"), 1, "one master change")
+        wait_info(s.rlockd, "redis_topology", "ok", timeout=10.0)
+        listed = s.info()["redis_master"]
+        assert "%s:%d" % (HOST, victim) not in listed, "the dead master still listed: %s" % listed
+        # The waiter is let go when the holder releases on the new master.
+        assert_eq(a.call("UNLOCK", doomed, 1), 1, "UNLOCK on the promoted replica")
+        assert_eq(b.read_reply(timeout=5.0), "OK", "the waiter's LOCK after the failover")
+        assert_eq(s.node(new).call("HGETALL", doomed), ["waiter:2", "1"], "held on the new master")
+        assert_eq(a.call("UNLOCK", safe, 1), 1, "the other master's hold untouched")
+        c = s.client("after")
+        name = s.cluster.names_on_each_master("after")[new][0]
+        assert_eq(c.call("LOCK", name, 1), "OK", "a new LOCK on the new master")
+        print("    kill -> hold re-checked on the new master %.2f s" % recovered)
+
+
+def test_a_seed_that_is_down_at_start_up_is_skipped():
+    with Setup() as s:
+        masters = s.cluster.masters()
+        replica = s.cluster.replica_of(masters[2])
+        s.cluster.stop_node(replica)
+        late = s.second("late", seeds=[replica, masters[1]])
+        c = s.client("late-client", daemon=late)
+        for port, (name,) in s.cluster.names_on_each_master("seed").items():
+            assert_eq(c.call("LOCK", name, 1), "OK", "LOCK %s with the first seed down" % name)
+            assert_eq(s.node(port).call("HGETALL", name), ["late-client:1", "1"], "on its master")
+        assert_eq(late.info()["redis_topology"], "ok", "INFO redis_topology")
+
+
+def test_slots_moved_under_load_cost_no_error_and_no_overlap():
+    """20 clients loop LOCK/UNLOCK on names in slots that move between masters, once
+    in one step (MOVED) and once held half-migrated for a while (ASK)."""
+    with Setup() as s:
+        masters = s.cluster.masters()
+        src, dst = masters[0], masters[1]
+        names = s.cluster.names_on_each_master("load", count=4)[src]
+        slots = sorted({s.cluster.keyslot(n) for n in names})
+        errors, overlaps, counts = [], [], [0] * 20
+        holders = {}
+        guard = threading.Lock()
+        stop = threading.Event()
+
+        def worker(i):
+            c = RespClient(s.rlockd.port, timeout=20.0, label="w%d" % i)
+            try:
+                c.call("CLIENTID", "w%d" % i)
+                k = 0
+                while not stop.is_set():
+                    name = names[(i + k) % len(names)]
+                    k += 1
+                    r = c.call("LOCK", name, 1)
+                    if r != "OK":
+                        errors.append("LOCK %s: %r" % (name, r))
+                        continue
+                    with guard:
+                        if holders.get(name) is not None:
+                            overlaps.append((name, holders[name], i))
+                        holders[name] = i
+                    time.sleep(0.001)
+                    with guard:
+                        holders[name] = None
+                    r = c.call("UNLOCK", name, 1)
+                    if r != 1:
+                        errors.append("UNLOCK %s: %r" % (name, r))
+                    counts[i] += 1
+            except Exception as e:   # a lost connection is an error too
+                errors.append("w%d: %r" % (i, e))
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(1.0)
+            before = sum(counts)
+            s.cluster.move_slot(slots[0], dst)                # one step: MOVED
+            for slot in slots[1:]:
+                s.cluster.move_slot_begin(slot, dst)          # half-way: ASK
+            time.sleep(1.0)
+            for slot in slots[1:]:
+                s.cluster.move_slot_finish(slot, dst)
+            time.sleep(1.5)
+            during = sum(counts) - before
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+        assert not errors, "%d client-visible errors, the first: %s" % (len(errors), errors[:5])
+        assert_eq(overlaps, [], "two holders of one name at once")
+        assert during > 20, "the loop went on while slots moved (%d cycles)" % during
+        info = s.info()
+        assert int(info["cluster_moved"]) + int(info["cluster_asks"]) > 0, \
+            "redirections were followed (MOVED %s, ASK %s)" % (info["cluster_moved"], info["cluster_asks"])
+        for name in names:
+            assert_eq(s.cluster.master_for(name), dst, "%s moved" % name)
+        c = s.client("after-move")
+        for name in names:
+            assert_eq(c.call("LOCK", name, 1), "OK", "LOCK %s on its new master" % name)
+            assert_eq(s.node(dst).call("HGETALL", name), ["after-move:1", "1"], "held on the new master")
+        print("    %d LOCK/UNLOCK cycles while %d slots moved; MOVED %s, ASK %s"
+              % (during, len(slots), info["cluster_moved"], info["cluster_asks"]))
