@@ -6,7 +6,8 @@
 # rlockd-bench against them, then stops exactly the processes it started
 # (by pid, from an EXIT trap) and removes the directory. It never touches
 # any other Redis or rlockd on the machine. Last, bench/failover.py runs the
-# failover scenario on a Sentinel setup of its own.
+# failover scenario on a Sentinel setup of its own, and bench/cluster.py the
+# cluster scenarios on a Redis Cluster of its own.
 #
 # The first rlockd runs with the default watchdog_timeout_ms (30000) and
 # carries the lock+unlock and contended scenarios. The second, fresh one
@@ -343,4 +344,5 @@ done
 [ -z "$baseline" ] || print_comparison
 # The failover scenario brings its own Redis, sentinels and rlockd.
 python3 "$(dirname "$0")/failover.py" "$build" || status=1
+python3 "$(dirname "$0")/cluster.py" "$build" || status=1
 exit "$status"

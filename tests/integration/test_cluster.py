@@ -7,7 +7,8 @@ by pid by the test.
 Each test starts its own cluster (failovers and resharding change it for good).
 What is proved: every lock goes straight to its slot's master (no MOVED is ever
 needed), hash tags keep names together and "a}b{c}" goes where Redis puts it; two
-rlockd exclude and wake each other on every master; a master killed with SIGKILL is
+rlockd exclude and wake each other on every master, and so do rlockd and a client
+running Redisson's own scripts with global pub/sub; a master killed with SIGKILL is
 replaced by its replica, the holds in its slots alone are checked, waiters woken and
 new locks served; a seed that is down at start-up is skipped; and slots moved
 between masters under 20 looping clients cost no error and no overlap, with MOVED
@@ -17,8 +18,8 @@ and ASK followed.
 import threading
 import time
 
-from harness import (HOST, Rlockd, RespClient, TempDir, assert_eq, holds_for, is_error,
-                     parse_info, wait_info, wait_until)
+from harness import (ACQUIRE_SCRIPT, HOST, RELEASE_SCRIPT, Rlockd, RespClient, TempDir,
+                     assert_eq, channel_for, wait_info, wait_until)
 from topology import ClusterSetup
 
 
@@ -128,6 +129,37 @@ def test_two_rlockd_exclude_and_wake_each_other_on_every_master():
             assert_eq(s.node(port).call("HGETALL", name), ["b-%d:1" % port, "1"],
                       "%s now held through the second rlockd" % name)
             assert_eq(b.call("UNLOCK", name, 1), 1, "UNLOCK by the second rlockd")
+
+
+def test_a_redisson_client_on_the_cluster_excludes_and_wakes_rlockd_clients():
+    """A Redisson-format client runs Redisson's own scripts on the lock's master, and
+    publishes with PUBLISH (Java with shardedSubscriptionMode OFF, node-redisson); it
+    listens on another node, as a cluster delivers PUBLISH to every node."""
+    with Setup() as s:
+        for port, (name,) in s.cluster.names_on_each_master("java").items():
+            java = s.node(port)
+            owner = "java-uuid-%d:1" % port
+            w = s.client("w-%d" % port)
+            assert_eq(java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner), None, "Java acquire")
+            w.send("LOCK", name, 1)
+            wait_info(s.rlockd, "waiting_clients", 1, what="the rlockd LOCK queued behind Java's")
+            w.expect_no_reply(0.3, "rlockd LOCK while Java holds %s" % name)
+            t0 = time.monotonic()
+            assert_eq(java.call("EVAL", RELEASE_SCRIPT, 2, name, channel_for(name), 0, 30000, owner),
+                      1, "Java release (PUBLISH)")
+            # Java's lease was 30 s: only the unlock message wakes the waiter this fast.
+            assert_eq(w.read_reply(timeout=3.0), "OK", "rlockd waiter after Java's unlock")
+            assert time.monotonic() - t0 < 3.0, "woken by the message"
+            # And the other way round: Java excluded, then woken by rlockd's release.
+            sub = s.node([p for p in s.cluster.masters() if p != port][0])
+            assert_eq(sub.call("SUBSCRIBE", channel_for(name))[0], "subscribe", "Java SUBSCRIBE")
+            pttl = java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner)
+            assert isinstance(pttl, int) and pttl > 0, "Java excluded by rlockd's hold: %r" % (pttl,)
+            assert_eq(w.call("UNLOCK", name, 1), 1, "rlockd UNLOCK")
+            msg = sub.read_reply(timeout=3.0)
+            assert_eq(msg[:2], ["message", channel_for(name)], "Java's subscriber got rlockd's unlock")
+            assert_eq(java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner), None,
+                      "Java acquires after rlockd's release")
 
 
 def test_a_killed_master_is_replaced_and_only_its_holds_are_checked():
