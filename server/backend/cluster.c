@@ -21,13 +21,14 @@
  * importing the slot, leaving the map alone. TRYAGAIN, CLUSTERDOWN,
  * LOADING and MASTERDOWN hold the call and retry it from its slot's
  * master, as does a redirection to a master not connected yet, until
- * retry_timeout_ms; then the last refusal is the reply. TRYAGAIN is what
- * every lock script meets while its slot migrates: a script names the
- * lock's channel among its KEYS (as Redisson's do), a key that never
- * exists, and Redis runs a multi-key call in a migrating slot only when
- * it has all its keys. A call redirected more than MAX_HOPS times in a
- * row is answered with an error: a redirection loop ends, it does not
- * spin.
+ * retry_timeout_ms from the first refusal, however refusals and
+ * redirections alternate; then the last refusal is the reply. TRYAGAIN
+ * is what every release meets while its slot migrates: a release names
+ * the lock's channel among its KEYS (as Redisson's does), a key that
+ * never exists, and Redis runs a multi-key call in a migrating slot only
+ * when it has all its keys (an acquire, one key, follows ASK). A call
+ * redirected more than MAX_HOPS times in a row is answered with an
+ * error: a redirection loop ends, it does not spin.
  */
 #include "backend/cluster.h"
 
@@ -431,8 +432,8 @@ static void hold(struct redis_call *call, struct shard *ask, unsigned slot,
     h->call = call;
     h->ask = ask;
     h->slot = slot;
-    h->deadline =
-        uv_now(cluster.loop) + (uint64_t)cluster.cfg->retry_timeout_ms;
+    h->deadline = redis_call_held_since(call, uv_now(cluster.loop)) +
+                  (uint64_t)cluster.cfg->retry_timeout_ms;
     snprintf(h->error, sizeof(h->error), "%s", error);
     list_push_tail(&cluster.held, &h->link);
     if (!uv_is_active((uv_handle_t *)&cluster.hold_timer))
@@ -448,12 +449,12 @@ static void hold_timer_fired(uv_timer_t *timer)
         struct held_call *h = list_entry(pos, struct held_call, link);
         struct shard *to = h->ask != NULL ? h->ask : shard_of_slot(h->slot);
 
-        if (to != NULL &&
-            redis_call_send(h->call, to->pool, h->ask != NULL) == 0) {
+        if (now >= h->deadline) {
+            hold_answer(h);
+        } else if (to != NULL &&
+                   redis_call_send(h->call, to->pool, h->ask != NULL) == 0) {
             list_remove(&h->link);
             free(h);
-        } else if (now >= h->deadline) {
-            hold_answer(h);
         }
     }
     if (!list_empty(&cluster.held))

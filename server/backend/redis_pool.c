@@ -23,7 +23,8 @@ struct redis_call {
     backend_reply_fn *fn;
     void *arg;
     unsigned route;
-    unsigned hops; /* redirections so far */
+    unsigned hops;        /* redirections in a row */
+    uint64_t held_since; /* first held back; 0: never */
     int nkeys;
     int argc;
     size_t *argv_len;
@@ -370,6 +371,13 @@ unsigned redis_call_count_hop(struct redis_call *call)
 void redis_call_clear_hops(struct redis_call *call)
 {
     call->hops = 0;
+}
+
+uint64_t redis_call_held_since(struct redis_call *call, uint64_t now)
+{
+    if (call->held_since == 0)
+        call->held_since = now;
+    return call->held_since;
 }
 
 /* The target may not have loaded the scripts yet when it is not ready;

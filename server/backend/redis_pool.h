@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -91,6 +92,10 @@ unsigned redis_call_route(const struct redis_call *call);
  * held back to be retried later starts counting again. */
 unsigned redis_call_count_hop(struct redis_call *call);
 void redis_call_clear_hops(struct redis_call *call);
+/* When the call was first held back: now, the first time this is asked
+ * (so that retries, however they alternate with redirections, end one
+ * retry_timeout_ms after the first). */
+uint64_t redis_call_held_since(struct redis_call *call, uint64_t now);
 int redis_call_send(struct redis_call *call, struct redis_pool *pool,
                     bool asking);
 void redis_call_answer(struct redis_call *call, const redisReply *reply);

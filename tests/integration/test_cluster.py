@@ -12,14 +12,14 @@ running Redisson's own scripts with global pub/sub; a master killed with SIGKILL
 replaced by its replica, the holds in its slots alone are checked, waiters woken and
 new locks served; a seed that is down at start-up is skipped; and slots moved
 between masters under 20 looping clients cost no error and no overlap, with MOVED
-and ASK followed.
+and ASK followed; and a slot left half-migrated answers an error, not a hang.
 """
 
 import threading
 import time
 
 from harness import (ACQUIRE_SCRIPT, HOST, RELEASE_SCRIPT, Rlockd, RespClient, TempDir,
-                     assert_eq, channel_for, wait_info, wait_until)
+                     assert_eq, channel_for, is_error, wait_info, wait_until)
 from topology import ClusterSetup
 
 
@@ -289,3 +289,29 @@ def test_slots_moved_under_load_cost_no_error_and_no_overlap():
             assert_eq(s.node(dst).call("HGETALL", name), ["after-move:1", "1"], "held on the new master")
         print("    %d LOCK/UNLOCK cycles while %d slots moved; MOVED %s, ASK %s"
               % (during, len(slots), info["cluster_moved"], info["cluster_asks"]))
+
+
+def test_a_slot_left_half_migrated_answers_an_error_not_a_hang():
+    """A migration abandoned half-way: an acquire (one key) follows ASK to the
+    importing node; a release (two keys: the lock and its channel, which never exists)
+    meets ASK, then TRYAGAIN there, for ever. It is retried for retry_timeout_ms from
+    its first refusal, however ASK and TRYAGAIN alternate, then answered."""
+    with Setup({"redis": {"retry_timeout_ms": 1000}}) as s:
+        src, dst = s.cluster.masters()[0], s.cluster.masters()[1]
+        name = s.cluster.names_on_each_master("stuck")[src][0]
+        slot = s.cluster.keyslot(name)
+        s.cluster.move_slot_begin(slot, dst)
+        c = s.client("stuck")
+        assert_eq(c.call("LOCK", name, 1), "OK", "LOCK in the migrating slot (ASK)")
+        importing = s.node(dst)
+        assert_eq(importing.call("ASKING"), "OK", "ASKING")
+        assert_eq(importing.call("HGETALL", name), ["stuck:1", "1"], "taken on the importing node")
+        t0 = time.monotonic()
+        r = c.call("UNLOCK", name, 1, timeout=10.0)
+        waited = time.monotonic() - t0
+        assert is_error(r) and "TRYAGAIN" in r.line, "UNLOCK in a stuck slot: %r" % (r,)
+        assert 0.9 < waited < 5.0, "answered after %.1f s (retry_timeout_ms 1000)" % waited
+        assert int(s.info()["cluster_retries"]) > 2, "the call was held back and retried"
+        s.cluster.move_slot_finish(slot, dst)
+        assert_eq(c.call("UNLOCK", name, 1), 1, "UNLOCK once the slot has moved")
+        assert_eq(s.node(dst).call("EXISTS", name), 0, "released on the new owner")
