@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 #
-# install-npm-deps.sh [DIR] - installs the npm packages that the tests of
-# examples/ use (ioredis, pinned) under DIR (default build/npm), unless
-# that version is there already. Silent when nothing is missing.
+# install-npm-deps.sh [DIR] - installs the npm packages the tests use, pinned,
+# under DIR (default build/npm), unless those versions are there already:
+# ioredis (the Node example's test) and node-redisson (a Redisson-format
+# Node client on a Redis Cluster, tests/integration/test_cluster.py). Silent
+# when nothing is missing.
 #
 # Never fails the build: without node and npm, or when npm cannot fetch
 # (offline), it says so loudly and exits 0, and the tests that need the
@@ -10,13 +12,14 @@
 set -uo pipefail
 
 IOREDIS_VERSION=5.10.1
+NODE_REDISSON_VERSION=1.0.4
 
 dir=${1:-build/npm}
 
 loud() {
     echo "install-npm-deps: ********************************************" >&2
     echo "install-npm-deps: $*" >&2
-    echo "install-npm-deps: the Node example's test will SKIP." >&2
+    echo "install-npm-deps: the tests that need them will SKIP." >&2
     echo "install-npm-deps: ********************************************" >&2
     exit 0
 }
@@ -24,17 +27,23 @@ loud() {
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     loud "node and npm not found (Debian: apt-get install nodejs npm)"
 fi
-installed=$(DIR="$dir" node -p "require(require('path').resolve(process.env.DIR,
-    'node_modules/ioredis/package.json')).version" 2>/dev/null) || installed=
-if [ "$installed" = "$IOREDIS_VERSION" ]; then
+version_of() {
+    DIR="$dir" PKG="$1" node -p "require(require('path').resolve(process.env.DIR,
+        'node_modules', process.env.PKG, 'package.json')).version" 2>/dev/null
+}
+if [ "$(version_of ioredis)" = "$IOREDIS_VERSION" ] &&
+    [ "$(version_of node-redisson)" = "$NODE_REDISSON_VERSION" ]; then
     exit 0
 fi
 
-echo "install-npm-deps: installing ioredis@$IOREDIS_VERSION under $dir" >&2
+wanted="ioredis@$IOREDIS_VERSION node-redisson@$NODE_REDISSON_VERSION"
+echo "install-npm-deps: installing $wanted under $dir" >&2
 mkdir -p "$dir"
-# Bounded: an offline npm would otherwise retry for minutes.
+# Bounded: an offline npm would otherwise retry for minutes. Both in one
+# install: npm drops what a later --no-save install does not name.
+# shellcheck disable=SC2086
 if ! timeout 300 npm install --prefix "$dir" --no-save --no-package-lock \
     --no-audit --no-fund --fetch-retries=1 --fetch-timeout=30000 \
-    "ioredis@$IOREDIS_VERSION" >&2; then
-    loud "npm install ioredis@$IOREDIS_VERSION failed (offline?)"
+    $wanted >&2; then
+    loud "npm install $wanted failed (offline?)"
 fi

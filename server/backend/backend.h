@@ -79,6 +79,7 @@ struct backend_listener {
                        size_t len);
     struct list_node link;
     void *subscription;
+    struct backend_listener *twin; /* a second channel it listens on */
 };
 
 struct backend {
@@ -103,6 +104,10 @@ struct backend {
      * sync_replicas, sync_timeout_ms): as eval, and fn gets how many
      * acknowledged; -ENOENT when there is no replica to wait for. */
     int (*sync)(const char *key, size_t len, backend_reply_fn *fn, void *arg);
+    /* How the scripts that free a lock tell its waiters: "publish",
+     * "spublish" (Redis 7 sharded pub/sub, in a cluster) or "both", the
+     * last argument of each such script, as Redisson passes its own. */
+    const char *(*publish)(void);
 };
 
 #endif

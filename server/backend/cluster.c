@@ -55,6 +55,7 @@
 
 struct shard {
     struct redis_pool *pool; /* NULL: never used */
+    struct subscriber *sub;  /* sharded pub/sub on this master */
     bool active;             /* a master in the map */
     bool moved;              /* moved to a promoted replica just now */
     unsigned slots;
@@ -93,9 +94,34 @@ static struct {
     uv_timer_t hold_timer;
     struct list_node held;
     struct cluster_map view; /* the answer last read */
+    /* Pub/sub: how ([redis] pubsub; auto until the cluster answers), the
+     * plain subscriber, and where listeners wait for a home. */
+    enum redis_pubsub pubsub;
+    bool pubsub_asked;
+    struct redis_request pubsub_request;
+    struct subscriber *global;
+    struct redis_addr global_at; /* port 0: not placed */
+    struct subscriber *limbo;
 } cluster;
 
 static const struct redis_pool_events shard_events;
+static const struct subscriber_events shard_sub_events;
+static void regroup_listeners(void);
+static void place_global(void);
+static void pubsub_ask(void);
+
+static bool listens_sharded(void)
+{
+    return cluster.pubsub == PUBSUB_SHARDED || cluster.pubsub == PUBSUB_BOTH;
+}
+
+/* Its pool, and its subscriber when channels are sharded, go to addr. */
+static void shard_move(struct shard *s, const struct redis_addr *addr)
+{
+    redis_pool_move(s->pool, addr);
+    if (listens_sharded())
+        subscriber_move(s->sub, addr);
+}
 
 static struct shard *shard_of_slot(unsigned slot)
 {
@@ -121,7 +147,7 @@ static struct shard *shard_open(const struct redis_addr *addr)
     char label[32];
 
     for (unsigned i = 0; i < cluster.shard_count && s == NULL; i++)
-        if (!cluster.shards[i].active)
+        if (!cluster.shards[i].active && cluster.shards[i].sub != NULL)
             s = &cluster.shards[i];
     if (s == NULL &&
         cluster.shard_count == (unsigned)cluster.cfg->cluster_max_masters) {
@@ -137,13 +163,21 @@ static struct shard *shard_open(const struct redis_addr *addr)
             redis_pool_new(cluster.loop, cluster.cfg, label, &shard_events, s);
         if (s->pool == NULL)
             return NULL;
+        snprintf(label, sizeof(label), "shard%u-subscriber",
+                 cluster.shard_count);
+        s->sub = subscriber_new(cluster.loop, cluster.cfg, label, true,
+                                &shard_sub_events, s);
         cluster.shard_count++;
+        if (s->sub == NULL) { /* the entry stays unused, its pool idle */
+            log_error("out of memory making a subscriber");
+            return NULL;
+        }
     }
     s->active = true;
     s->slots = 0;
     s->replicas = 0;
     s->epoch = 0;
-    redis_pool_move(s->pool, addr);
+    shard_move(s, addr);
     return s;
 }
 
@@ -155,6 +189,7 @@ static void shard_close(struct shard *s)
              redis_addr_text(redis_pool_addr(s->pool), addr, sizeof(addr)));
     s->active = false;
     redis_pool_stop(s->pool);
+    subscriber_stop(s->sub);
 }
 
 /* ---- reading the map ----------------------------------------------------- */
@@ -248,7 +283,7 @@ static struct shard *shard_for(size_t n, size_t count, char *why,
                  used ? ", " : "redis cluster master ", from, to);
         log_warn("redis cluster: master %s failed over to %s", from, to);
         stats.redis_master_changes++;
-        redis_pool_move(old->pool, &node->addr);
+        shard_move(old, &node->addr);
         old->moved = true;
         old->epoch = node->epoch;
         return old;
@@ -314,6 +349,8 @@ static void apply_view(size_t count)
         if (s->active && s->slots == 0)
             shard_close(s);
     }
+    regroup_listeners();
+    place_global();
     if (moved) {
         cluster.events.on_recheck(why, shard_moved_key);
         for (unsigned i = 0; i < cluster.shard_count; i++)
@@ -402,8 +439,10 @@ static void on_reader_connected(struct redis_link *link)
 
 static void on_reader_readiness(struct redis_link *link)
 {
-    if (redis_link_ready(link))
-        refresh("connected");
+    if (!redis_link_ready(link))
+        return;
+    pubsub_ask(); /* answered before the map, on the same connection */
+    refresh("connected");
 }
 
 /* ---- held calls -------------------------------------------------------------- */
@@ -582,6 +621,229 @@ int cluster_wait(const char *key, size_t len, int64_t replicas,
                            cluster.cfg->sync_timeout_ms, fn, arg);
 }
 
+/* ---- pub/sub ------------------------------------------------------------- */
+
+/* Where a sharded channel listens: its slot's master, or the limbo. */
+static struct subscriber *sharded_home(const char *channel, size_t len)
+{
+    struct shard *s = shard_of_slot(keyslot(channel, len));
+
+    return s != NULL && s->sub != NULL ? s->sub : cluster.limbo;
+}
+
+static bool channel_homed_at(const char *channel, size_t len, void *arg)
+{
+    return sharded_home(channel, len) == arg;
+}
+
+static bool any_channel(const char *channel, size_t len, void *arg)
+{
+    (void)channel;
+    (void)len;
+    (void)arg;
+    return true;
+}
+
+/*
+ * After the map changed: every sharded channel goes to its slot's
+ * master's subscriber (or waits in the limbo), and what Redis dropped is
+ * subscribed again where it belongs. A channel handed over is subscribed
+ * on the new master, whose confirmation tells its waiters to look again.
+ */
+static void regroup_listeners(void)
+{
+    if (!listens_sharded())
+        return;
+    for (unsigned i = 0; i <= cluster.shard_count; i++) {
+        struct subscriber *from =
+            i < cluster.shard_count ? cluster.shards[i].sub : cluster.limbo;
+
+        if (from == NULL)
+            continue;
+        for (unsigned j = 0; j <= cluster.shard_count; j++) {
+            struct subscriber *to =
+                j < cluster.shard_count ? cluster.shards[j].sub : cluster.limbo;
+
+            if (to != NULL && to != from)
+                subscriber_hand_over(from, to, channel_homed_at, to);
+        }
+    }
+    for (unsigned i = 0; i < cluster.shard_count; i++)
+        if (cluster.shards[i].active)
+            subscriber_resubscribe(cluster.shards[i].sub);
+}
+
+/* The plain subscriber stays on a live master: any, global pub/sub
+ * reaching every node of a cluster. */
+static void place_global(void)
+{
+    struct shard *best = NULL;
+    char text[320];
+
+    if (cluster.pubsub != PUBSUB_GLOBAL && cluster.pubsub != PUBSUB_BOTH)
+        return;
+    for (unsigned i = 0; i < cluster.shard_count; i++) {
+        struct shard *s = &cluster.shards[i];
+
+        if (!s->active)
+            continue;
+        if (redis_addr_equal(redis_pool_addr(s->pool), &cluster.global_at))
+            return; /* still a master */
+        if (best == NULL ||
+            redis_pool_ready(s->pool) > redis_pool_ready(best->pool))
+            best = s;
+    }
+    if (best == NULL)
+        return;
+    cluster.global_at = *redis_pool_addr(best->pool);
+    log_info("redis cluster: global pub/sub on %s",
+             redis_addr_text(&cluster.global_at, text, sizeof(text)));
+    subscriber_move(cluster.global, &cluster.global_at);
+}
+
+/* auto decided: the listeners waiting in the limbo go where they belong. */
+static const char *const pubsub_names[] = {[PUBSUB_AUTO] = "auto",
+                                           [PUBSUB_SHARDED] = "sharded",
+                                           [PUBSUB_GLOBAL] = "global",
+                                           [PUBSUB_BOTH] = "both"};
+
+static void pubsub_decided(enum redis_pubsub how)
+{
+    cluster.pubsub = how;
+    redis_status.pubsub = pubsub_names[how];
+    log_info("redis cluster: %s pub/sub", how == PUBSUB_SHARDED
+                                              ? "sharded (SPUBLISH, SSUBSCRIBE)"
+                                              : "global (PUBLISH, SUBSCRIBE)");
+    if (how == PUBSUB_GLOBAL) {
+        subscriber_hand_over(cluster.limbo, cluster.global, any_channel, NULL);
+        place_global();
+        return;
+    }
+    for (unsigned i = 0; i < cluster.shard_count; i++)
+        if (cluster.shards[i].active)
+            subscriber_move(cluster.shards[i].sub,
+                            redis_pool_addr(cluster.shards[i].pool));
+    regroup_listeners();
+}
+
+/* PUBSUB SHARDNUMSUB, as Redisson's AUTO probes: an answer means the
+ * cluster has sharded pub/sub (Redis 7), an error that it has not. */
+static void on_pubsub_reply(struct redis_request *req, redisReply *reply)
+{
+    (void)req;
+    if (reply == NULL) {
+        cluster.pubsub_asked = false; /* asked again on the next link */
+        return;
+    }
+    pubsub_decided(reply->type == REDIS_REPLY_ARRAY ? PUBSUB_SHARDED
+                                                    : PUBSUB_GLOBAL);
+}
+
+static void pubsub_ask(void)
+{
+    static const char *const argv[] = {"PUBSUB", "SHARDNUMSUB"};
+    static const size_t len[] = {6, 11};
+
+    if (cluster.pubsub != PUBSUB_AUTO || cluster.pubsub_asked)
+        return;
+    cluster.pubsub_request.on_reply = on_pubsub_reply;
+    if (redis_link_send(&cluster.reader, &cluster.pubsub_request, 2,
+                        (const char **)argv, len) == 0)
+        cluster.pubsub_asked = true;
+}
+
+/* A listener on both kinds of channel has a twin on the plain one. */
+struct twin {
+    struct backend_listener listener;
+    struct backend_listener *primary;
+};
+
+static void twin_message(struct backend_listener *listener, const char *payload,
+                         size_t len)
+{
+    struct backend_listener *primary = ((struct twin *)listener)->primary;
+
+    primary->on_message(primary, payload, len);
+}
+
+int cluster_listen(struct backend_listener *listener, const char *channel,
+                   size_t len)
+{
+    struct twin *twin;
+    int err;
+
+    listener->twin = NULL;
+    if (cluster.pubsub == PUBSUB_GLOBAL)
+        return subscriber_listen(cluster.global, listener, channel, len);
+    err = subscriber_listen(cluster.pubsub == PUBSUB_AUTO
+                                ? cluster.limbo
+                                : sharded_home(channel, len),
+                            listener, channel, len);
+    if (err != 0 || cluster.pubsub != PUBSUB_BOTH)
+        return err;
+    twin = calloc(1, sizeof(*twin));
+    if (twin == NULL ||
+        subscriber_listen(cluster.global, &twin->listener, channel, len) != 0) {
+        free(twin);
+        subscriber_unlisten(listener);
+        return -ENOMEM;
+    }
+    twin->listener.on_message = twin_message;
+    twin->primary = listener;
+    listener->twin = &twin->listener;
+    return 0;
+}
+
+void cluster_unlisten(struct backend_listener *listener)
+{
+    if (listener->twin != NULL) {
+        subscriber_unlisten(listener->twin);
+        free(listener->twin);
+        listener->twin = NULL;
+    }
+    subscriber_unlisten(listener);
+}
+
+const char *cluster_publish(void)
+{
+    switch (cluster.pubsub) {
+    case PUBSUB_SHARDED:
+        return "spublish";
+    case PUBSUB_BOTH:
+        return "both";
+    default:
+        return "publish";
+    }
+}
+
+bool cluster_subscribers_ready(void)
+{
+    if (cluster.pubsub == PUBSUB_AUTO)
+        return false;
+    if (cluster.pubsub != PUBSUB_SHARDED && !subscriber_ready(cluster.global))
+        return false;
+    for (unsigned i = 0; listens_sharded() && i < cluster.shard_count; i++)
+        if (cluster.shards[i].active &&
+            !subscriber_ready(cluster.shards[i].sub))
+            return false;
+    return true;
+}
+
+static void on_sub_change(struct subscriber *sub)
+{
+    (void)sub;
+    cluster.events.on_change();
+}
+
+static void on_sub_dropped(struct subscriber *sub)
+{
+    (void)sub;
+    refresh("a sharded channel dropped or refused");
+}
+
+static const struct subscriber_events shard_sub_events = {on_sub_change,
+                                                          on_sub_dropped};
+
 /* ---- state ------------------------------------------------------------------- */
 
 bool cluster_ready(void)
@@ -616,28 +878,6 @@ unsigned cluster_connections(void)
            1;
 }
 
-bool cluster_pick_master(const struct redis_addr *addr, struct redis_addr *out)
-{
-    struct shard *any = NULL;
-
-    for (unsigned i = 0; i < cluster.shard_count; i++) {
-        struct shard *s = &cluster.shards[i];
-
-        if (!s->active)
-            continue;
-        if (redis_addr_equal(redis_pool_addr(s->pool), addr)) {
-            *out = *addr;
-            return true;
-        }
-        if (any == NULL ||
-            redis_pool_ready(s->pool) > redis_pool_ready(any->pool))
-            any = s;
-    }
-    if (any != NULL)
-        *out = *redis_pool_addr(any->pool);
-    return any != NULL;
-}
-
 void cluster_describe(char *out, size_t size)
 {
     size_t used = 0;
@@ -659,13 +899,20 @@ void cluster_describe(char *out, size_t size)
 /* ---- life ---------------------------------------------------------------------- */
 
 int cluster_init(uv_loop_t *loop, const struct config *cfg,
-                 const struct cluster_events *events)
+                 const struct cluster_events *events, struct subscriber *global)
 {
     int err;
 
     cluster.loop = loop;
     cluster.cfg = cfg;
     cluster.events = *events;
+    cluster.global = global;
+    cluster.pubsub = (enum redis_pubsub)cfg->pubsub;
+    redis_status.pubsub = pubsub_names[cluster.pubsub];
+    cluster.limbo =
+        subscriber_new(loop, cfg, "unplaced", true, &shard_sub_events, NULL);
+    if (cluster.limbo == NULL)
+        return -ENOMEM;
     list_init(&cluster.held);
     for (unsigned slot = 0; slot < KEYSLOT_COUNT; slot++)
         cluster.slot_shard[slot] = NO_SHARD;
@@ -704,14 +951,21 @@ void cluster_close(void)
     redis_link_close(&cluster.reader);
     uv_close((uv_handle_t *)&cluster.refresh_timer, NULL);
     uv_close((uv_handle_t *)&cluster.hold_timer, NULL);
-    for (unsigned i = 0; i < cluster.shard_count; i++)
+    for (unsigned i = 0; i < cluster.shard_count; i++) {
         redis_pool_close(cluster.shards[i].pool);
+        if (cluster.shards[i].sub != NULL)
+            subscriber_close(cluster.shards[i].sub);
+    }
+    subscriber_close(cluster.limbo);
 }
 
 void cluster_free(void)
 {
-    for (unsigned i = 0; i < cluster.shard_count; i++)
+    for (unsigned i = 0; i < cluster.shard_count; i++) {
         redis_pool_free(cluster.shards[i].pool);
+        subscriber_free(cluster.shards[i].sub);
+    }
+    subscriber_free(cluster.limbo);
     free(cluster.shards);
     free(cluster.known);
     free(cluster.view.nodes);

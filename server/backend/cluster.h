@@ -12,6 +12,14 @@
  * master replaced by its promoted replica keeps its pool, which moves
  * to the new address, and the holds in its slots are checked again
  * (on_recheck). It knows nothing of locks: keys, slots and calls only.
+ *
+ * It also routes pub/sub ([redis] pubsub): sharded, each channel is
+ * subscribed on its slot's master (a sharded subscriber per shard,
+ * channels handed over when their slot moves); global, on the one plain
+ * subscriber it is given, kept on a live master; both, a listener listens
+ * both ways (a twin on the plain subscriber). auto asks the cluster
+ * (PUBSUB SHARDNUMSUB) before its first map; until then listeners wait in
+ * a subscriber that never connects.
  */
 #ifndef RLOCKD_CLUSTER_H
 #define RLOCKD_CLUSTER_H
@@ -23,6 +31,7 @@
 
 #include "backend/backend.h"
 #include "backend/redis_link.h"
+#include "backend/subscriber.h"
 #include "base/config.h"
 
 struct cluster_events {
@@ -34,8 +43,10 @@ struct cluster_events {
                        bool (*affected)(const char *key, size_t len));
 };
 
+/* global: the plain subscriber, not yet connected; cluster.c moves it. */
 int cluster_init(uv_loop_t *loop, const struct config *cfg,
-                 const struct cluster_events *events);
+                 const struct cluster_events *events,
+                 struct subscriber *global);
 /* Asks the seeds for the map; 0 or -ENOMEM. */
 int cluster_start(void);
 void cluster_close(void);
@@ -48,6 +59,10 @@ int cluster_eval(const struct backend_call *call, backend_reply_fn *fn,
 bool cluster_key_ready(const char *key, size_t len);
 /* The key's slot. */
 unsigned cluster_key_group(const char *key, size_t len);
+int cluster_listen(struct backend_listener *listener, const char *channel,
+                   size_t len);
+void cluster_unlisten(struct backend_listener *listener);
+const char *cluster_publish(void);
 /* WAIT on the key's master for replicas (auto: as many as CLUSTER SLOTS
  * lists for it); -ENOENT when there are none to wait for. */
 int cluster_wait(const char *key, size_t len, int64_t replicas,
@@ -60,9 +75,8 @@ void cluster_pool_counts(unsigned *ready, unsigned *size);
 unsigned cluster_inflight(void);
 /* Connections it may hold open: a pool per master it may know. */
 unsigned cluster_connections(void);
-/* A master to listen on for global pub/sub: the one at addr if it still
- * is one, else any; false while none is known. */
-bool cluster_pick_master(const struct redis_addr *addr, struct redis_addr *out);
+/* Every subscriber in use is ready. */
+bool cluster_subscribers_ready(void);
 /* "host:port slots=N,..." for INFO. */
 void cluster_describe(char *out, size_t size);
 

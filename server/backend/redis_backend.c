@@ -17,9 +17,8 @@
  * any keys, but a renewal must stay ordered with its keys' releases,
  * which go the same way. In a cluster it is a slot (cluster.c).
  *
- * Cluster: the map, the pools and redirections are cluster.c's; here the
- * subscriber is kept on one of the masters (global pub/sub reaches every
- * node of a cluster), moved when that one stops being a master.
+ * Cluster: the map, the pools, redirections and where each channel is
+ * listened on are cluster.c's.
  */
 #include "backend/redis_backend.h"
 
@@ -48,8 +47,9 @@ static struct {
     uv_loop_t *loop;
     const struct config *cfg;
     struct redis_backend_events events;
-    struct redis_pool *pool;  /* standalone and sentinel */
-    struct redis_addr master; /* in use; port 0: none yet */
+    struct redis_pool *pool;       /* standalone and sentinel */
+    struct subscriber *subscriber; /* plain pub/sub (cluster: cluster.c's) */
+    struct redis_addr master;      /* in use; port 0: none yet */
     /* Sentinel mode: ROLE of a candidate, then of the master. */
     struct redis_link role;
     struct redis_request role_request;
@@ -129,24 +129,38 @@ static int cluster_sync(const char *key, size_t len, backend_reply_fn *fn,
     return cluster_wait(key, len, redis.cfg->sync_replicas, fn, arg);
 }
 
+static int single_listen(struct backend_listener *listener, const char *channel,
+                         size_t len)
+{
+    return subscriber_listen(redis.subscriber, listener, channel, len);
+}
+
+/* Redisson publishes globally outside a cluster. */
+static const char *single_publish(void)
+{
+    return "publish";
+}
+
 static const struct backend single_ops = {
     .add_script = add_script,
     .eval = single_eval,
-    .listen = subscriber_listen,
+    .listen = single_listen,
     .unlisten = subscriber_unlisten,
     .key_ready = single_key_ready,
     .key_group = single_key_group,
     .sync = single_sync,
+    .publish = single_publish,
 };
 
 static const struct backend cluster_ops = {
     .add_script = add_script,
     .eval = cluster_eval,
-    .listen = subscriber_listen,
-    .unlisten = subscriber_unlisten,
+    .listen = cluster_listen,
+    .unlisten = cluster_unlisten,
     .key_ready = cluster_key_ready,
     .key_group = cluster_key_group,
     .sync = cluster_sync,
+    .publish = cluster_publish,
 };
 
 const struct backend *redis_backend(void)
@@ -214,39 +228,42 @@ static void note_reachability(void)
     redis.reachable = reachable;
 }
 
-/* In a cluster the subscriber stays on a master while it is one. */
-static void place_subscriber(void)
-{
-    struct redis_addr addr;
-    char text[320];
-
-    if (!cluster_pick_master(&redis.master, &addr) ||
-        redis_addr_equal(&addr, &redis.master))
-        return;
-    redis.master = addr;
-    log_info("redis cluster: listening on %s",
-             redis_addr_text(&addr, text, sizeof(text)));
-    subscriber_move(&addr);
-}
-
 static void on_link_change(void)
 {
     if (cluster_mode()) {
         unsigned ready, size;
 
-        place_subscriber();
         cluster_describe(redis_status.master, sizeof(redis_status.master));
         cluster_pool_counts(&ready, &size);
         stats.redis_pool_ready = ready;
         stats.redis_pool_size = size;
+        stats.redis_subscriber_ready = cluster_subscribers_ready();
     } else {
         stats.redis_pool_ready = redis_pool_ready(redis.pool);
         stats.redis_pool_size = redis_pool_size(redis.pool);
+        stats.redis_subscriber_ready = subscriber_ready(redis.subscriber);
     }
     note_reachability();
-    stats.redis_connected = commands_ready() && subscriber_ready();
+    stats.redis_connected =
+        commands_ready() && stats.redis_subscriber_ready != 0;
     redis.events.on_change();
 }
+
+static void on_subscriber_change(struct subscriber *sub)
+{
+    (void)sub;
+    on_link_change();
+}
+
+/* A plain subscription refused (an ACL without the channel): it is asked
+ * again on the next connection. */
+static void on_subscriber_dropped(struct subscriber *sub)
+{
+    (void)sub;
+}
+
+static const struct subscriber_events subscriber_events = {
+    on_subscriber_change, on_subscriber_dropped};
 
 static void on_pool_change(struct redis_pool *pool)
 {
@@ -283,7 +300,7 @@ static void switch_master(const struct redis_addr *addr, const char *source)
         log_warn("redis: master moved from %s to %s (%s)", old, now, source);
     }
     redis_pool_move(redis.pool, addr);
-    subscriber_move(addr);
+    subscriber_move(redis.subscriber, addr);
     if (!first) {
         char why[700];
 
@@ -421,11 +438,14 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     redis_status.changed_ms = uv_now(loop);
     redis_status.unreachable_since_ms = uv_now(loop);
     if ((err = redis_links_init(loop)) != 0 ||
-        (err = subscriber_init(loop, cfg, on_link_change)) != 0 ||
         (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
         return err;
+    redis.subscriber = subscriber_new(loop, cfg, "subscriber", false,
+                                      &subscriber_events, NULL);
+    if (redis.subscriber == NULL)
+        return -ENOMEM;
     if (cluster_mode())
-        return cluster_init(loop, cfg, &cluster_events);
+        return cluster_init(loop, cfg, &cluster_events, redis.subscriber);
     if (!sentinel_mode())
         return 0;
     if ((err = sentinel_init(loop, cfg, on_sentinel_master)) != 0 ||
@@ -502,7 +522,7 @@ void redis_backend_close(void)
     if (cluster_mode())
         cluster_close();
     uv_close((uv_handle_t *)&redis.outage_timer, NULL);
-    subscriber_close();
+    subscriber_close(redis.subscriber);
     if (redis.pool != NULL)
         redis_pool_close(redis.pool);
     redis_links_close();
@@ -511,6 +531,7 @@ void redis_backend_close(void)
 void redis_backend_free(void)
 {
     redis_pool_free(redis.pool);
+    subscriber_free(redis.subscriber);
     redis_pool_free_scripts();
     if (sentinel_mode())
         sentinel_free();

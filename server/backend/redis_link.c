@@ -60,14 +60,22 @@ static struct {
     struct buffer command; /* reused to format each command */
 } link_io;
 
+static void push_read(redisAsyncContext *ac);
+
 static void poll_cb(uv_poll_t *handle, int status, int events)
 {
     struct link_poll *p = handle->data;
 
     if (status < 0)
         events = p->events; /* let hiredis read the socket error */
-    if (p->ac != NULL && (events & UV_READABLE))
-        redisAsyncHandleRead(p->ac);
+    if (p->ac != NULL && (events & UV_READABLE)) {
+        struct redis_link *link = p->ac->data;
+
+        if (link->on_push != NULL && (p->ac->c.flags & REDIS_CONNECTED))
+            push_read(p->ac);
+        else
+            redisAsyncHandleRead(p->ac);
+    }
     if (p->ac != NULL && (events & UV_WRITABLE))
         redisAsyncHandleWrite(p->ac);
 }
@@ -221,15 +229,18 @@ static void on_probe_reply(struct redis_request *req, redisReply *reply)
 }
 
 /*
- * PING, except on a connection in pub/sub mode. RESP2 allows PING there
- * and Redis answers it as a pub/sub array ["pong", ""], but hiredis 0.14
- * never hands that to the PING's callback: it queues the callback on
- * sub.invalid, looks the "pong" up as a pattern named "" (the leading
- * 'p'), finds none, and drops the reply (or hands it to the callback of
- * the reply read just before). The callback then waits, counted in
- * flight, until the connection goes. A SUBSCRIBE of a channel of our own
- * is answered through hiredis's channel table like any subscription, and
- * subscribing again to a channel already subscribed is answered again.
+ * PING, except on a connection whose owner set probe_channel (one in
+ * pub/sub mode through hiredis's callbacks: the sentinels' event links).
+ * RESP2 allows PING there and Redis answers it as a pub/sub array
+ * ["pong", ""], but hiredis 0.14 never hands that to the PING's
+ * callback: it queues the callback on sub.invalid, looks the "pong" up
+ * as a pattern named "" (the leading 'p'), finds none, and drops the
+ * reply (or hands it to the callback of the reply read just before). The
+ * callback then waits, counted in flight, until the connection goes. A
+ * SUBSCRIBE of a channel of our own is answered through hiredis's channel
+ * table like any subscription, and subscribing again to a channel already
+ * subscribed is answered again. A link that reads its own replies (on_push)
+ * expects the "pong" array and needs no such channel.
  */
 static void probe_send(struct redis_link *link)
 {
@@ -238,6 +249,7 @@ static void probe_send(struct redis_link *link)
     int err;
 
     link->probe.on_reply = on_probe_reply;
+    link->probe.expect = "pong"; /* what a subscribed connection answers */
     if (link->probe_channel == NULL) {
         err = redis_link_send(link, &link->probe, 1, argv, len);
     } else {
@@ -328,6 +340,21 @@ static void link_failed(struct redis_link *link, enum log_level level,
     log_write(level, "redis %s: %s", link->label, text);
 }
 
+/* A link that reads its own replies answers what is in flight with NULL
+ * when the connection goes; hiredis holds no callback of theirs. */
+static void push_drain(struct redis_link *link)
+{
+    struct list_node *node;
+
+    while ((node = list_first(&link->pending)) != NULL) {
+        struct redis_request *req =
+            list_entry(node, struct redis_request, pending);
+
+        list_remove(node);
+        req->on_reply(req, NULL);
+    }
+}
+
 /* The context is gone or going; forget it and maybe reconnect. A ready
  * link "drops" a connection it let go itself, and "loses" one Redis
  * closed. */
@@ -342,6 +369,7 @@ static void link_lost(struct redis_link *link, const char *what,
     link->probe_inflight = false;
     link->stalled = false;
     link->refused = false;
+    push_drain(link);
     if (link->state == LINK_CLOSED)
         return;
     if (was_ready)
@@ -384,6 +412,7 @@ static void send_handshake(struct redis_link *link)
     char db[24];
 
     link->handshake.on_reply = on_handshake_reply;
+    link->select.on_reply = on_handshake_reply;
     if (login->password[0] != '\0') {
         /* AUTH [username] password */
         const char *argv[] = {"AUTH", login->username, login->password};
@@ -399,7 +428,7 @@ static void send_handshake(struct redis_link *link)
         const char *argv[] = {"SELECT", db};
         size_t len[] = {6, (size_t)snprintf(db, sizeof(db), "%lld",
                                             (long long)login->db)};
-        redis_link_send(link, &link->handshake, 2, argv, len);
+        redis_link_send(link, &link->select, 2, argv, len);
     }
 }
 
@@ -466,6 +495,7 @@ int redis_link_init(struct redis_link *link, uv_loop_t *loop,
     link->state = LINK_DOWN;
     link->backoff_ms = BACKOFF_START_MS;
     link->timer.data = link;
+    list_init(&link->pending);
     snprintf(link->addr.host, sizeof(link->addr.host), "%s", cfg->redis_host);
     link->addr.port = (int)cfg->redis_port;
     snprintf(link->addr.unix_socket, sizeof(link->addr.unix_socket), "%s",
@@ -572,6 +602,65 @@ static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata)
     req->on_reply(req, reply);
 }
 
+/* Whether reply, a pub/sub array, is the one req expects. */
+static bool push_answers(const struct redis_request *req,
+                         const redisReply *reply)
+{
+    const redisReply *kind = reply->element[0];
+    const redisReply *channel = reply->elements > 1 ? reply->element[1] : NULL;
+
+    if (req->expect == NULL || strcmp(kind->str, req->expect) != 0)
+        return false;
+    return req->expect_channel == NULL ||
+           (channel != NULL && channel->type == REDIS_REPLY_STRING &&
+            channel->len == req->expect_channel_len &&
+            memcmp(channel->str, req->expect_channel, channel->len) == 0);
+}
+
+/* One reply of a link that reads its own: the oldest request's answer,
+ * or a push. */
+static void push_dispatch(struct redis_link *link, redisAsyncContext *ac,
+                          redisReply *reply)
+{
+    struct list_node *head = list_first(&link->pending);
+    struct redis_request *req =
+        head ? list_entry(head, struct redis_request, pending) : NULL;
+    bool pubsub = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+                  reply->element[0]->type == REDIS_REPLY_STRING;
+
+    if (req == NULL || (pubsub && !push_answers(req, reply))) {
+        note_progress(link, ac, false);
+        link->on_push(link, reply);
+        return;
+    }
+    list_remove(head);
+    note_progress(link, ac, true);
+    req->on_reply(req, reply);
+}
+
+/* Reads what the socket has and hands out every whole reply; a read or
+ * protocol error drops the connection. */
+static void push_read(redisAsyncContext *ac)
+{
+    struct redis_link *link = ac->data;
+    void *reply = NULL;
+
+    if (redisBufferRead(&ac->c) != REDIS_OK) {
+        redis_link_reset(link, ac->c.errstr);
+        return;
+    }
+    while (link->ac == ac) {
+        if (redisGetReply(&ac->c, &reply) != REDIS_OK) {
+            redis_link_reset(link, ac->c.errstr);
+            return;
+        }
+        if (reply == NULL)
+            return;
+        push_dispatch(link, ac, reply);
+        freeReplyObject(reply);
+    }
+}
+
 /*
  * Encodes a command as a RESP array of bulk strings. hiredis's own
  * redisFormatCommandArgv builds it with sdscatfmt, which was the largest
@@ -614,10 +703,18 @@ static int link_send(struct redis_link *link, struct redis_request *req,
     if (err != 0)
         return err;
     req->link = link;
-    if (redisAsyncFormattedCommand(link->ac, callback, req,
-                                   link_io.command.data,
-                                   link_io.command.len) != REDIS_OK)
+    if (link->on_push != NULL) {
+        /* Queued without a hiredis callback: push_read answers it. */
+        if (redisAppendFormattedCommand(&link->ac->c, link_io.command.data,
+                                        link_io.command.len) != REDIS_OK)
+            return -ENOMEM;
+        poll_add_write(link->ac->ev.data);
+        list_push_tail(&link->pending, &req->pending);
+    } else if (redisAsyncFormattedCommand(link->ac, callback, req,
+                                          link_io.command.data,
+                                          link_io.command.len) != REDIS_OK) {
         return -ENOTCONN;
+    }
     if (link->inflight++ == 0)
         link->last_progress_ms = uv_now(link->loop);
     return 0;

@@ -19,6 +19,15 @@
  * answered, so command_timeout_ms drops a link that stops answering
  * either, and the pool and the subscriber never touch hiredis or
  * connection state themselves.
+ *
+ * A link whose owner sets on_push reads its replies itself instead of
+ * through hiredis's callbacks, which in 0.14 know only SUBSCRIBE's
+ * messages: sharded pub/sub's "smessage", and the "sunsubscribe" Redis
+ * sends unasked when a slot moves, would be dropped or handed to the
+ * wrong request (or stop the process on an assertion). There each reply
+ * answers the oldest request in flight, unless it is a pub/sub array that
+ * request does not expect (see struct redis_request), which goes to
+ * on_push.
  */
 #ifndef RLOCKD_REDIS_LINK_H
 #define RLOCKD_REDIS_LINK_H
@@ -32,8 +41,8 @@
 
 #include "backend/redis_addr.h"
 #include "base/config.h"
+#include "base/list.h"
 #include "buffer.h"
-
 
 /* What a link proves and selects once connected. */
 struct redis_login {
@@ -48,7 +57,14 @@ typedef void redis_request_fn(struct redis_request *req, redisReply *reply);
 /* Embedded by the caller in its own per-request struct. */
 struct redis_request {
     redis_request_fn *on_reply;
+    /* On a link with on_push: a pub/sub array ["kind", channel, ...]
+     * answers this request only if its kind is expect (and its channel
+     * expect_channel, when set); NULL expects no array. */
+    const char *expect;
+    const char *expect_channel;
+    size_t expect_channel_len;
     struct redis_link *link;
+    struct list_node pending; /* the link's, with on_push */
 };
 
 enum redis_link_state {
@@ -86,6 +102,10 @@ struct redis_link {
     /* Set by an owner whose connection is in pub/sub mode: the probe is
      * SUBSCRIBE of this channel instead of PING (see probe_send). */
     const char *probe_channel;
+    /* Set by an owner that reads pushes itself (see above): every reply
+     * no request expects. */
+    void (*on_push)(struct redis_link *link, redisReply *reply);
+    struct list_node pending; /* requests in flight, with on_push */
     /* Connected and authenticated: the owner sends what it needs, then
      * calls redis_link_set_ready. */
     void (*on_connected)(struct redis_link *link);
@@ -93,7 +113,8 @@ struct redis_link {
      * again after a stall, or was lost. */
     void (*on_readiness)(struct redis_link *link);
     void *owner;
-    struct redis_request handshake; /* AUTH, SELECT */
+    struct redis_request handshake; /* AUTH */
+    struct redis_request select;
 };
 
 /* The write-flushing machinery shared by all links: once per loop. */

@@ -60,6 +60,8 @@ static const char *const on_disconnect_names[] = {"release", "expire", NULL};
 static const char *const on_shutdown_names[] = {"keep", "release", NULL};
 static const char *const redis_mode_names[] = {"standalone", "sentinel",
                                                "cluster", NULL};
+static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
+                                           NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
@@ -153,6 +155,7 @@ static const struct config_row config_rows[] = {
             100, 600000),
     INT_ROW("redis", "cluster_max_masters", 0, cluster_max_masters, "16", 1,
             1024),
+    ENUM_ROW("redis", "pubsub", 0, pubsub, "auto", pubsub_names),
     /* 0: a command finding no usable connection fails at once. */
     INT_ROW("redis", "retry_timeout_ms", LIVE, retry_timeout_ms, "4500", 0,
             600000),
@@ -541,6 +544,11 @@ static bool config_conflict(const struct config *cfg, char *why, size_t size)
     else if (cfg->redis_mode == REDIS_MODE_CLUSTER &&
              cfg->cluster_nodes[0] == '\0')
         snprintf(why, size, "[redis] mode = cluster needs nodes");
+    else if (cfg->redis_mode != REDIS_MODE_CLUSTER &&
+             (cfg->pubsub == PUBSUB_SHARDED || cfg->pubsub == PUBSUB_BOTH))
+        snprintf(why, size, "[redis] pubsub = %s needs mode = cluster "
+                 "(Redisson uses sharded pub/sub only there)",
+                 cfg->pubsub == PUBSUB_SHARDED ? "sharded" : "both");
     else if (cfg->redis_mode == REDIS_MODE_CLUSTER && cfg->redis_db != 0)
         snprintf(why, size, "[redis] db must be 0 in cluster mode (a cluster "
                  "has one database)");

@@ -26,6 +26,9 @@ enum redis_mode {
     REDIS_MODE_SENTINEL,
     REDIS_MODE_CLUSTER
 };
+/* [redis] pubsub: what unlock messages travel by in a cluster (auto:
+ * sharded when the cluster has it); elsewhere always global. */
+enum redis_pubsub { PUBSUB_AUTO, PUBSUB_SHARDED, PUBSUB_GLOBAL, PUBSUB_BOTH };
 /* [lock] sync_replicas = auto */
 #define SYNC_REPLICAS_AUTO (-1)
 
@@ -67,6 +70,7 @@ struct config {
     char cluster_nodes[1024]; /* [redis] nodes: the cluster's seeds */
     int64_t cluster_refresh_ms;
     int64_t cluster_max_masters; /* pool_size connections each */
+    int64_t pubsub;              /* enum redis_pubsub */
     int64_t retry_timeout_ms;    /* how long a command waits for Redis */
     int64_t pool_size;
     int64_t connect_timeout_ms;

@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 struct stats stats;
-struct redis_status redis_status = {.topology = "discovering"};
+struct redis_status redis_status = {.topology = "discovering",
+                                    .pubsub = "global"};
 
 int stats_append_section(struct buffer *out, enum stats_section section)
 {

@@ -137,6 +137,7 @@ struct redis_status {
     const char *topology; /* "ok", "discovering" or "unreachable" */
     uint64_t changed_ms;  /* when master or topology last changed */
     uint64_t unreachable_since_ms; /* 0 while the pool can serve */
+    const char *pubsub; /* "global", "sharded", "both"; "auto" undecided */
 };
 
 extern struct redis_status redis_status;

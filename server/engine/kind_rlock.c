@@ -27,7 +27,9 @@
  * the application's data, and a lock command must never change it or
  * reveal it. An RLock is a hash with exactly one field, an owner
  * "<client-id>:<thread-id>" whose value is a count of at least 1, and a
- * TTL (every writer sets one with the field). shape() answers 'none' (no
+ * TTL (every writer sets one with the field). The owner is matched as
+ * "<anything>:<anything>": node-redisson names its owners
+ * "<uuid>:<uuid>", not "<uuid>:<thread-id>" as Java does. shape() answers 'none' (no
  * key), 'other', or 'lock' with the lock's owner field, count and PTTL,
  * which the scripts use instead of asking again. HLEN comes first: it
  * fails on a key of another type, is 0 only for no key (Redis deletes an
@@ -43,9 +45,22 @@
     "local ttl = redis.call('pttl', k); "                                      \
     "if ttl < 0 then return 'other'; end; "                                    \
     "local f = redis.call('hgetall', k); "                                     \
-    "if string.find(f[1], '^.+:%d+$') and string.find(f[2], '^[1-9]%d*$') "    \
+    "if string.find(f[1], '^.+:.+$') and string.find(f[2], '^[1-9]%d*$') "     \
     "then return 'lock', f[1], tonumber(f[2]), ttl; end; "                     \
     "return 'other'; "                                                         \
+    "end; "
+/*
+ * What the scripts that free a lock publish with: the last argument says
+ * how, as Redisson passes its <pub> (redisson-family.md, 9.2): PUBLISH,
+ * SPUBLISH (a Redis 7 cluster's sharded pub/sub, which a PUBLISH never
+ * reaches), or both, for fleets where some Java clients listen one way
+ * and some the other.
+ */
+#define NOTIFY                                                                 \
+    "local function notify(channel, message) "                                 \
+    "local how = ARGV[#ARGV]; "                                                \
+    "if how ~= 'spublish' then redis.call('publish', channel, message); end; " \
+    "if how ~= 'publish' then redis.call('spublish', channel, message); end; " \
     "end; "
 #define WRONG_TYPE_ERROR                                                       \
     "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
@@ -88,49 +103,50 @@ static struct backend_script acquire_script = {
  */
 static struct backend_script release_script = {
     "rlock_release",
-    SHAPE_GUARD "local s, owner, count = shape(KEYS[1]); "
-                "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-                "if (s == 'none' or owner ~= ARGV[3]) then "
-                "return nil; "
-                "end; "
-                "local counter = count - 1; "
-                "if ARGV[4] ~= '0' then counter = tonumber(ARGV[4]) - 1; end; "
-                "if (counter > 0) then "
-                "redis.call('hset', KEYS[1], ARGV[3], counter); "
-                "redis.call('pexpire', KEYS[1], ARGV[2]); "
-                "return 0; "
-                "else "
-                "redis.call('del', KEYS[1]); "
-                "redis.call('publish', KEYS[2], ARGV[1]); "
-                "return 1; "
-                "end; "
-                "return nil;",
+    SHAPE_GUARD NOTIFY
+    "local s, owner, count = shape(KEYS[1]); "
+    "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+    "if (s == 'none' or owner ~= ARGV[3]) then "
+    "return nil; "
+    "end; "
+    "local counter = count - 1; "
+    "if ARGV[4] ~= '0' then counter = tonumber(ARGV[4]) - 1; end; "
+    "if (counter > 0) then "
+    "redis.call('hset', KEYS[1], ARGV[3], counter); "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "return 0; "
+    "else "
+    "redis.call('del', KEYS[1]); "
+    "notify(KEYS[2], ARGV[1]); "
+    "return 1; "
+    "end; "
+    "return nil;",
     ""};
 
 /* Redisson's forceUnlockAsync, behind the guard. */
 static struct backend_script force_release_script = {
     "rlock_force_release",
-    SHAPE_GUARD "local s = shape(KEYS[1]); "
-                "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-                "if (s == 'lock') then "
-                "redis.call('del', KEYS[1]); "
-                "redis.call('publish', KEYS[2], ARGV[1]); "
-                "return 1 "
-                "end; "
-                "return 0",
+    SHAPE_GUARD NOTIFY "local s = shape(KEYS[1]); "
+                       "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
+                       "if (s == 'lock') then "
+                       "redis.call('del', KEYS[1]); "
+                       "notify(KEYS[2], ARGV[1]); "
+                       "return 1 "
+                       "end; "
+                       "return 0",
     ""};
 
 /* rlockd's: frees an owner's lock whatever its count (its session ended);
  * a key that is no longer a lock is left alone. */
 static struct backend_script release_owner_script = {
     "rlock_release_owner",
-    SHAPE_GUARD "local s, owner = shape(KEYS[1]); "
-                "if (s ~= 'lock' or owner ~= ARGV[2]) then "
-                "return 0; "
-                "end; "
-                "redis.call('del', KEYS[1]); "
-                "redis.call('publish', KEYS[2], ARGV[1]); "
-                "return 1;",
+    SHAPE_GUARD NOTIFY "local s, owner = shape(KEYS[1]); "
+                       "if (s ~= 'lock' or owner ~= ARGV[2]) then "
+                       "return 0; "
+                       "end; "
+                       "redis.call('del', KEYS[1]); "
+                       "notify(KEYS[2], ARGV[1]); "
+                       "return 1;",
     ""};
 
 /*
@@ -142,17 +158,17 @@ static struct backend_script release_owner_script = {
  */
 static struct backend_script settle_script = {
     "rlock_settle",
-    SHAPE_GUARD "local s, owner = shape(KEYS[1]); "
-                "if (s ~= 'lock' or owner ~= ARGV[2]) then "
-                "return 0; "
-                "end; "
-                "if ARGV[3] == '0' then "
-                "redis.call('del', KEYS[1]); "
-                "redis.call('publish', KEYS[2], ARGV[1]); "
-                "return 1; "
-                "end; "
-                "redis.call('hset', KEYS[1], ARGV[2], ARGV[3]); "
-                "return 2;",
+    SHAPE_GUARD NOTIFY "local s, owner = shape(KEYS[1]); "
+                       "if (s ~= 'lock' or owner ~= ARGV[2]) then "
+                       "return 0; "
+                       "end; "
+                       "if ARGV[3] == '0' then "
+                       "redis.call('del', KEYS[1]); "
+                       "notify(KEYS[2], ARGV[1]); "
+                       "return 1; "
+                       "end; "
+                       "redis.call('hset', KEYS[1], ARGV[2], ARGV[3]); "
+                       "return 2;",
     ""};
 
 /* KEYS name1..nameN, ARGV field1, ms1, ..., fieldN, msN: N results 1/0.
@@ -186,14 +202,11 @@ static struct backend_script inspect_script = {
                 "return {1, owner == ARGV[1] and count or 0, ttl};",
     ""};
 
-static struct backend_script *const rlock_scripts[] = {&acquire_script,
-                                                       &release_script,
-                                                       &force_release_script,
-                                                       &release_owner_script,
-                                                       &settle_script,
-                                                       &renew_script,
-                                                       &inspect_script,
-                                                       NULL};
+static struct backend_script *const rlock_scripts[] = {
+    &acquire_script,       &release_script,
+    &force_release_script, &release_owner_script,
+    &settle_script,        &renew_script,
+    &inspect_script,       NULL};
 
 /* The message Redisson's LockPubSub reads as "one waiter may go". */
 #define UNLOCK_MESSAGE "0"
@@ -239,6 +252,7 @@ static void build_release(const struct lock_call_args *a,
     arg_number(call, 0, a->lease_ms);
     arg(call, a->field, a->field_len);
     arg_number(call, 1, a->count);
+    arg(call, a->publish, strlen(a->publish));
 }
 
 static void build_force_release(const struct lock_call_args *a,
@@ -248,24 +262,33 @@ static void build_force_release(const struct lock_call_args *a,
     arg(call, a->name, a->name_len);
     arg(call, a->channel, a->channel_len);
     arg(call, UNLOCK_MESSAGE, 1);
+    arg(call, a->publish, strlen(a->publish));
 }
 
-static void build_release_owner(const struct lock_call_args *a,
-                                struct lock_kind_call *call)
+/* The owner's lock: its name, channel, message and owner field. */
+static void owner_args(struct lock_kind_call *call, struct backend_script *s,
+                       const struct lock_call_args *a)
 {
-    script(call, &release_owner_script, 2);
+    script(call, s, 2);
     arg(call, a->name, a->name_len);
     arg(call, a->channel, a->channel_len);
     arg(call, UNLOCK_MESSAGE, 1);
     arg(call, a->field, a->field_len);
 }
 
+static void build_release_owner(const struct lock_call_args *a,
+                                struct lock_kind_call *call)
+{
+    owner_args(call, &release_owner_script, a);
+    arg(call, a->publish, strlen(a->publish));
+}
+
 static void build_settle(const struct lock_call_args *a,
                          struct lock_kind_call *call)
 {
-    build_release_owner(a, call);
-    call->script = &settle_script;
+    owner_args(call, &settle_script, a);
     arg_number(call, 0, a->count);
+    arg(call, a->publish, strlen(a->publish));
 }
 
 /* Every query: the lock's name and the caller's owner field. */

@@ -156,10 +156,15 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
 {
     struct lock *lock = call->lock;
-    struct lock_call_args args = {lock->name,     lock->name_len,
-                                  lock->channel,  lock->channel_len,
-                                  call->field,    call->field_len,
-                                  lease_ms,       call->count};
+    struct lock_call_args args = {lock->name,
+                                  lock->name_len,
+                                  lock->channel,
+                                  lock->channel_len,
+                                  call->field,
+                                  call->field_len,
+                                  lease_ms,
+                                  call->count,
+                                  engine.backend->publish()};
     struct lock_kind_call kc;
     int err;
 

@@ -66,6 +66,9 @@ struct lock_call_args {
     /* acquire, release: the count this daemon knows the owner holds (0: a
      * new hold; none known); settle: the count to set */
     int64_t count;
+    /* struct backend's publish: the last argument of a script that
+     * publishes */
+    const char *publish;
 };
 
 /* A call under construction, with room for its arguments and numbers. */

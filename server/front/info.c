@@ -127,6 +127,11 @@ static int print_redis_changed(char *out, size_t size)
                     (info.now_ms() - redis_status.changed_ms) / 1000);
 }
 
+static int print_redis_pubsub(char *out, size_t size)
+{
+    return snprintf(out, size, "%s", redis_status.pubsub);
+}
+
 static int print_redis_unreachable(char *out, size_t size)
 {
     uint64_t since = redis_status.unreachable_since_ms;
@@ -156,6 +161,7 @@ static const struct info_setting {
     {STATS_REDIS, "redis_topology", print_redis_topology},
     {STATS_REDIS, "redis_topology_changed_s_ago", print_redis_changed},
     {STATS_REDIS, "redis_unreachable_ms", print_redis_unreachable},
+    {STATS_REDIS, "redis_pubsub", print_redis_pubsub},
 };
 
 /* ---- the text ------------------------------------------------------------ */

@@ -7,19 +7,24 @@ by pid by the test.
 Each test starts its own cluster (failovers and resharding change it for good).
 What is proved: every lock goes straight to its slot's master (no MOVED is ever
 needed), hash tags keep names together and "a}b{c}" goes where Redis puts it; two
-rlockd exclude and wake each other on every master, and so do rlockd and a client
-running Redisson's own scripts with global pub/sub; a master killed with SIGKILL is
+rlockd exclude and wake each other on every master with sharded pub/sub (auto, on
+Redis 7) and with global; so do rlockd and a client running Redisson's own scripts
+with global, with sharded, and, for a mixed fleet, with both; node-redisson over
+ioredis's Cluster client and rlockd in global mode; a waiter on a slot that moves is
+woken on its new master; a master killed with SIGKILL is
 replaced by its replica, the holds in its slots alone are checked, waiters woken and
 new locks served; a seed that is down at start-up is skipped; and slots moved
 between masters under 20 looping clients cost no error and no overlap, with MOVED
 and ASK followed; and a slot left half-migrated answers an error, not a hang.
 """
 
+import os
+import subprocess
 import threading
 import time
 
-from harness import (ACQUIRE_SCRIPT, HOST, RELEASE_SCRIPT, Rlockd, RespClient, TempDir,
-                     assert_eq, channel_for, is_error, wait_info, wait_until)
+from harness import (ACQUIRE_SCRIPT, HOST, RELEASE_SCRIPT, Rlockd, RespClient, Skip, TempDir,
+                     assert_eq, channel_for, is_error, wait_info, wait_until, which)
 from topology import ClusterSetup
 
 
@@ -109,57 +114,182 @@ def test_locks_go_straight_to_their_slots_master():
                 assert_eq(a.call("UNLOCK", name, 1), 1, "UNLOCK %s" % name)
 
 
-def test_two_rlockd_exclude_and_wake_each_other_on_every_master():
-    with Setup() as s:
+def _exclude_and_wake(s, other):
+    """A name on each master: held through s.rlockd, waited for through other, which the
+    release wakes (the lease is the watchdog's 30 s: only the message is that fast)."""
+    for port, (name,) in s.cluster.names_on_each_master("wake").items():
+        a = s.client("a-%d" % port)
+        b = s.client("b-%d" % port, daemon=other)
+        assert_eq(a.call("LOCK", name, 1), "OK", "LOCK %s on the first rlockd" % name)
+        b.send("LOCK", name, 1)
+        wait_info(other, "waiting_clients", 1, what="the second rlockd's waiter queued")
+        b.expect_no_reply(0.3, "LOCK of a name the first rlockd holds")
+        before = info_int(other, "unlock_messages")
+        t0 = time.monotonic()
+        assert_eq(a.call("UNLOCK", name, 1), 1, "UNLOCK %s" % name)
+        assert_eq(b.read_reply(timeout=5.0), "OK", "the waiter's LOCK after the release")
+        waited = time.monotonic() - t0
+        assert info_int(other, "unlock_messages") > before, "woken by the unlock message"
+        assert waited < 3.0, "woken after %.2f s" % waited
+        assert_eq(s.node(port).call("HGETALL", name), ["b-%d:1" % port, "1"],
+                  "%s now held through the second rlockd" % name)
+        assert_eq(b.call("UNLOCK", name, 1), 1, "UNLOCK by the second rlockd")
+
+
+def test_two_rlockd_exclude_and_wake_each_other_with_sharded_pubsub_by_default():
+    with Setup({"lock": {"watchdog_timeout_ms": 30000}}) as s:
         other = s.second()
-        for port, (name,) in s.cluster.names_on_each_master("wake").items():
-            a = s.client("a-%d" % port)
-            b = s.client("b-%d" % port, daemon=other)
-            assert_eq(a.call("LOCK", name, 1), "OK", "LOCK %s on the first rlockd" % name)
-            b.send("LOCK", name, 1)
-            wait_info(other, "waiting_clients", 1, what="the second rlockd's waiter queued")
-            b.expect_no_reply(0.3, "LOCK of a name the first rlockd holds")
-            before = info_int(other, "unlock_messages")
-            t0 = time.monotonic()
-            assert_eq(a.call("UNLOCK", name, 1), 1, "UNLOCK %s" % name)
-            assert_eq(b.read_reply(timeout=5.0), "OK", "the waiter's LOCK after the release")
-            waited = time.monotonic() - t0
-            assert info_int(other, "unlock_messages") > before, "woken by the unlock message"
-            assert waited < 5.0, "woken after %.2f s" % waited
-            assert_eq(s.node(port).call("HGETALL", name), ["b-%d:1" % port, "1"],
-                      "%s now held through the second rlockd" % name)
-            assert_eq(b.call("UNLOCK", name, 1), 1, "UNLOCK by the second rlockd")
+        for d in (s.rlockd, other):
+            assert_eq(d.info()["redis_pubsub"], "sharded", "pubsub = auto on Redis 7")
+        _exclude_and_wake(s, other)
 
 
-def test_a_redisson_client_on_the_cluster_excludes_and_wakes_rlockd_clients():
-    """A Redisson-format client runs Redisson's own scripts on the lock's master, and
-    publishes with PUBLISH (Java with shardedSubscriptionMode OFF, node-redisson); it
-    listens on another node, as a cluster delivers PUBLISH to every node."""
+def test_two_rlockd_exclude_and_wake_each_other_with_global_pubsub():
+    with Setup({"redis": {"pubsub": "global"}, "lock": {"watchdog_timeout_ms": 30000}}) as s:
+        other = s.second()
+        assert_eq(other.info()["redis_pubsub"], "global", "INFO redis_pubsub")
+        _exclude_and_wake(s, other)
+
+
+# Redisson's release, publishing with SPUBLISH as it does with sharded pub/sub on.
+SHARDED_RELEASE_SCRIPT = RELEASE_SCRIPT.replace("redis.call('publish'", "redis.call('spublish'")
+
+
+def _java_listener(s, name, sharded):
+    """A Java client's subscription to name's channel: SSUBSCRIBE on the master of its
+    slot, or SUBSCRIBE on another master (a cluster delivers PUBLISH to every node)."""
+    owner = s.cluster.master_for(name)
+    node = s.node(owner if sharded else [p for p in s.cluster.masters() if p != owner][0])
+    verb = "SSUBSCRIBE" if sharded else "SUBSCRIBE"
+    assert_eq(node.call(verb, channel_for(name))[0], verb.lower(), "Java %s" % verb)
+    return node
+
+
+def _redisson_client_exclusion(s, java_sharded, java_listens_sharded, tag=""):
+    """A Redisson-format client runs Redisson's own scripts on each lock's master,
+    publishing with SPUBLISH or PUBLISH, and listens sharded or not."""
+    release = SHARDED_RELEASE_SCRIPT if java_sharded else RELEASE_SCRIPT
+    for port, (name,) in s.cluster.names_on_each_master("java" + tag).items():
+        java = s.node(port)
+        owner = "java-uuid-%d:1" % port
+        w = s.client("w%s-%d" % (tag, port))
+        assert_eq(java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner), None, "Java acquire")
+        w.send("LOCK", name, 1)
+        wait_info(s.rlockd, "waiting_clients", 1, what="the rlockd LOCK queued behind Java's")
+        w.expect_no_reply(0.3, "rlockd LOCK while Java holds %s" % name)
+        t0 = time.monotonic()
+        assert_eq(java.call("EVAL", release, 2, name, channel_for(name), 0, 30000, owner),
+                  1, "Java release")
+        # Java's lease was 30 s: only the unlock message wakes the waiter this fast.
+        assert_eq(w.read_reply(timeout=3.0), "OK", "rlockd waiter after Java's unlock")
+        assert time.monotonic() - t0 < 3.0, "woken by the message"
+        # And the other way round: Java excluded, then told of rlockd's release.
+        listener = _java_listener(s, name, java_listens_sharded)
+        pttl = java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner)
+        assert isinstance(pttl, int) and pttl > 0, "Java excluded by rlockd's hold: %r" % (pttl,)
+        assert_eq(w.call("UNLOCK", name, 1), 1, "rlockd UNLOCK")
+        kind = "smessage" if java_listens_sharded else "message"
+        assert_eq(listener.read_reply(timeout=3.0)[:2], [kind, channel_for(name)],
+                  "Java's subscriber got rlockd's unlock")
+        assert_eq(java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner), None,
+                  "Java acquires after rlockd's release")
+        assert_eq(java.call("EVAL", release, 2, name, channel_for(name), 0, 30000, owner), 1,
+                  "Java release")
+
+
+def test_a_redisson_client_with_global_pubsub_excludes_and_wakes_rlockd_clients():
+    """Java with shardedSubscriptionMode OFF, or node-redisson: PUBLISH and SUBSCRIBE."""
+    with Setup({"redis": {"pubsub": "global"}}) as s:
+        _redisson_client_exclusion(s, java_sharded=False, java_listens_sharded=False)
+
+
+def test_a_redisson_client_with_sharded_pubsub_excludes_and_wakes_rlockd_clients():
+    """Java Redisson 3.22+ on Redis 7 (AUTO): SPUBLISH in its scripts, SSUBSCRIBE."""
     with Setup() as s:
-        for port, (name,) in s.cluster.names_on_each_master("java").items():
-            java = s.node(port)
-            owner = "java-uuid-%d:1" % port
-            w = s.client("w-%d" % port)
-            assert_eq(java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner), None, "Java acquire")
-            w.send("LOCK", name, 1)
-            wait_info(s.rlockd, "waiting_clients", 1, what="the rlockd LOCK queued behind Java's")
-            w.expect_no_reply(0.3, "rlockd LOCK while Java holds %s" % name)
-            t0 = time.monotonic()
-            assert_eq(java.call("EVAL", RELEASE_SCRIPT, 2, name, channel_for(name), 0, 30000, owner),
-                      1, "Java release (PUBLISH)")
-            # Java's lease was 30 s: only the unlock message wakes the waiter this fast.
-            assert_eq(w.read_reply(timeout=3.0), "OK", "rlockd waiter after Java's unlock")
-            assert time.monotonic() - t0 < 3.0, "woken by the message"
-            # And the other way round: Java excluded, then woken by rlockd's release.
-            sub = s.node([p for p in s.cluster.masters() if p != port][0])
-            assert_eq(sub.call("SUBSCRIBE", channel_for(name))[0], "subscribe", "Java SUBSCRIBE")
-            pttl = java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner)
-            assert isinstance(pttl, int) and pttl > 0, "Java excluded by rlockd's hold: %r" % (pttl,)
-            assert_eq(w.call("UNLOCK", name, 1), 1, "rlockd UNLOCK")
-            msg = sub.read_reply(timeout=3.0)
-            assert_eq(msg[:2], ["message", channel_for(name)], "Java's subscriber got rlockd's unlock")
-            assert_eq(java.call("EVAL", ACQUIRE_SCRIPT, 1, name, 30000, owner), None,
-                      "Java acquires after rlockd's release")
+        _redisson_client_exclusion(s, java_sharded=True, java_listens_sharded=True)
+
+
+def test_both_pubsub_wakes_and_tells_clients_of_either_kind():
+    """A mixed fleet: rlockd hears a release published either way, and its own releases
+    reach listeners of either kind."""
+    with Setup({"redis": {"pubsub": "both"}}) as s:
+        assert_eq(s.info()["redis_pubsub"], "both", "INFO redis_pubsub")
+        _redisson_client_exclusion(s, java_sharded=True, java_listens_sharded=False, tag="a")
+        _redisson_client_exclusion(s, java_sharded=False, java_listens_sharded=True, tag="b")
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class NodeRedisson:
+    """node_redisson_peer.js: node-redisson 1.0.4 over ioredis's Cluster client."""
+
+    def __init__(self, cluster):
+        node = which("node")
+        if not node:
+            raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
+        modules = os.environ.get("NODE_PATH") or os.path.join(HERE, "..", "..", "build", "npm", "node_modules")
+        env = dict(os.environ, NODE_PATH=os.path.abspath(modules))
+        if subprocess.run([node, "-e", "require('node-redisson')"], env=env,
+                          capture_output=True).returncode != 0:
+            raise Skip("node-redisson not found in %s (scripts/install-npm-deps.sh installs it; "
+                       "it needs npm and the network)" % modules)
+        seeds = ",".join("%s:%d" % (HOST, p) for p in cluster.masters())
+        self.proc = subprocess.Popen([node, os.path.join(HERE, "node_redisson_peer.js"), seeds],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     text=True, bufsize=1, start_new_session=True)
+
+    def send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, line, timeout):
+        """The next line the peer prints, within timeout."""
+        result = []
+        reader = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()))
+        reader.start()
+        reader.join(timeout)
+        assert result, "node-redisson: no %r within %.1f s" % (line, timeout)
+        assert_eq(result[0].strip(), line, "node-redisson said")
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.send("quit")
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+def test_node_redisson_on_the_cluster_excludes_and_wakes_rlockd_clients():
+    """node-redisson always publishes with PUBLISH and waits on SUBSCRIBE: rlockd in
+    global mode and it wake each other's waiters within a 60 s lease, both ways."""
+    with Setup({"redis": {"pubsub": "global"}, "lock": {"watchdog_timeout_ms": 30000}}) as s:
+        node = NodeRedisson(s.cluster)
+        try:
+            for port, (name,) in s.cluster.names_on_each_master("nodejs").items():
+                w = s.client("nw-%d" % port)
+                node.send("lock " + name)
+                node.expect("locked " + name, 10.0)
+                w.send("LOCK", name, 1)
+                wait_info(s.rlockd, "waiting_clients", 1, what="the rlockd LOCK queued behind node's")
+                w.expect_no_reply(0.3, "rlockd LOCK while node-redisson holds %s" % name)
+                node.send("unlock " + name)
+                node.expect("unlocked " + name, 5.0)
+                assert_eq(w.read_reply(timeout=3.0), "OK", "rlockd waiter after node's unlock")
+                node.send("lock " + name)   # waits: rlockd holds it
+                time.sleep(0.3)
+                assert_eq(s.node(port).call("HGETALL", name), ["nw-%d:1" % port, "1"],
+                          "still rlockd's while node-redisson waits")
+                assert_eq(w.call("UNLOCK", name, 1), 1, "rlockd UNLOCK")
+                node.expect("locked " + name, 3.0)   # its lease would be 60 s
+                node.send("unlock " + name)
+                node.expect("unlocked " + name, 5.0)
+        finally:
+            node.close()
 
 
 def test_a_killed_master_is_replaced_and_only_its_holds_are_checked():
@@ -315,3 +445,27 @@ def test_a_slot_left_half_migrated_answers_an_error_not_a_hang():
         s.cluster.move_slot_finish(slot, dst)
         assert_eq(c.call("UNLOCK", name, 1), 1, "UNLOCK once the slot has moved")
         assert_eq(s.node(dst).call("EXISTS", name), 0, "released on the new owner")
+
+
+def test_a_waiter_on_a_moved_slot_is_woken_on_its_new_master():
+    """Sharded pub/sub: when a slot moves, Redis unsubscribes its channels (an unasked
+    sunsubscribe); rlockd subscribes them again on the new master and the waiter is
+    woken there by the release."""
+    with Setup() as s:
+        src, dst = s.cluster.masters()[0], s.cluster.masters()[1]
+        name = s.cluster.names_on_each_master("moving")[src][0]
+        holder, waiter = s.client("holder"), s.client("waiter")
+        assert_eq(holder.call("LOCK", name, 1, "LEASE", 60000), "OK", "LOCK with a 60 s lease")
+        waiter.send("LOCK", name, 1)
+        wait_info(s.rlockd, "waiting_clients", 1, what="the waiter queued")
+        wait_until(lambda: s.node(src).call("PUBSUB", "SHARDNUMSUB", channel_for(name))[1] == 1,
+                   5.0, what="the channel subscribed on the old master")
+        s.cluster.move_slot(s.cluster.keyslot(name), dst)
+        wait_until(lambda: s.node(dst).call("PUBSUB", "SHARDNUMSUB", channel_for(name))[1] == 1,
+                   10.0, what="the channel subscribed again on the new master")
+        waiter.expect_no_reply(0.2, "LOCK while the lock is held")
+        t0 = time.monotonic()
+        assert_eq(holder.call("UNLOCK", name, 1), 1, "UNLOCK on the new master")
+        assert_eq(waiter.read_reply(timeout=3.0), "OK", "the waiter woken on the new master")
+        assert time.monotonic() - t0 < 3.0, "woken by the message (the lease was 60 s)"
+        assert_eq(s.node(dst).call("HGETALL", name), ["waiter:1", "1"], "held on the new master")

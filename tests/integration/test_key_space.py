@@ -97,12 +97,15 @@ def test_a_lock_replaced_by_application_data_is_lost_not_renewed(env):
 def test_locks_still_work_and_redisson_shaped_locks_are_locks(env):
     n = env.name("shape")
     a, b = env.client(), env.client()
-    # a lock written by a Redisson client: its field and count, with a TTL
-    env.redis("HSET", n, "6f1b2c3d-0000-4000-8000-000000000000:42", "2")
-    env.redis("PEXPIRE", n, 60000)
-    assert_eq(a.call("ISLOCKED", n), 1, "a Redisson-written lock is locked")
-    assert_eq(a.call("TRYLOCK", n, 1), 0, "and is not free")
-    assert_eq(a.call("FORCEUNLOCK", n), 1, "FORCEUNLOCK frees a Redisson-written lock")
+    # a lock written by a Redisson client: its field and count, with a TTL;
+    # then one written by node-redisson, whose owners are "<uuid>:<uuid>"
+    for field in ("6f1b2c3d-0000-4000-8000-000000000000:42",
+                  "6f1b2c3d-0000-4000-8000-000000000000:0e4cb5f2-9d4c-4b8e-a0d1-1c2b3a4d5e6f"):
+        env.redis("HSET", n, field, "2")
+        env.redis("PEXPIRE", n, 60000)
+        assert_eq(a.call("ISLOCKED", n), 1, "a lock written as %s is locked" % field)
+        assert_eq(a.call("TRYLOCK", n, 1), 0, "and is not free")
+        assert_eq(a.call("FORCEUNLOCK", n), 1, "FORCEUNLOCK frees it")
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
     assert_eq(a.call("LOCK", n, 1), "OK", "reentrant LOCK")
     assert_eq(a.call("HOLDCOUNT", n, 1), 2, "HOLDCOUNT")

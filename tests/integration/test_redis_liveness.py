@@ -109,8 +109,10 @@ def test_stall_longer_than_command_timeout_drops_and_redials_every_link():
 def test_idle_links_are_probed_and_stay_ready_while_a_waiter_is_subscribed():
     """Probes are answered on every link, the subscriber's in pub/sub mode included.
 
-    hiredis 0.14 never hands a PING's reply to its callback on a subscribed connection; a
-    subscriber probed with PING would stall (and be redialled) with Redis alive."""
+    On a subscribed connection Redis answers PING with ["pong", ""], which hiredis 0.14
+    never hands to the PING's callback; the subscriber reads its own replies (and the
+    sentinels' event links probe with SUBSCRIBE), or its probe would stall (and the link
+    be redialled) with Redis alive."""
     with Env({"redis": {"ping_interval_ms": 300}}) as env:
         n = env.name("held-outside")
         assert_eq(env.redis("HSET", n, "outside-owner:1", 1), 1, "HSET of a lock held outside rlockd")
@@ -158,5 +160,10 @@ def test_no_probes_while_commands_flow():
         during = _redis_calls(env, "ping") - before
         print("  %d LOCK/UNLOCK rounds of %d names in %.1fs: %d PINGs in Redis (idle: ~%d)"
               % (rounds, len(names), window, during, 2 * window * 1000 / 300))
-        # One is allowed for a test process descheduled for a whole ping interval.
-        assert during <= 1, "Redis got %d PINGs from rlockd's pool while commands flowed on every link" % during
+        # The subscriber, idle (no waiters), probes with PING every interval;
+        # the two pool links would add as many each if they probed while busy.
+        # One more is allowed for a test process descheduled for an interval.
+        subscriber = int(window * 1000 / 300) + 1
+        assert during <= subscriber + 1, \
+            "Redis got %d PINGs while commands flowed on every pool link (the idle subscriber " \
+            "sends about %d)" % (during, subscriber)

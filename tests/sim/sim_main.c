@@ -294,6 +294,11 @@ static int sim_sync(const char *key, size_t len, backend_reply_fn *fn,
     return -ENOENT;
 }
 
+static const char *sim_publish(void)
+{
+    return "publish";
+}
+
 static const struct backend sim_backend = {
     .add_script = add_script,
     .eval = sim_eval,
@@ -302,6 +307,7 @@ static const struct backend sim_backend = {
     .key_ready = sim_key_ready,
     .key_group = sim_key_group,
     .sync = sim_sync,
+    .publish = sim_publish,
 };
 
 static void deliver(struct backend_listener *l, const char *payload)

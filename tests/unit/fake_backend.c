@@ -105,6 +105,11 @@ static int fake_sync(const char *key, size_t len, backend_reply_fn *fn,
         &(struct backend_call){NULL, key, len, 0, 1, argv, argv_len}, fn, arg);
 }
 
+static const char *fake_publish(void)
+{
+    return "publish";
+}
+
 const struct backend fake_backend_ops = {
     .add_script = fake_add_script,
     .eval = fake_eval,
@@ -113,6 +118,7 @@ const struct backend fake_backend_ops = {
     .key_ready = fake_key_ready,
     .key_group = fake_key_group,
     .sync = fake_sync,
+    .publish = fake_publish,
 };
 
 /* ---- the test's side --------------------------------------------------- */

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/session.h"
 #include "base/digest.h"
+#include "engine/session.h"
 #include "engine_harness.h"
 #include "suites.h"
 
@@ -73,8 +73,8 @@ START_TEST(reentrant_acquire_is_one_hold_released_count_by_count)
     ck_assert_uint_eq(stats.locks_acquired, 2);
 
     unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
-    expect_args(expect_eval(RELEASE, "L"), 6, "L", CHANNEL_OF_L, "0", "10000",
-                "a:1", "2");
+    expect_args(expect_eval(RELEASE, "L"), 7, "L", CHANNEL_OF_L, "0", "10000",
+                "a:1", "2", "publish");
     answer_integer(RELEASE, "L", 0); /* decremented: still held */
     expect_integer(unlock, 0);
     ck_assert_uint_eq(stats.held_locks, 1);
@@ -159,8 +159,8 @@ START_TEST(no_reply_within_retry_timeout_is_unavailable_and_settled)
     expect_nothing_pending();
     fake_backend.ready = true;
     lock_engine_backend_ready();
-    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
-                "0");
+    expect_args(expect_eval(SETTLE, "L"), 6, "L", CHANNEL_OF_L, "0", "a:1", "0",
+                "publish");
     answer_integer(SETTLE, "L", 1);
     ck_assert_uint_eq(stats.held_locks, 0);
 }
@@ -234,8 +234,8 @@ START_TEST(a_reentrant_acquire_abandoned_without_reply_is_settled)
     answer(ACQUIRE, "L", NULL);
     abandon(c);
     lock_engine_backend_ready();
-    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
-                "1");
+    expect_args(expect_eval(SETTLE, "L"), 6, "L", CHANNEL_OF_L, "0", "a:1", "1",
+                "publish");
     answer_integer(SETTLE, "L", 2);
     ck_assert_uint_eq(stats.held_locks, 1);
 }
@@ -263,8 +263,8 @@ START_TEST(a_grant_no_replica_acknowledged_is_undone_and_retried)
     for (int attempt = 1; attempt <= 3; attempt++) {
         answer_nil(ACQUIRE, "M");
         answer_integer("WAIT", "M", 0);
-        expect_args(expect_eval(SETTLE, "M"), 5, "M",
-                    "redisson_lock__channel:{M}", "0", "a:1", "0");
+        expect_args(expect_eval(SETTLE, "M"), 6, "M",
+                    "redisson_lock__channel:{M}", "0", "a:1", "0", "publish");
         answer_integer(SETTLE, "M", 1);
         if (attempt < 3)
             expect_open(c);
@@ -288,8 +288,8 @@ START_TEST(a_recheck_keeps_the_holds_found_and_loses_the_others)
     take(a, "L", 1, LEASE_MS);
     take(a, "M", 1, LEASE_MS);
     lock_engine_recheck("test master A -> B", NULL);
-    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
-                "2");
+    expect_args(expect_eval(SETTLE, "L"), 6, "L", CHANNEL_OF_L, "0", "a:1", "2",
+                "publish");
     answer_integer(SETTLE, "L", 2);
     answer_integer(SETTLE, "M", 0);
     ck_assert_uint_eq(stats.failover_locks_kept, 1);
@@ -707,8 +707,8 @@ START_TEST(an_acquire_granted_after_its_caller_left_is_undone)
     answer_nil(ACQUIRE, "L");
     ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
     ck_assert_uint_eq(stats.held_locks, 0);
-    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "a:1",
-                "0");
+    expect_args(expect_eval(SETTLE, "L"), 6, "L", CHANNEL_OF_L, "0", "a:1", "0",
+                "publish");
     ck_assert_uint_eq(fake_backend_pending(), 1);
 }
 END_TEST
@@ -737,8 +737,8 @@ START_TEST(a_head_that_left_while_asking_is_undone_when_granted)
     ck_assert_uint_eq(fake_backend_pending(), 2);
     fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
     ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
-    expect_args(expect_eval(SETTLE, "L"), 5, "L", CHANNEL_OF_L, "0", "b:1",
-                "0");
+    expect_args(expect_eval(SETTLE, "L"), 6, "L", CHANNEL_OF_L, "0", "b:1", "0",
+                "publish");
 }
 END_TEST
 
@@ -839,10 +839,10 @@ START_TEST(session_end_under_release_frees_every_hold)
     ck_assert_uint_eq(stats.client_sessions, 1);
     ck_assert_uint_eq(stats.locks_released_on_disconnect, 2);
     ck_assert_uint_eq(fake_backend_pending(), 2);
-    expect_args(expect_eval(RELEASE_OWNER, "M"), 4, "M",
-                "redisson_lock__channel:{M}", "0", "a:2");
-    expect_args(expect_eval(RELEASE_OWNER, "L"), 4, "L", CHANNEL_OF_L, "0",
-                "a:1");
+    expect_args(expect_eval(RELEASE_OWNER, "M"), 5, "M",
+                "redisson_lock__channel:{M}", "0", "a:2", "publish");
+    expect_args(expect_eval(RELEASE_OWNER, "L"), 5, "L", CHANNEL_OF_L, "0",
+                "a:1", "publish");
     /* freeing L wakes its waiter without waiting for the message */
     answer_integer(RELEASE_OWNER, "L", 1);
     expect_acquire_by("L", "b:1");
@@ -891,7 +891,8 @@ START_TEST(a_lost_hold_is_not_released_at_session_end)
 
     take(a, "L", 1, LEASE_MS);
     force = request(b, LOCK_REQUEST_FORCE_RELEASE, "L", 1);
-    expect_args(expect_eval(FORCE_RELEASE, "L"), 3, "L", CHANNEL_OF_L, "0");
+    expect_args(expect_eval(FORCE_RELEASE, "L"), 4, "L", CHANNEL_OF_L, "0",
+                "publish");
     answer_integer(FORCE_RELEASE, "L", 1);
     expect_integer(force, 1);
     ck_assert_uint_eq(stats.locks_lost, 1);
@@ -1033,10 +1034,9 @@ END_TEST
 
 START_TEST(a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost)
 {
-    const char *record[] = {"secret",    secret_hex(), "rlock:1:L",
-                            "watchdog",  "rlock:2:M",  "pending",
-                            "rlock:3:N", "5000",       "rlock:4:P",
-                            "pending"};
+    const char *record[] = {"secret",    secret_hex(), "rlock:1:L", "watchdog",
+                            "rlock:2:M", "pending",    "rlock:3:N", "5000",
+                            "rlock:4:P", "pending"};
     struct test_join j;
     struct test_call *unlock;
 
@@ -1052,8 +1052,8 @@ START_TEST(a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost)
     ck_assert_uint_eq(stats.sessions_resumed, 1);
     ck_assert_uint_eq(stats.held_locks, 3);
     ck_assert_uint_eq(stats.locks_lost, 2);
-    expect_args(expect_eval(SETTLE, "M"), 5, "M", "redisson_lock__channel:{M}",
-                "0", "s:2", "0");
+    expect_args(expect_eval(SETTLE, "M"), 6, "M", "redisson_lock__channel:{M}",
+                "0", "s:2", "0", "publish");
     expect_args(expect_eval(FORGET, RECORD_OF_S), 2, RECORD_OF_S, "rlock:4:P");
     advance(0); /* the watchdog renews L at once */
     expect_eval(RENEW, "L");
@@ -1211,8 +1211,7 @@ Suite *lock_engine_suite(void)
                    reentrant_acquire_is_one_hold_released_count_by_count);
     tcase_add_test(acquiring, another_thread_of_the_session_is_another_owner);
     tcase_add_test(acquiring, unlock_of_a_lock_never_held_is_notowner);
-    tcase_add_test(acquiring,
-                   no_reply_sends_acquire_unlock_and_query_again);
+    tcase_add_test(acquiring, no_reply_sends_acquire_unlock_and_query_again);
     tcase_add_test(acquiring,
                    no_reply_within_retry_timeout_is_unavailable_and_settled);
     tcase_add_test(acquiring,
@@ -1228,9 +1227,8 @@ Suite *lock_engine_suite(void)
     tcase_add_test(acquiring, a_reentrant_acquire_sends_the_count_it_knows);
     tcase_add_test(acquiring,
                    an_acquire_after_the_hold_was_lost_sends_a_new_hold);
-    tcase_add_test(
-        acquiring,
-        a_reentrant_acquire_abandoned_without_reply_is_settled);
+    tcase_add_test(acquiring,
+                   a_reentrant_acquire_abandoned_without_reply_is_settled);
     tcase_add_test(
         acquiring,
         a_reentrant_acquire_without_reply_is_sent_again_with_its_count);
@@ -1279,8 +1277,7 @@ Suite *lock_engine_suite(void)
                    an_acquire_waits_for_pending_on_another_connection);
     tcase_add_test(sessions, a_refused_new_hold_is_forgotten_by_the_record);
     tcase_add_test(
-        sessions,
-        a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost);
+        sessions, a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost);
     tcase_add_test(sessions, a_record_is_resumed_only_with_its_secret);
     tcase_add_test(sessions, a_resume_without_a_record_is_enoent);
     tcase_add_test(sessions,
