@@ -54,6 +54,7 @@ enum command_syntax {
     X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
+    X(HEALTH,      "health",      health,      1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH) \
     X(AUTH,        "auth",        auth,        2, 3, SYNTAX_AUTH,          CMD_BEFORE_AUTH) \
     X(QUIT,        "quit",        quit,        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH)
 

@@ -219,6 +219,22 @@ static int command_info(struct client *c, const struct command *cmd,
     return err;
 }
 
+/* +OK when lock commands can be served, else -UNAVAILABLE and why. */
+static int command_health(struct client *c, const struct command *cmd,
+                          const struct command_args *a)
+{
+    struct buffer *out = client_reply_buffer(c);
+    char why[160];
+
+    (void)cmd;
+    (void)a;
+    if (out == NULL)
+        return -ENOMEM;
+    if (info_ready(why, sizeof(why)))
+        return reply_simple(out, "OK");
+    return reply_error(out, REPLY_UNAVAILABLE, "%s", why);
+}
+
 static int command_quit(struct client *c, const struct command *cmd,
                         const struct command_args *a)
 {

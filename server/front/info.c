@@ -164,6 +164,23 @@ static const struct info_setting {
     {STATS_REDIS, "redis_pubsub", print_redis_pubsub},
 };
 
+bool info_ready(char *why, size_t size)
+{
+    uint64_t since = redis_status.unreachable_since_ms;
+
+    if (stats.redis_connected)
+        return true;
+    if (since != 0)
+        snprintf(why, size, "redis unreachable for %" PRIu64 " ms (topology %s)",
+                 info.now_ms() - since, redis_status.topology);
+    else if (!stats.redis_subscriber_ready)
+        snprintf(why, size, "redis pub/sub connection not ready");
+    else
+        snprintf(why, size, "redis connections not ready (topology %s)",
+                 redis_status.topology);
+    return false;
+}
+
 /* ---- the text ------------------------------------------------------------ */
 
 static int append_settings(struct buffer *out, enum stats_section section)

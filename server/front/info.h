@@ -8,6 +8,7 @@
 #ifndef RLOCKD_INFO_H
 #define RLOCKD_INFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,5 +19,9 @@ void info_init(const struct config *cfg, const char *config_path,
                uint64_t (*now_ms)(void));
 /* Appends the sections named by section (NULL or "all": every one). */
 int info_write(struct buffer *out, const char *section, size_t len);
+/* Whether lock commands can be served now (every Redis connection ready);
+ * if not, why, for HEALTH (what a load balancer or a readiness probe
+ * asks; the Redis address is left out, as it may be asked before AUTH). */
+bool info_ready(char *why, size_t size);
 
 #endif

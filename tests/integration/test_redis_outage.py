@@ -63,6 +63,30 @@ def test_redis_down_ping_info_and_clientid_still_answer():
         assert_eq(b.call("PING"), "PONG", "a new connection while Redis is down")
 
 
+def test_health_says_whether_lock_commands_can_be_served_and_why_not():
+    """HEALTH is the readiness check PING is not: -UNAVAILABLE with the reason while Redis
+    is away, +OK again once it is back; asked before AUTH too."""
+    with Env(dict(CONFIG_OUTAGE, server={"auth_token": "health-test-token"})) as env:
+        probe = env.client(label="health-probe")   # no AUTH
+        assert_eq(probe.call("HEALTH"), "OK", "HEALTH before AUTH, Redis up")
+        _stop_redis(env)
+        r = None
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            r = probe.call("HEALTH")
+            if is_error(r):
+                break
+            time.sleep(0.05)
+        assert_error(r, "UNAVAILABLE", contains="redis unreachable for", what="HEALTH, Redis stopped")
+        assert_eq(probe.call("PING"), "PONG", "PING all the same")
+        _restart_redis(env)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and probe.call("HEALTH") != "OK":
+            time.sleep(0.05)
+        assert_eq(probe.call("HEALTH"), "OK", "HEALTH once Redis is back")
+        assert_error(probe.call("INFO"), "NOAUTH", what="INFO before AUTH")
+
+
 def test_blocked_trylock_wait_times_out_normally_while_redis_down():
     with Env(CONFIG_OUTAGE) as env:
         n = env.name("down")
