@@ -171,7 +171,8 @@ bool info_ready(char *why, size_t size)
     if (stats.redis_connected)
         return true;
     if (since != 0)
-        snprintf(why, size, "redis unreachable for %" PRIu64 " ms (topology %s)",
+        snprintf(why, size,
+                 "redis unreachable for %" PRIu64 " ms (topology %s)",
                  info.now_ms() - since, redis_status.topology);
     else if (!stats.redis_subscriber_ready)
         snprintf(why, size, "redis pub/sub connection not ready");
