@@ -16,8 +16,10 @@ set -euo pipefail
 # What the build (libssl-dev: libcrypto's SHA-256 for the daemon), the tests
 # (python3-redis: the Python example; mandoc: the man pages' lint) and
 # `make run` use.
+# netcat-openbsd and telnet: the README's examples talk to rlockd with them.
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
-    libssl-dev check redis-server redis-tools python3 python3-redis mandoc)
+    libssl-dev check redis-server redis-tools python3 python3-redis mandoc
+    netcat-openbsd telnet)
 
 is_installed() {
     local status
