@@ -21,7 +21,7 @@ enum command_syntax {
     SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section] */
     SYNTAX_CLIENTID,      /* CLIENTID [<id> [SECRET <secret> [RESUME]]] */
     SYNTAX_AUTH,          /* AUTH [username] <password> */
-    SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL: <name> */
+    SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL, OWNERS: <name> */
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
     SYNTAX_LOCK,          /* <name> <thread-id> [LEASE ms] */
     SYNTAX_TRYLOCK,       /* <name> <thread-id> [WAIT ms] [LEASE ms] */
@@ -50,6 +50,7 @@ enum command_syntax {
     X(ISHELD,      "isheld",      request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(HOLDCOUNT,   "holdcount",   request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
     X(PTTL,        "pttl",        request,     2, 2, SYNTAX_NAME,          0)         \
+    X(OWNERS,      "owners",      request,     2, 2, SYNTAX_NAME,          0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \

@@ -202,11 +202,21 @@ static struct backend_script inspect_script = {
                 "return {1, owner == ARGV[1] and count or 0, ttl};",
     ""};
 
+/* Every owner, in the shape every kind's OWNERS answers: {pttl, field,
+ * count}, or {-2} when there is no lock (or the key is not one). */
+static struct backend_script owners_script = {
+    "rlock_owners",
+    SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
+                "if (s ~= 'lock') then "
+                "return {-2}; "
+                "end; "
+                "return {ttl, owner, count};",
+    ""};
+
 static struct backend_script *const rlock_scripts[] = {
-    &acquire_script,       &release_script,
-    &force_release_script, &release_owner_script,
-    &settle_script,        &renew_script,
-    &inspect_script,       NULL};
+    &acquire_script,       &release_script, &force_release_script,
+    &release_owner_script, &settle_script,  &renew_script,
+    &inspect_script,       &owners_script,  NULL};
 
 /* The message Redisson's LockPubSub reads as "one waiter may go". */
 #define UNLOCK_MESSAGE "0"
@@ -298,6 +308,13 @@ static void build_inspect(const struct lock_call_args *a,
     script(call, &inspect_script, 1);
     arg(call, a->name, a->name_len);
     arg(call, a->field, a->field_len);
+}
+
+static void build_owners(const struct lock_call_args *a,
+                         struct lock_kind_call *call)
+{
+    script(call, &owners_script, 1);
+    arg(call, a->name, a->name_len);
 }
 
 /* ---- reading replies -------------------------------------------------- */
@@ -436,6 +453,7 @@ const struct lock_kind lock_kind_rlock = {
             [LOCK_OP_IS_HELD] = {build_inspect, read_held},
             [LOCK_OP_HOLD_COUNT] = {build_inspect, read_count},
             [LOCK_OP_PTTL] = {build_inspect, read_pttl},
+            [LOCK_OP_OWNERS] = {build_owners, lock_kind_read_owners},
         },
     .renewal = {&renew_script, 1, 2, renew_add, renewed},
     .scripts = rlock_scripts,

@@ -392,6 +392,29 @@ static void finish_error(struct lock_call *call, enum reply_error error,
                     .type = RESULT_ERROR, .error = error, .message = message});
 }
 
+/* OWNERS: the pairs after the PTTL (lock_kind_read_owners checked them). */
+static void finish_owners(struct lock_call *call,
+                          const struct backend_value *reply, int64_t pttl)
+{
+    size_t n = reply->elements / 2;
+    struct lock_owner *owners = calloc(n ? n : 1, sizeof(*owners));
+
+    if (owners == NULL) {
+        finish_error(call, REPLY_ERR, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        owners[i] = (struct lock_owner){reply->element[1 + 2 * i].str,
+                                        reply->element[1 + 2 * i].len,
+                                        reply->element[2 + 2 * i].integer};
+    call_finish(call, false,
+                &(struct lock_result){.type = RESULT_OWNERS,
+                                      .integer = pttl,
+                                      .owners = owners,
+                                      .owner_count = n});
+    free(owners);
+}
+
 static void finish_unavailable(struct lock_call *call)
 {
     stats.unavailable_replies++;
@@ -1294,6 +1317,8 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
         finish_wrong_type(call);
     else if (call->op == LOCK_OP_FORCE_RELEASE)
         force_release_replied(call, outcome, value);
+    else if (call->op == LOCK_OP_OWNERS)
+        finish_owners(call, reply, value);
     else
         finish_integer(call, value);
     if (outcome == OUTCOME_RELEASED)
@@ -1311,6 +1336,7 @@ static const enum lock_op op_of_request[] = {
     [LOCK_REQUEST_IS_HELD] = LOCK_OP_IS_HELD,
     [LOCK_REQUEST_HOLD_COUNT] = LOCK_OP_HOLD_COUNT,
     [LOCK_REQUEST_PTTL] = LOCK_OP_PTTL,
+    [LOCK_REQUEST_OWNERS] = LOCK_OP_OWNERS,
 };
 
 /* Why LOCK/TRYLOCK may not take a new hold, or NULL when it may (a

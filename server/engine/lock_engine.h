@@ -46,6 +46,7 @@ enum lock_request_op {
     LOCK_REQUEST_IS_HELD,
     LOCK_REQUEST_HOLD_COUNT,
     LOCK_REQUEST_PTTL,
+    LOCK_REQUEST_OWNERS,
 };
 
 struct lock_request {
@@ -63,6 +64,14 @@ enum lock_result_type {
     RESULT_NOT_GRANTED, /* the wait ended without the lock */
     RESULT_INTEGER,
     RESULT_ERROR,
+    RESULT_OWNERS, /* integer: the lock's PTTL (-2: no lock), and owners */
+};
+
+/* One owner of a lock, as OWNERS answers. */
+struct lock_owner {
+    const char *field; /* "<client-id>:<thread-id>" */
+    size_t field_len;
+    int64_t count;
 };
 
 struct lock_result {
@@ -70,6 +79,9 @@ struct lock_result {
     int64_t integer;
     enum reply_error error;
     const char *message; /* RESULT_ERROR; valid during the done call only */
+    /* RESULT_OWNERS; valid during the done call only */
+    const struct lock_owner *owners;
+    size_t owner_count;
 };
 
 /* Called exactly once per started call, unless it was abandoned first. */

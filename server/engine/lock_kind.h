@@ -38,6 +38,9 @@ enum lock_op {
     LOCK_OP_IS_HELD,
     LOCK_OP_HOLD_COUNT,
     LOCK_OP_PTTL,
+    /* every owner: the reply is {pttl, field, count, field, count...},
+     * {-2} for no lock, whatever the kind */
+    LOCK_OP_OWNERS,
     LOCK_OP_COUNT
 };
 
@@ -128,6 +131,11 @@ struct lock_kind {
     /* Every script above, NULL-terminated, for the backend to load. */
     struct backend_script *const *scripts;
 };
+
+/* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
+ * pairs that follow it are well-formed when this says OUTCOME_VALUE. */
+enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
+                                        int64_t *value);
 
 /* The kind table (lock_kind.c): one entry per kind. */
 enum lock_kind_id { LOCK_KIND_RLOCK, LOCK_KIND_COUNT };

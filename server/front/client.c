@@ -179,6 +179,20 @@ static void mark_ready(struct client *c)
     uv_check_start(&clients.ready_check, on_ready_check);
 }
 
+/* OWNERS: [pttl, [owner, count, owner, count...]]. */
+static int write_owners(struct buffer *out, const struct lock_result *r)
+{
+    int err = reply_array_header(out, 2);
+
+    err |= reply_integer(out, r->integer);
+    err |= reply_array_header(out, 2 * r->owner_count);
+    for (size_t i = 0; i < r->owner_count; i++) {
+        err |= reply_bulk(out, r->owners[i].field, r->owners[i].field_len);
+        err |= reply_integer(out, r->owners[i].count);
+    }
+    return err ? -ENOMEM : 0;
+}
+
 static int write_result(struct buffer *out, const struct lock_result *r,
                         bool granted_is_ok)
 {
@@ -191,6 +205,8 @@ static int write_result(struct buffer *out, const struct lock_result *r,
         return reply_integer(out, r->integer);
     case RESULT_ERROR:
         return reply_error(out, r->error, "%s", r->message);
+    case RESULT_OWNERS:
+        return write_owners(out, r);
     }
     return -EINVAL;
 }

@@ -82,6 +82,7 @@ static const enum lock_request_op op_of_command[COMMAND_COUNT] = {
     [CMD_ISHELD] = LOCK_REQUEST_IS_HELD,
     [CMD_HOLDCOUNT] = LOCK_REQUEST_HOLD_COUNT,
     [CMD_PTTL] = LOCK_REQUEST_PTTL,
+    [CMD_OWNERS] = LOCK_REQUEST_OWNERS,
 };
 
 /* Every lock command: a request for the engine, answered in order. */

@@ -144,3 +144,28 @@ def test_trylock_wait_gets_java_lock_that_expires_within_wait(env):
     assert_eq(w.call("TRYLOCK", n, 1, "WAIT", 3000, timeout=4.0), 1, "TRYLOCK WAIT 3000")
     dt = time.monotonic() - t0
     assert 0.4 <= dt < 1.3, "TRYLOCK WAIT got the expired lock after %.2fs (lease was 0.5s)" % dt
+
+
+def test_owners_names_whoever_holds_the_lock_with_its_count_and_ttl(env):
+    """OWNERS: rlockd's own holder, a Java holder, no lock, and a key that is not a lock
+    (which reveals nothing)."""
+    n = env.name("owners")
+    a = env.client()
+    aid = a.call("CLIENTID")
+    assert_eq(a.call("OWNERS", n), [-2, []], "OWNERS of a free lock")
+    assert_eq(a.call("LOCK", n, 3), "OK", "LOCK")
+    assert_eq(a.call("LOCK", n, 3), "OK", "reentrant LOCK")
+    pttl, owners = a.call("OWNERS", n)
+    assert_eq(owners, ["%s:3" % aid, 2], "OWNERS of rlockd's hold")
+    assert 0 < pttl <= env.watchdog_ms, "its PTTL: %r" % pttl
+    assert_eq(a.call("UNLOCK", n, 3), 0, "first UNLOCK")
+    assert_eq(a.call("UNLOCK", n, 3), 1, "second UNLOCK")
+    owner = java_owner()
+    assert_eq(java_acquire(env, n, owner), "(nil)", "Java acquire")
+    pttl, owners = a.call("OWNERS", n)
+    assert_eq(owners, [owner, 1], "OWNERS of a Java hold")
+    assert JAVA_LEASE_MS - 5000 < pttl <= JAVA_LEASE_MS, "the Java lease: %r" % pttl
+    assert_eq(java_release(env, n, owner), "(integer) 1", "Java release")
+    app = env.name("app-data")
+    env.redis("HSET", app, "balance", "7")
+    assert_eq(a.call("OWNERS", app), [-2, []], "OWNERS of application data")

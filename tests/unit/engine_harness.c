@@ -188,6 +188,12 @@ static void on_done(void *ctx, const struct lock_result *result)
     c->done_count++;
     c->result = *result;
     c->result.message = NULL; /* valid during this call only */
+    c->result.owners = NULL;
+    if (result->type == RESULT_OWNERS && result->owner_count > 0) {
+        snprintf(c->first_owner, sizeof(c->first_owner), "%.*s",
+                 (int)result->owners[0].field_len, result->owners[0].field);
+        c->first_count = result->owners[0].count;
+    }
     c->call = NULL;
 }
 

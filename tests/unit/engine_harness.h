@@ -42,6 +42,7 @@
 #define RELEASE_OWNER "rlock_release_owner"
 #define SETTLE "rlock_settle"
 #define INSPECT "rlock_inspect"
+#define OWNERS "rlock_owners"
 #define RENEW "rlock_renew_many"
 #define CHANNEL_OF_L "redisson_lock__channel:{L}"
 
@@ -50,7 +51,9 @@ struct test_call {
     struct lock_call *call; /* until answered or abandoned */
     unsigned done_count;
     bool abandoned;
-    struct lock_result result; /* message not kept */
+    struct lock_result result; /* message and owners not kept */
+    char first_owner[64];      /* RESULT_OWNERS: the first owner's field */
+    int64_t first_count;       /* and its count */
 };
 
 /* The config the engine runs with; a test may change it after setup. */

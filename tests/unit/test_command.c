@@ -228,7 +228,8 @@ START_TEST(lock_name_commands_are_those_with_a_name_argument)
         const struct command *cmd = command_by_id((enum command_id)id);
         bool want = id == CMD_LOCK || id == CMD_TRYLOCK || id == CMD_UNLOCK ||
                     id == CMD_FORCEUNLOCK || id == CMD_ISLOCKED ||
-                    id == CMD_ISHELD || id == CMD_HOLDCOUNT || id == CMD_PTTL;
+                    id == CMD_ISHELD || id == CMD_HOLDCOUNT || id == CMD_PTTL ||
+                    id == CMD_OWNERS;
 
         ck_assert_msg(command_has_lock_name(cmd) == want, "%s", cmd->name);
     }

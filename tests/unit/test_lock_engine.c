@@ -454,6 +454,45 @@ START_TEST(queries_read_their_element_of_the_inspect_reply)
 }
 END_TEST
 
+/* OWNERS reads {pttl, field, count...} whoever holds the lock, and a
+ * malformed pair is a bad reply, not an owner. */
+START_TEST(owners_reads_every_owner_and_the_pttl)
+{
+    struct session *a = join("a");
+    struct test_call *c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
+    const struct backend_value held[3] = {
+        {.type = VALUE_INTEGER, .integer = 4200},
+        {.type = VALUE_STRING, .str = "java-uuid:7", .len = 11},
+        {.type = VALUE_INTEGER, .integer = 2}};
+    const struct backend_value bad[2] = {
+        {.type = VALUE_INTEGER, .integer = 4200},
+        {.type = VALUE_STRING, .str = "x:1", .len = 3}};
+    const struct backend_value none = {.type = VALUE_INTEGER, .integer = -2};
+
+    expect_args(expect_eval(OWNERS, "L"), 1, "L");
+    answer(OWNERS, "L",
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = 3, .element = held});
+    ck_assert_int_eq(c->result.type, RESULT_OWNERS);
+    ck_assert_int_eq(c->result.integer, 4200);
+    ck_assert_uint_eq(c->result.owner_count, 1);
+    ck_assert_str_eq(c->first_owner, "java-uuid:7");
+    ck_assert_int_eq(c->first_count, 2);
+    c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
+    answer(OWNERS, "L",
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = 1, .element = &none});
+    ck_assert_int_eq(c->result.type, RESULT_OWNERS);
+    ck_assert_int_eq(c->result.integer, -2);
+    ck_assert_uint_eq(c->result.owner_count, 0);
+    c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
+    answer(OWNERS, "L",
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = 2, .element = bad});
+    ck_assert_int_eq(c->result.type, RESULT_ERROR);
+}
+END_TEST
+
 /* A session without a hold holds nothing, whatever field Redis has left
  * under its owner's name: nothing to re-enter, nothing to ask. */
 START_TEST(is_held_and_hold_count_of_no_hold_are_0_without_asking)
@@ -1239,6 +1278,7 @@ Suite *lock_engine_suite(void)
     tcase_add_test(acquiring,
                    a_recheck_keeps_the_holds_found_and_loses_the_others);
     tcase_add_test(acquiring, a_recheck_of_some_keys_leaves_the_others_alone);
+    tcase_add_test(acquiring, owners_reads_every_owner_and_the_pttl);
 
     tcase_add_test(waiting, waiters_ask_in_arrival_order_one_at_a_time);
     tcase_add_test(waiting, the_new_head_asks_when_the_granted_lease_runs_out);
