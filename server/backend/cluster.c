@@ -160,13 +160,13 @@ static struct shard *shard_open(const struct redis_addr *addr)
         s = &cluster.shards[cluster.shard_count];
         snprintf(label, sizeof(label), "shard%u", cluster.shard_count);
         s->pool =
-            redis_pool_new(cluster.loop, cluster.cfg, label, &shard_events, s);
+            redis_pool_new(cluster.loop, cluster.cfg, label, &shard_events);
         if (s->pool == NULL)
             return NULL;
         snprintf(label, sizeof(label), "shard%u-subscriber",
                  cluster.shard_count);
         s->sub = subscriber_new(cluster.loop, cluster.cfg, label, true,
-                                &shard_sub_events, s);
+                                &shard_sub_events);
         cluster.shard_count++;
         if (s->sub == NULL) { /* the entry stays unused, its pool idle */
             log_error("out of memory making a subscriber");
@@ -910,7 +910,7 @@ int cluster_init(uv_loop_t *loop, const struct config *cfg,
     cluster.pubsub = (enum redis_pubsub)cfg->pubsub;
     redis_status.pubsub = pubsub_names[cluster.pubsub];
     cluster.limbo =
-        subscriber_new(loop, cfg, "unplaced", true, &shard_sub_events, NULL);
+        subscriber_new(loop, cfg, "unplaced", true, &shard_sub_events);
     if (cluster.limbo == NULL)
         return -ENOMEM;
     list_init(&cluster.held);

@@ -440,8 +440,8 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     if ((err = redis_links_init(loop)) != 0 ||
         (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
         return err;
-    redis.subscriber = subscriber_new(loop, cfg, "subscriber", false,
-                                      &subscriber_events, NULL);
+    redis.subscriber =
+        subscriber_new(loop, cfg, "subscriber", false, &subscriber_events);
     if (redis.subscriber == NULL)
         return -ENOMEM;
     if (cluster_mode())
@@ -470,8 +470,7 @@ int redis_backend_start(void)
                                                    : TOPOLOGY_UNREACHABLE);
     if (cluster_mode())
         return cluster_start();
-    redis.pool =
-        redis_pool_new(redis.loop, redis.cfg, "pool", &pool_events, NULL);
+    redis.pool = redis_pool_new(redis.loop, redis.cfg, "pool", &pool_events);
     if (redis.pool == NULL)
         return -ENOMEM;
     stats.redis_pool_size = redis_pool_size(redis.pool);

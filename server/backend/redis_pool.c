@@ -23,7 +23,7 @@ struct redis_call {
     backend_reply_fn *fn;
     void *arg;
     unsigned route;
-    unsigned hops;        /* redirections in a row */
+    unsigned hops;       /* redirections in a row */
     uint64_t held_since; /* first held back; 0: never */
     int nkeys;
     int argc;
@@ -50,7 +50,6 @@ struct redis_pool {
     unsigned ready;
     struct redis_addr addr;
     const struct redis_pool_events *events;
-    void *owner;
 };
 
 /* Every pool loads every script. */
@@ -191,15 +190,13 @@ void redis_pool_free_scripts(void)
 
 struct redis_pool *redis_pool_new(uv_loop_t *loop, const struct config *cfg,
                                   const char *label,
-                                  const struct redis_pool_events *events,
-                                  void *owner)
+                                  const struct redis_pool_events *events)
 {
     struct redis_pool *pool = calloc(1, sizeof(*pool));
 
     if (pool == NULL)
         return NULL;
     pool->events = events;
-    pool->owner = owner;
     pool->links = calloc((size_t)cfg->pool_size, sizeof(*pool->links));
     if (pool->links == NULL) {
         free(pool);
@@ -228,11 +225,6 @@ struct redis_pool *redis_pool_new(uv_loop_t *loop, const struct config *cfg,
         return NULL;
     }
     return pool;
-}
-
-void *redis_pool_owner(const struct redis_pool *pool)
-{
-    return pool->owner;
 }
 
 void redis_pool_move(struct redis_pool *pool, const struct redis_addr *addr)

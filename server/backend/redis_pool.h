@@ -53,12 +53,10 @@ struct redis_pool_events {
 int redis_pool_add_script(struct backend_script *script);
 void redis_pool_free_scripts(void);
 
-/* NULL when out of memory. owner is the caller's, for its events. */
+/* NULL when out of memory. */
 struct redis_pool *redis_pool_new(uv_loop_t *loop, const struct config *cfg,
                                   const char *label,
-                                  const struct redis_pool_events *events,
-                                  void *owner);
-void *redis_pool_owner(const struct redis_pool *pool);
+                                  const struct redis_pool_events *events);
 /* Every connection goes to addr (the first time: starts connecting). */
 void redis_pool_move(struct redis_pool *pool, const struct redis_addr *addr);
 const struct redis_addr *redis_pool_addr(const struct redis_pool *pool);

@@ -52,7 +52,6 @@ struct subscriber {
     struct hashmap channels;
     const struct pubsub_words *words;
     const struct subscriber_events *events;
-    void *owner;
 };
 
 static void on_pubsub_reply(struct redis_request *req, redisReply *reply);
@@ -226,8 +225,7 @@ static void on_readiness(struct redis_link *link)
 
 struct subscriber *subscriber_new(uv_loop_t *loop, const struct config *cfg,
                                   const char *label, bool sharded,
-                                  const struct subscriber_events *events,
-                                  void *owner)
+                                  const struct subscriber_events *events)
 {
     struct subscriber *s = calloc(1, sizeof(*s));
 
@@ -240,26 +238,15 @@ struct subscriber *subscriber_new(uv_loop_t *loop, const struct config *cfg,
     hashmap_init(&s->channels);
     s->words = sharded ? &sharded_words : &global_words;
     s->events = events;
-    s->owner = owner;
     s->link.on_connected = on_connected;
     s->link.on_readiness = on_readiness;
     s->link.on_push = on_push;
     return s;
 }
 
-void *subscriber_owner(const struct subscriber *s)
-{
-    return s->owner;
-}
-
 void subscriber_move(struct subscriber *s, const struct redis_addr *addr)
 {
     redis_link_move(&s->link, addr);
-}
-
-const struct redis_addr *subscriber_addr(const struct subscriber *s)
-{
-    return &s->link.addr;
 }
 
 void subscriber_stop(struct subscriber *s)
@@ -322,13 +309,6 @@ void subscriber_unlisten(struct backend_listener *listener)
     list_remove(&listener->link);
     listener->subscription = NULL;
     sub_settle(sub);
-}
-
-struct subscriber *subscriber_of(const struct backend_listener *listener)
-{
-    const struct subscription *sub = listener->subscription;
-
-    return sub != NULL ? sub->subscriber : NULL;
 }
 
 struct pick {

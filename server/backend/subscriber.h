@@ -49,12 +49,9 @@ struct subscriber_events {
 /* NULL when out of memory. */
 struct subscriber *subscriber_new(uv_loop_t *loop, const struct config *cfg,
                                   const char *label, bool sharded,
-                                  const struct subscriber_events *events,
-                                  void *owner);
-void *subscriber_owner(const struct subscriber *sub);
+                                  const struct subscriber_events *events);
 /* Listens on addr from now on (the first time: starts connecting). */
 void subscriber_move(struct subscriber *sub, const struct redis_addr *addr);
-const struct redis_addr *subscriber_addr(const struct subscriber *sub);
 /* Drops the connection until the next move; listeners stay. */
 void subscriber_stop(struct subscriber *sub);
 void subscriber_close(struct subscriber *sub);
@@ -65,8 +62,6 @@ void subscriber_free(struct subscriber *sub);
 int subscriber_listen(struct subscriber *sub, struct backend_listener *listener,
                       const char *channel, size_t len);
 void subscriber_unlisten(struct backend_listener *listener);
-/* The subscriber a listener is on. */
-struct subscriber *subscriber_of(const struct backend_listener *listener);
 /* Moves to `to` the listeners of every channel which() picks. */
 void subscriber_hand_over(struct subscriber *from, struct subscriber *to,
                           bool (*which)(const char *channel, size_t len,
