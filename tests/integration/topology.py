@@ -4,13 +4,15 @@ loopback ports in a directory of its own:
 - SentinelSetup: a master, one replica and three sentinels (redis-server --sentinel),
   quorum 2, down-after-milliseconds 1000;
 - ClusterSetup: a Redis Cluster of three masters and three replicas
-  (--cluster-enabled yes, joined by redis-cli --cluster create), node timeout 1000 ms.
+  (--cluster-enabled yes, joined by redis-cli --cluster create), node timeout 1000 ms,
+  replicas synced and pinged every second; slots moved by hand (MIGRATING/IMPORTING).
 
 Owns those processes: started by the caller's start(), stopped by close() by pid.
 It never talks to a Redis or sentinel it did not start. Python 3 standard library.
 """
 
 import os
+import signal
 import socket
 import subprocess
 
@@ -145,7 +147,7 @@ class SentinelSetup:
 
 
 def free_cluster_port():
-    """A free port whose cluster bus port (+10000) is free too."""
+    """A free port whose cluster bus port (+10000) is free too, both checked by binding."""
     for _ in range(100):
         port = free_port()
         if port + 10000 > 65535:
@@ -161,61 +163,89 @@ def free_cluster_port():
     raise AssertionError("no free port pair for a cluster node")
 
 
+CLUSTER_SLOTS = 16384
+
+
 class ClusterSetup:
-    """Three masters and three replicas, each in a directory of its own."""
+    """Three masters and three replicas, each in a directory of its own.
+
+    A slot map is a list of (start, end, master_port, [replica_ports]) as CLUSTER
+    SLOTS gives it."""
 
     def __init__(self, workdir):
         self.workdir = workdir
-        self.nodes = {}   # port -> RedisServer
+        self.nodes = {}     # port -> RedisServer, in start order
+        self.killed = {}    # port of a SIGKILLed master -> [(start, end)] it served
+
+    def _dir(self, name):
+        d = os.path.join(self.workdir, name)
+        os.makedirs(d, exist_ok=True)
+        return d
 
     def start(self):
+        """Six nodes joined by redis-cli --cluster create; returns self once every node
+        says cluster_state:ok and names the same three masters, each with a replica,
+        over all 16384 slots. Stops what it started if it fails."""
         for tool in ("redis-server", "redis-cli"):
             if not which(tool):
                 raise Skip("%s not found (install redis-server and redis-tools)" % tool)
-        for i in range(6):
-            d = os.path.join(self.workdir, "node%d" % i)
-            os.makedirs(d)
-            node = RedisServer(d, port=free_cluster_port(),
-                               args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                     "--cluster-node-timeout", "1000"))
-            node.start()
-            self.nodes[node.port] = node
-        ports = list(self.nodes)
-        out = subprocess.run([which("redis-cli"), "--cluster", "create"]
-                             + ["%s:%d" % (HOST, p) for p in ports]
-                             + ["--cluster-replicas", "1", "--cluster-yes"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-        if out.returncode != 0:
-            raise AssertionError("redis-cli --cluster create failed:\n%s" % out.stdout.decode(errors="replace"))
-        wait_until(self._settled, 30.0, interval=0.1, what="every cluster node to agree on 3 masters")
+        try:
+            for i in range(6):
+                # CLUSTER SLOTS lists a replica only once its replication offset is not 0:
+                # the first full sync must not wait 5 s for more replicas, and an idle
+                # master must PING its replicas (moving the offset) every 1 s, not 10 s.
+                node = RedisServer(self._dir("node%d" % i), port=free_cluster_port(),
+                                   args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                         "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
+                                         "--repl-ping-replica-period", "1"))
+                self.nodes[node.port] = node   # before start(): close() stops it even if start() fails
+                node.start()
+            out = subprocess.run([which("redis-cli"), "--cluster", "create"]
+                                 + ["%s:%d" % (HOST, p) for p in self.nodes]
+                                 + ["--cluster-replicas", "1", "--cluster-yes"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 timeout=60)
+            if out.returncode != 0:
+                raise AssertionError("redis-cli --cluster create failed (exit %d):\n%s"
+                                     % (out.returncode, out.stdout.decode(errors="replace")))
+            wait_until(self._settled, 30.0, interval=0.05,
+                       what="every cluster node to agree on 3 masters with a replica each over all slots")
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def _settled(self):
         maps = set()
         for port in self.live():
-            c = self.client(port)
             try:
-                if "cluster_state:ok" not in c.call("CLUSTER", "INFO"):
+                if "cluster_state:ok" not in self.ask_node(port, "CLUSTER", "INFO"):
                     return False
-                maps.add(tuple(sorted((r[0], r[1], r[2][1]) for r in c.call("CLUSTER", "SLOTS"))))
-                if len([r for r in c.call("CLUSTER", "SLOTS") if len(r) > 3]) < 3:
-                    return False   # a replica not known yet
-            finally:
-                c.close()
-        return len(maps) == 1 and len({m for (_, _, m) in next(iter(maps))}) == 3
+                rows = self._rows(self.ask_node(port, "CLUSTER", "SLOTS"))
+            except (OSError, AssertionError, TypeError, IndexError):
+                return False
+            if any(not r for (_, _, _, r) in rows):
+                return False   # a replica not synced or not known yet
+            maps.add(tuple(sorted((a, b, m) for (a, b, m, _) in rows)))
+        if len(maps) != 1:
+            return False
+        rows = next(iter(maps))
+        return len({m for (_, _, m) in rows}) == 3 and sum(b - a + 1 for (a, b, _) in rows) == CLUSTER_SLOTS
+
+    @staticmethod
+    def _rows(reply):
+        """CLUSTER SLOTS reply -> [(start, end, master_port, [replica_ports])]."""
+        if not isinstance(reply, list):
+            raise AssertionError("CLUSTER SLOTS: %r" % (reply,))
+        return [(r[0], r[1], r[2][1], [x[1] for x in r[3:]]) for r in reply]
 
     def live(self):
+        """The ports of the nodes still running."""
         return [p for p, n in self.nodes.items() if n.alive()]
 
     def client(self, port, timeout=5.0):
+        """A RespClient to the node on port."""
         return RespClient(port, timeout=timeout, label="node%d" % port)
-
-    def ask(self, *args):
-        c = self.client(self.live()[0])
-        try:
-            return c.call(*args)
-        finally:
-            c.close()
 
     def ask_node(self, port, *args):
         c = self.client(port)
@@ -224,11 +254,16 @@ class ClusterSetup:
         finally:
             c.close()
 
+    def ask(self, *args):
+        """One command to the first live node."""
+        return self.ask_node(self.live()[0], *args)
+
+    def _live_masters(self):
+        return [p for p in self.live() if self.ask_node(p, "ROLE")[0] == "master"]
+
     def slots(self):
-        """[(start, end, master_port, [replica_ports])] as a live master sees it."""
-        masters = [p for p in self.live() if "master" in self.ask_node(p, "ROLE")[0]]
-        rows = self.ask_node(masters[0], "CLUSTER", "SLOTS")
-        return [(r[0], r[1], r[2][1], [x[1] for x in r[3:]]) for r in rows]
+        """The slot map as a live master sees it."""
+        return self._rows(self.ask_node(self._live_masters()[0], "CLUSTER", "SLOTS"))
 
     def masters(self):
         """The master ports, by their first slot."""
@@ -239,96 +274,128 @@ class ClusterSetup:
         return seen
 
     def replica_of(self, master):
-        return next(r[0] for (_, _, m, r) in self.slots() if m == master and r)
+        """A replica of master, as the slot map names it."""
+        for (_, _, m, r) in self.slots():
+            if m == master and r:
+                return r[0]
+        raise AssertionError("the slot map names no replica of %d" % master)
 
     def keyslot(self, name):
+        """CLUSTER KEYSLOT name."""
         return self.ask("CLUSTER", "KEYSLOT", name)
 
+    def _owner(self, slot, rows=None):
+        for (a, b, m, _) in rows or self.slots():
+            if a <= slot <= b:
+                return m
+        raise AssertionError("no master serves slot %d" % slot)
+
     def master_for(self, name):
-        slot = self.keyslot(name)
-        return next(m for (a, b, m, _) in self.slots() if a <= slot <= b)
+        """The port of the master that serves name's slot."""
+        return self._owner(self.keyslot(name))
 
     def names_on_each_master(self, prefix, count=1):
-        """master port -> count distinct names whose slots it serves."""
+        """master port -> count distinct names (prefix + a number) whose slots it serves."""
         rows = self.slots()
         names = {m: [] for (_, _, m, _) in rows}
-        i = 0
-        while any(len(v) < count for v in names.values()):
-            name = "%s%d" % (prefix, i)
-            slot = self.keyslot(name)
-            m = next(m for (a, b, m, _) in rows if a <= slot <= b)
-            if len(names[m]) < count:
-                names[m].append(name)
-            i += 1
+        c = self.client(self.live()[0])
+        try:
+            i = 0
+            while any(len(v) < count for v in names.values()):
+                name = "%s%d" % (prefix, i)
+                m = self._owner(c.call("CLUSTER", "KEYSLOT", name), rows)
+                if len(names[m]) < count:
+                    names[m].append(name)
+                i += 1
+        finally:
+            c.close()
         return names
 
     def stop_node(self, port):
+        """SIGTERM of one node (the process stays known to close())."""
         self.nodes[port].stop()
 
     def kill_master(self, port):
         """SIGKILL of a master; returns its replica's port."""
+        rows = self.slots()
+        ranges = [(a, b) for (a, b, m, _) in rows if m == port]
+        if not ranges:
+            raise AssertionError("%d serves no slots: not a master" % port)
         replica = self.replica_of(port)
-        self.nodes[port].signal(9)
+        self.killed[port] = ranges
+        self.nodes[port].signal(signal.SIGKILL)
         self.nodes[port].proc.wait(5)
         return replica
 
-    def wait_failover(self, old, timeout=20.0):
-        """Once the live nodes agree old is no master: the port that took its slots."""
-        ranges = [(a, b) for (a, b, m, _) in self.slots() if m == old]
+    def wait_failover(self, old_port, timeout=20.0):
+        """Waits until no live node names old_port a master and every live node says
+        cluster_state:ok; returns the port that took over old_port's slots."""
+        ranges = self.killed.get(old_port) or [(a, b) for (a, b, m, _) in self.slots() if m == old_port]
+        if not ranges:
+            raise AssertionError("%d served no slots: kill_master it first" % old_port)
 
         def replaced():
             try:
-                rows = [self.ask_node(p, "CLUSTER", "SLOTS") for p in self.live()]
-                if any(r[2][1] == old for rs in rows for r in rs):
+                views = [self._rows(self.ask_node(p, "CLUSTER", "SLOTS")) for p in self.live()]
+                if any(m == old_port for rows in views for (_, _, m, _) in rows):
                     return None
                 if any("cluster_state:ok" not in self.ask_node(p, "CLUSTER", "INFO") for p in self.live()):
                     return None
-            except (OSError, AssertionError):
+                new = {self._owner(a, rows) for rows in views for (a, _) in ranges}
+                if len(new) != 1:
+                    return None
+                new = new.pop()
+                if self.ask_node(new, "ROLE")[0] != "master":
+                    return None
+                return new
+            except (OSError, AssertionError, TypeError, IndexError):
                 return None
-            a, _ = ranges[0]
-            return next(r[2][1] for r in rows[0] if r[0] <= a <= r[1])
-        return wait_until(replaced, timeout, interval=0.05, what="a replica to replace master %d" % old)
+        return wait_until(replaced, timeout, interval=0.05, what="a replica to replace master %d" % old_port)
 
     def _id(self, port):
         return self.ask_node(port, "CLUSTER", "MYID")
 
-    def _owner(self, slot):
-        return next(m for (a, b, m, _) in self.slots() if a <= slot <= b)
-
-    def move_slot_begin(self, slot, dst):
-        """IMPORTING on dst, MIGRATING on the owner: the owner answers ASK for keys it
-        no longer has from here on."""
+    def move_slot_begin(self, slot, dst_port):
+        """IMPORTING on dst_port, then MIGRATING on the owner: from here on the owner
+        answers ASK for the slot's keys it no longer has. Returns the owner's port."""
         src = self._owner(slot)
-        assert_eq(self.ask_node(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", self._id(src)), "OK",
-                  "SETSLOT IMPORTING")
-        assert_eq(self.ask_node(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", self._id(dst)), "OK",
-                  "SETSLOT MIGRATING")
+        if src == dst_port:
+            raise AssertionError("slot %d is already on %d" % (slot, dst_port))
+        assert_eq(self.ask_node(dst_port, "CLUSTER", "SETSLOT", slot, "IMPORTING", self._id(src)), "OK",
+                  "SETSLOT %d IMPORTING on %d" % (slot, dst_port))
+        assert_eq(self.ask_node(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", self._id(dst_port)), "OK",
+                  "SETSLOT %d MIGRATING on %d" % (slot, src))
         return src
 
-    def move_slot_finish(self, slot, dst):
-        """Migrates the slot's keys, then gives the slot to dst on every master."""
-        src = next(p for p in self.live()
-                   if "master" in self.ask_node(p, "ROLE")[0] and p != dst
-                   and any(a <= slot <= b and m == p for (a, b, m, _) in self.slots()))
+    def move_slot_finish(self, slot, dst_port):
+        """MIGRATEs the slot's keys from its owner to dst_port, then SETSLOT NODE on
+        dst_port, the owner and every other master."""
+        src = self._owner(slot)   # still the owner while the slot is half-migrated
+        if src == dst_port:
+            raise AssertionError("slot %d is already on %d" % (slot, dst_port))
         c = self.client(src)
         try:
             while True:
                 keys = c.call("CLUSTER", "GETKEYSINSLOT", slot, 100)
+                if not isinstance(keys, list):
+                    raise AssertionError("GETKEYSINSLOT %d on %d: %r" % (slot, src, keys))
                 if not keys:
                     break
-                r = c.call("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *keys)
-                if r != "OK" and r != "NOKEY":
-                    raise AssertionError("MIGRATE slot %d: %r" % (slot, r))
+                r = c.call("MIGRATE", HOST, dst_port, "", 0, 5000, "KEYS", *keys)
+                if r not in ("OK", "NOKEY"):
+                    raise AssertionError("MIGRATE slot %d %d -> %d: %r" % (slot, src, dst_port, r))
         finally:
             c.close()
-        dst_id = self._id(dst)
-        for p in [dst, src] + [m for m in self.masters() if m not in (dst, src)]:
+        dst_id = self._id(dst_port)
+        others = [m for m in self.masters() if m not in (dst_port, src)]
+        for p in [dst_port, src] + others:
             assert_eq(self.ask_node(p, "CLUSTER", "SETSLOT", slot, "NODE", dst_id), "OK",
-                      "SETSLOT NODE on %d" % p)
+                      "SETSLOT %d NODE on %d" % (slot, p))
 
-    def move_slot(self, slot, dst):
-        self.move_slot_begin(slot, dst)
-        self.move_slot_finish(slot, dst)
+    def move_slot(self, slot, dst_port):
+        """Moves one slot, with its keys, to master dst_port (move_slot_begin + _finish)."""
+        self.move_slot_begin(slot, dst_port)
+        self.move_slot_finish(slot, dst_port)
 
     def rlockd_config(self, extra=None):
         sections = {"redis": {"mode": "cluster",
@@ -338,5 +405,12 @@ class ClusterSetup:
         return sections
 
     def close(self):
+        """Stops every node by pid, SIGKILLed ones too; raises the first failure at the end."""
+        first = None
         for node in self.nodes.values():
-            node.stop()
+            try:
+                node.stop()
+            except Exception as e:   # stop the others all the same
+                first = first or e
+        if first is not None:
+            raise first
