@@ -53,6 +53,7 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_CLIENT:
         return false;
     case SYNTAX_NAME:
+    case SYNTAX_NAME_KIND:
     case SYNTAX_NAME_THREAD:
     case SYNTAX_LOCK:
     case SYNTAX_TRYLOCK:
@@ -149,6 +150,24 @@ static int parse_thread_id(const char *s, size_t len, struct command_args *out,
     return 0;
 }
 
+/* The kind words, by enum command_kind (the plain lock has none). */
+static const char *const kind_words[] = {
+    [COMMAND_KIND_FAIR] = "fair",
+    [COMMAND_KIND_READ] = "read",
+    [COMMAND_KIND_WRITE] = "write",
+    [COMMAND_KIND_FENCED] = "fenced",
+};
+
+static enum command_kind find_kind(const char *word, size_t len)
+{
+    for (size_t i = COMMAND_KIND_FAIR;
+         i < sizeof kind_words / sizeof *kind_words; i++) {
+        if (word_is(kind_words[i], word, len))
+            return (enum command_kind)i;
+    }
+    return COMMAND_KIND_PLAIN;
+}
+
 static const struct option_spec *find_option(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof option_specs / sizeof *option_specs; i++) {
@@ -158,13 +177,23 @@ static const struct option_spec *find_option(const char *name, size_t len)
     return NULL;
 }
 
-/* Decodes the "OPTION value" pairs from argv[first]; each at most once. */
+/* Decodes what follows the fixed arguments from argv[first]: a kind word
+ * and "OPTION value" pairs, in any order, each at most once. */
 static int parse_options(size_t first, size_t argc, char *const *argv,
                          const size_t *argv_len, unsigned allowed,
                          struct command_args *out, char *err, size_t err_size)
 {
     unsigned seen = 0;
     for (size_t i = first; i < argc; i += 2) {
+        enum command_kind kind = find_kind(argv[i], argv_len[i]);
+        if (kind != COMMAND_KIND_PLAIN) {
+            if (out->kind != COMMAND_KIND_PLAIN)
+                return parse_error(err, err_size,
+                                   "syntax error: one lock kind at most");
+            out->kind = kind;
+            i--; /* a word, not a pair */
+            continue;
+        }
         const struct option_spec *spec = find_option(argv[i], argv_len[i]);
         if (spec == NULL || !(allowed & spec->option) ||
             (seen & spec->option) || i + 1 == argc)
@@ -217,8 +246,8 @@ static int parse_client(size_t argc, char *const *argv, const size_t *argv_len,
                            "unknown CLIENT subcommand or wrong number of "
                            "arguments: CLIENT HEARTBEAT <ms> is the one");
     if (parse_u64(argv[2], argv_len[2], &ms) != 0 ||
-        (ms != 0 && (ms < COMMAND_HEARTBEAT_MIN_MS ||
-                     ms > COMMAND_HEARTBEAT_MAX_MS)))
+        (ms != 0 &&
+         (ms < COMMAND_HEARTBEAT_MIN_MS || ms > COMMAND_HEARTBEAT_MAX_MS)))
         return parse_error(err, err_size,
                            "HEARTBEAT must be 0 (off) or %d to %d "
                            "milliseconds",
@@ -266,11 +295,14 @@ int command_parse_args(const struct command *cmd, size_t argc,
     int rc = parse_name(argv[1], argv_len[1], max_name_len, out, err, err_size);
     if (rc != 0 || cmd->syntax == SYNTAX_NAME)
         return rc;
+    if (cmd->syntax == SYNTAX_NAME_KIND)
+        return parse_options(2, argc, argv, argv_len, 0, out, err, err_size);
     rc = parse_thread_id(argv[2], argv_len[2], out, err, err_size);
-    if (rc != 0 || cmd->syntax == SYNTAX_NAME_THREAD)
+    if (rc != 0)
         return rc;
     unsigned allowed = cmd->syntax == SYNTAX_TRYLOCK
                            ? OPTION_WAIT | OPTION_LEASE
-                           : OPTION_LEASE;
+                       : cmd->syntax == SYNTAX_LOCK ? OPTION_LEASE
+                                                    : 0;
     return parse_options(3, argc, argv, argv_len, allowed, out, err, err_size);
 }

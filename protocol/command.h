@@ -21,10 +21,11 @@ enum command_syntax {
     SYNTAX_OPTIONAL_TEXT, /* PING [msg], INFO [section] */
     SYNTAX_CLIENTID,      /* CLIENTID [<id> [SECRET <secret> [RESUME]]] */
     SYNTAX_AUTH,          /* AUTH [username] <password> */
-    SYNTAX_NAME,          /* FORCEUNLOCK, ISLOCKED, PTTL, OWNERS: <name> */
-    SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> */
-    SYNTAX_LOCK,          /* <name> <thread-id> [LEASE ms] */
-    SYNTAX_TRYLOCK,       /* <name> <thread-id> [WAIT ms] [LEASE ms] */
+    SYNTAX_NAME,          /* TOKEN: <name> */
+    SYNTAX_NAME_KIND,     /* FORCEUNLOCK, ISLOCKED, PTTL, OWNERS: <name> [kind] */
+    SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> [kind] */
+    SYNTAX_LOCK,          /* <name> <thread-id> [kind] [LEASE ms] */
+    SYNTAX_TRYLOCK,       /* <name> <thread-id> [kind] [WAIT ms] [LEASE ms] */
     SYNTAX_CLIENT,        /* CLIENT HEARTBEAT <ms> */
 };
 
@@ -42,15 +43,16 @@ enum command_syntax {
  */
 /* clang-format off */
 #define COMMAND_LIST(X)                                                          \
-    X(LOCK,        "lock",        request,     3, 5, SYNTAX_LOCK,          CMD_ALONE) \
-    X(TRYLOCK,     "trylock",     request,     3, 7, SYNTAX_TRYLOCK,       CMD_ALONE) \
-    X(UNLOCK,      "unlock",      request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
-    X(FORCEUNLOCK, "forceunlock", request,     2, 2, SYNTAX_NAME,          0)         \
-    X(ISLOCKED,    "islocked",    request,     2, 2, SYNTAX_NAME,          0)         \
-    X(ISHELD,      "isheld",      request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
-    X(HOLDCOUNT,   "holdcount",   request,     3, 3, SYNTAX_NAME_THREAD,   0)         \
-    X(PTTL,        "pttl",        request,     2, 2, SYNTAX_NAME,          0)         \
-    X(OWNERS,      "owners",      request,     2, 2, SYNTAX_NAME,          0)         \
+    X(LOCK,        "lock",        request,     3, 6, SYNTAX_LOCK,          CMD_ALONE) \
+    X(TRYLOCK,     "trylock",     request,     3, 8, SYNTAX_TRYLOCK,       CMD_ALONE) \
+    X(UNLOCK,      "unlock",      request,     3, 4, SYNTAX_NAME_THREAD,   0)         \
+    X(FORCEUNLOCK, "forceunlock", request,     2, 3, SYNTAX_NAME_KIND,     0)         \
+    X(ISLOCKED,    "islocked",    request,     2, 3, SYNTAX_NAME_KIND,     0)         \
+    X(ISHELD,      "isheld",      request,     3, 4, SYNTAX_NAME_THREAD,   0)         \
+    X(HOLDCOUNT,   "holdcount",   request,     3, 4, SYNTAX_NAME_THREAD,   0)         \
+    X(PTTL,        "pttl",        request,     2, 3, SYNTAX_NAME_KIND,     0)         \
+    X(OWNERS,      "owners",      request,     2, 3, SYNTAX_NAME_KIND,     0)         \
+    X(TOKEN,       "token",       request,     2, 2, SYNTAX_NAME,          0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
@@ -77,6 +79,19 @@ struct command {
     unsigned flags;
 };
 
+/*
+ * The lock kind a lock command names by a word after its fixed arguments
+ * (docs/protocol.md): none is Redisson's RLock. READ and WRITE are the two
+ * sides of one read-write lock.
+ */
+enum command_kind {
+    COMMAND_KIND_PLAIN,
+    COMMAND_KIND_FAIR,
+    COMMAND_KIND_READ,
+    COMMAND_KIND_WRITE,
+    COMMAND_KIND_FENCED,
+};
+
 /* Values that mean "no limit" for WAIT and "watchdog mode" for LEASE. */
 #define COMMAND_WAIT_FOREVER (-1)
 #define COMMAND_LEASE_WATCHDOG (-1)
@@ -101,6 +116,7 @@ struct command_args {
     const char *password; /* AUTH only */
     size_t password_len;
     uint64_t thread_id;
+    enum command_kind kind;
     int64_t wait_ms;  /* TRYLOCK default 0, LOCK: forever */
     int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
     const char *secret; /* CLIENTID's SECRET, or NULL */

@@ -31,7 +31,7 @@ static const struct acl_category {
     {"lock", COMMAND_BIT(LOCK) | COMMAND_BIT(TRYLOCK) | COMMAND_BIT(UNLOCK) |
                  COMMAND_BIT(ISLOCKED) | COMMAND_BIT(ISHELD) |
                  COMMAND_BIT(HOLDCOUNT) | COMMAND_BIT(PTTL) |
-                 COMMAND_BIT(OWNERS) |
+                 COMMAND_BIT(OWNERS) | COMMAND_BIT(TOKEN) |
                  COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT)},
     {"admin", COMMAND_BIT(FORCEUNLOCK) | COMMAND_BIT(INFO)},
 };

@@ -173,6 +173,8 @@ static const struct config_row config_rows[] = {
     STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),
     INT_ROW("lock", "watchdog_timeout_ms", LIVE, watchdog_timeout_ms, "30000",
             30, 86400000),
+    INT_ROW("lock", "fair_wait_timeout_ms", LIVE, fair_wait_timeout_ms,
+            "300000", 1000, 86400000),
     ENUM_ROW("lock", "on_disconnect", LIVE, on_disconnect, "release",
              on_disconnect_names),
     ENUM_ROW("lock", "on_shutdown", LIVE, on_shutdown, "keep",

@@ -81,6 +81,9 @@ struct config {
     char name_prefix[256];
     char allowed_names[1024]; /* glob patterns */
     int64_t watchdog_timeout_ms;
+    /* how long a fair waiter's place in the queue is kept when its own
+     * wait has no limit (Redisson's fairLockWaitTimeout) */
+    int64_t fair_wait_timeout_ms;
     int64_t on_disconnect; /* enum on_disconnect */
     int64_t on_shutdown;   /* enum on_shutdown */
     int64_t max_waiters;

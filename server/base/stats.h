@@ -58,6 +58,10 @@ enum stats_section {
     X(COUNTS,  COUNTER, total_commands_processed, "commands run")              \
     X(COUNTS,  COUNTER, protocol_errors, "malformed requests")                 \
     X(COUNTS,  COUNTER, locks_acquired, "acquisitions, reentrant included")   \
+    X(COUNTS,  COUNTER, fair_locks_acquired, "of them FAIR")                  \
+    X(COUNTS,  COUNTER, read_locks_acquired, "of them READ")                  \
+    X(COUNTS,  COUNTER, write_locks_acquired, "of them WRITE")                \
+    X(COUNTS,  COUNTER, fenced_locks_acquired, "of them FENCED")              \
     X(COUNTS,  COUNTER, locks_released, "UNLOCKs that freed a lock")          \
     X(COUNTS,  COUNTER, locks_force_released, "FORCEUNLOCKs that freed one")  \
     X(COUNTS,  COUNTER, locks_released_on_disconnect,                          \

@@ -1,25 +1,38 @@
 /*
- * kind_rlock.c - Redisson's RLock, the first row of the lock-kind table.
+ * kind_rlock.c - the kinds stored in Redisson's RLock hash: RLock itself,
+ * the fenced lock and the fair lock, three rows of the lock-kind table.
  *
- * The format (../shared/reference/redisson-rlock.md): a hash at the
- * lock's name, one field "<client-id>:<thread-id>" holding the hold
- * count, PEXPIRE for the lease, and the message "0" on
+ * The format (../shared/reference/redisson-rlock.md and
+ * redisson-family.md, sections 2 and 6): a hash at the lock's name, one
+ * field "<client-id>:<thread-id>" holding the hold count, PEXPIRE for the
+ * lease. RLock and the fenced lock send "0" on
  * redisson_lock__channel:{name} when the lock is freed, which wakes one
- * waiter. The acquire, release and force-release scripts are Redisson's
- * (3.x) own, so a Java service using Redisson and rlockd exclude and wake
- * each other, but for one argument of the acquire and the release: the
- * count rlockd knows, from which they set the new one, so that a call
- * sent again after its reply was lost counts once. Four are rlockd's:
- * freeing an owner whatever its count (its session ended), setting an
- * owner's count (after a lost reply, or on a new master), renewing many
- * locks in one call, and every query in one read. Each script first makes
- * sure its key is a lock (SHAPE_GUARD): a write to any other key is
- * refused with WRONGTYPE, a query of one reads as "no lock".
+ * waiter; the fenced lock also INCRs redisson_lock_token:{name} on every
+ * acquire, reentrant ones included, and answers the new value, the
+ * fencing token. The fair lock queues its waiters in
+ * redisson_lock_queue:{name} (a list) with a deadline each in
+ * redisson_lock_timeout:{name} (a zset), and sends "0" only to the queue's
+ * head, on redisson_lock__channel:{name}:<its field>.
+ *
+ * The scripts are written from the reference, so a Java service using
+ * Redisson and rlockd exclude and wake each other, with rlockd's changes:
+ * the acquire and the release set the count from the one rlockd knows, so
+ * that a call sent again after its reply was lost counts once; every
+ * script first makes sure its keys are what they should be (SHAPE_GUARD):
+ * a write to any other key is refused with WRONGTYPE, a query of one
+ * reads as "no lock"; and four scripts are rlockd's own: freeing an owner
+ * whatever its count (its session ended), setting an owner's count (after
+ * a lost reply, or on a new master), renewing many locks in one call, and
+ * every query in one read. The fair lock's differ from Redisson's where
+ * Redisson's leave a queue stuck (its users' first complaint, section
+ * 12): a head with no deadline is dropped like one whose deadline passed,
+ * the deadlines come from Redis's clock (TIME), not each client's, and a
+ * waiter that gives up leaves the queue at once (LOCK_OP_LEAVE_QUEUE).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/lock_kind.h"
+#include "engine/kind_script.h"
 
 /*
  * Every script begins with this guard, which tells a lock from any other
@@ -49,127 +62,261 @@
     "then return 'lock', f[1], tonumber(f[2]), ttl; end; "                     \
     "return 'other'; "                                                         \
     "end; "
-/*
- * What the scripts that free a lock publish with: the last argument says
- * how, as Redisson passes its <pub> (redisson-family.md, 9.2): PUBLISH,
- * SPUBLISH (a Redis 7 cluster's sharded pub/sub, which a PUBLISH never
- * reaches), or both, for fleets where some Java clients listen one way
- * and some the other.
- */
-#define NOTIFY                                                                 \
-    "local function notify(channel, message) "                                 \
-    "local how = ARGV[#ARGV]; "                                                \
-    "if how ~= 'spublish' then redis.call('publish', channel, message); end; " \
-    "if how ~= 'publish' then redis.call('spublish', channel, message); end; " \
-    "end; "
-#define WRONG_TYPE_ERROR                                                       \
-    "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
+
+/* RLock and the fenced lock tell the lock's channel, KEYS[2]. */
+#define RLOCK_NOTIFY                                                           \
+    KIND_LUA_PUBLISH "local function notify(message) "                         \
+                     "publish(KEYS[2], message); "                             \
+                     "end; "
 
 /*
- * Redisson's tryLockInnerAsync, behind the guard (the owner's field is the
- * only one a lock has, so "it exists" is "it is the lock's owner"), with
- * one change: ARGV[3] is the count this daemon knows the owner holds, and
- * 0 means a new hold. The count set is that one plus one, not the field's
- * plus one, so the script may run twice (its first reply lost, then sent
- * again) and counts the hold once (redisson#7367 counts it twice). So a
- * new hold that finds its owner's field (left by an earlier incarnation
- * of the client-id, or by an acquire whose reply was lost) takes it over
- * at count 1, and one LOCK and one UNLOCK always release; a reentrant one
- * that does not find it is told the hold is gone (LOCKLOST), instead of
- * taking the lock anew as if nothing had happened.
+ * The fair lock's queue, KEYS q (list) and z (zset): queue_ok() tells
+ * them from other keys; purge() drops heads whose place ran out (or that
+ * have none, which only a crash between two commands of another client
+ * could leave), as every Redisson script but the one leaving the queue
+ * does. now_ms() is Redis's clock: one clock for every rlockd.
  */
+#define FAIR_QUEUE                                                             \
+    "local function now_ms() "                                                 \
+    "local t = redis.call('time'); "                                           \
+    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); "       \
+    "end; "                                                                    \
+    "local function queue_ok(q, z) "                                           \
+    "local tq, tz = redis.call('type', q).ok, redis.call('type', z).ok; "      \
+    "return (tq == 'none' or tq == 'list') and (tz == 'none' or tz == "        \
+    "'zset'); "                                                                \
+    "end; "                                                                    \
+    "local function purge(q, z, now) "                                         \
+    "while true do "                                                           \
+    "local h = redis.call('lindex', q, 0); "                                   \
+    "if not h then return; end; "                                              \
+    "local t = redis.call('zscore', z, h); "                                   \
+    "if t and tonumber(t) > now then return; end; "                            \
+    "redis.call('zrem', z, h); "                                               \
+    "redis.call('lpop', q); "                                                  \
+    "end; "                                                                    \
+    "end; "
+
+/* The fair lock tells only its queue's head (KEYS[3], KEYS[4]), on the
+ * channel KEYS[2] followed by ":" and the head's field. */
+#define FAIR_NOTIFY                                                            \
+    KIND_LUA_PUBLISH FAIR_QUEUE                                                \
+        "local function notify(message) "                                      \
+        "if not queue_ok(KEYS[3], KEYS[4]) then return; end; "                 \
+        "purge(KEYS[3], KEYS[4], now_ms()); "                                  \
+        "local head = redis.call('lindex', KEYS[3], 0); "                      \
+        "if head then publish(KEYS[2] .. ':' .. head, message); end; "         \
+        "end; "
+
+/*
+ * The first checks of an acquire, after the guard: s, owner, count and
+ * ttl are the lock's; tokens_ok says the kind's other keys are its own.
+ * ARGV[2] is the owner's field and ARGV[3] the count this daemon knows it
+ * holds (0: a new hold). A reentrant acquire that does not find its
+ * owner's field is told the hold is gone (LOCKLOST), instead of taking
+ * the lock anew as if nothing had happened; a new hold that finds it
+ * (left by an earlier incarnation of the client-id, or by an acquire
+ * whose reply was lost) takes it over at count 1, and one LOCK and one
+ * UNLOCK always release.
+ */
+#define ACQUIRE_CHECKS(keys_ok)                                                \
+    "local s, owner, _, ttl = shape(KEYS[1]); "                                \
+    "if s == 'other' or not (" keys_ok ") then "                               \
+    "return " KIND_LUA_WRONG_TYPE "; end; "                                    \
+    "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "                             \
+    "return " KIND_LUA_LOCKLOST "; end; "
+/* Takes the hold at the count known plus one: a call sent again after its
+ * reply was lost counts once (redisson#7367 counts it twice). */
+#define ACQUIRE_TAKE                                                           \
+    "redis.call('hset', KEYS[1], ARGV[2], tonumber(ARGV[3]) + 1); "            \
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+
+/* clang-format off */
+/* Redisson's tryLockInnerAsync: KEYS name; ARGV lease, field, count. */
 static struct backend_script acquire_script = {
     "rlock_acquire",
-    SHAPE_GUARD "local s, owner, _, ttl = shape(KEYS[1]); "
-                "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-                "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "
-                "return redis.error_reply('LOCKLOST the hold is gone'); "
-                "end; "
-                "if (s == 'none' or owner == ARGV[2]) then "
-                "redis.call('hset', KEYS[1], ARGV[2], tonumber(ARGV[3]) + 1); "
-                "redis.call('pexpire', KEYS[1], ARGV[1]); "
-                "return nil; "
-                "end; "
-                "return ttl;",
+    SHAPE_GUARD
+    ACQUIRE_CHECKS("true")
+    "if s == 'none' or owner == ARGV[2] then "
+        ACQUIRE_TAKE
+        "return nil; "
+    "end; "
+    "return ttl;",
+    ""};
+
+/* RedissonFencedLock's acquire: KEYS name, token; as RLock's, and every
+ * grant INCRs the token, which is the reply: {1, token}, or {0, pttl}. */
+static struct backend_script fenced_acquire_script = {
+    "fenced_acquire",
+    SHAPE_GUARD
+    "local tok = redis.pcall('get', KEYS[2]); "
+    ACQUIRE_CHECKS("tok == false or (type(tok) == 'string' and "
+                   "string.find(tok, '^%d+$'))")
+    "if s == 'none' or owner == ARGV[2] then "
+        ACQUIRE_TAKE
+        "return {1, redis.call('incr', KEYS[2])}; "
+    "end; "
+    "return {0, ttl};",
+    ""};
+/* clang-format on */
+
+/*
+ * RedissonFairLock's acquire with queueing, KEYS name, queue, timeout;
+ * ARGV lease, field, count, wait (the place in the queue is kept this
+ * long), enqueue (1: a refused owner takes its place at the tail, as
+ * Redisson's lock() and tryLock(wait); 0: it does not, as tryLock()).
+ * The lock is taken when it is free and the queue is empty or its head is
+ * the owner, who then leaves the queue, and every place behind moves one
+ * wait nearer, as in Redisson. Refused: the lock's PTTL, or, when the lock
+ * is free and it is another's turn, how long until that head's place runs
+ * out (its owner is expected first; a message comes if it takes the lock).
+ */
+/* clang-format off */
+static struct backend_script fair_acquire_script = {
+    "fair_acquire",
+    SHAPE_GUARD FAIR_QUEUE
+    ACQUIRE_CHECKS("queue_ok(KEYS[2], KEYS[3])")
+    "if owner == ARGV[2] then "
+        ACQUIRE_TAKE
+        "return nil; "
+    "end; "
+    "local now = now_ms(); "
+    "purge(KEYS[2], KEYS[3], now); "
+    "local head = redis.call('lindex', KEYS[2], 0); "
+    "if s == 'none' and (not head or head == ARGV[2]) then "
+        "if head then redis.call('lpop', KEYS[2]); end; "
+        "redis.call('zrem', KEYS[3], ARGV[2]); "
+        "for _, w in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do "
+            "redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), w); "
+        "end; "
+        ACQUIRE_TAKE
+        "return nil; "
+    "end; "
+    "if ARGV[5] == '1' and not redis.call('zscore', KEYS[3], ARGV[2]) then "
+        "local last = redis.call('lindex', KEYS[2], -1); "
+        "local at = last and redis.call('zscore', KEYS[3], last); "
+        "local base = at and tonumber(at) - now or math.max(ttl or 0, 0); "
+        "redis.call('zadd', KEYS[3], base + tonumber(ARGV[4]) + now, ARGV[2]); "
+        "redis.call('lrem', KEYS[2], 0, ARGV[2]); "
+        "redis.call('rpush', KEYS[2], ARGV[2]); "
+    "end; "
+    "if s == 'lock' then return ttl; end; "
+    "head = redis.call('lindex', KEYS[2], 0); "
+    "local t = redis.call('zscore', KEYS[3], head); "
+    "return math.max(1, tonumber(t) - now);",
+    ""};
+/* clang-format on */
+
+/* RedissonFairLock's acquireFailed: KEYS name, queue, timeout; ARGV
+ * field, wait. The owner leaves the queue and everyone behind it moves
+ * one wait nearer. */
+static struct backend_script fair_leave_script = {
+    "fair_leave",
+    FAIR_QUEUE "if not queue_ok(KEYS[2], KEYS[3]) then return 0; end; "
+               "local queue = redis.call('lrange', KEYS[2], 0, -1); "
+               "local behind = false; "
+               "for _, w in ipairs(queue) do "
+               "if behind then "
+               "redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), w); "
+               "end; "
+               "if w == ARGV[1] then behind = true; end; "
+               "end; "
+               "redis.call('zrem', KEYS[3], ARGV[1]); "
+               "return redis.call('lrem', KEYS[2], 0, ARGV[1]);",
     ""};
 
 /*
- * Redisson's unlockInnerAsync (3.x, without the latch), behind the guard,
- * with one change: ARGV[4] is the count this daemon knows the owner holds
- * (0: none known, the field's count is decremented), and the count left
- * is that one less one, so that a release sent again after its reply was
- * lost releases once: if the first one ran, the second sets the same
- * count, or finds the lock gone (which the engine reads as released).
+ * The scripts that free a lock, the same for RLock's channel and the fair
+ * lock's head (the NOTIFY before them says which); KEYS name, channel and
+ * (fair) queue, timeout.
+ *
+ * Release, Redisson's unlockInnerAsync (3.x, without the latch): ARGV
+ * message, lease, field, count, publish; the count left is the count
+ * this daemon knows less one (0: none known, the field's count is
+ * decremented), so that a release sent again after its reply was lost
+ * releases once: if the first one ran, the second sets the same count, or
+ * finds the lock gone (which the engine reads as released).
  */
-static struct backend_script release_script = {
-    "rlock_release",
-    SHAPE_GUARD NOTIFY
-    "local s, owner, count = shape(KEYS[1]); "
-    "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-    "if (s == 'none' or owner ~= ARGV[3]) then "
-    "return nil; "
-    "end; "
-    "local counter = count - 1; "
-    "if ARGV[4] ~= '0' then counter = tonumber(ARGV[4]) - 1; end; "
-    "if (counter > 0) then "
-    "redis.call('hset', KEYS[1], ARGV[3], counter); "
-    "redis.call('pexpire', KEYS[1], ARGV[2]); "
-    "return 0; "
-    "else "
-    "redis.call('del', KEYS[1]); "
-    "notify(KEYS[2], ARGV[1]); "
-    "return 1; "
-    "end; "
-    "return nil;",
-    ""};
-
-/* Redisson's forceUnlockAsync, behind the guard. */
-static struct backend_script force_release_script = {
-    "rlock_force_release",
-    SHAPE_GUARD NOTIFY "local s = shape(KEYS[1]); "
-                       "if s == 'other' then return " WRONG_TYPE_ERROR "; end; "
-                       "if (s == 'lock') then "
-                       "redis.call('del', KEYS[1]); "
-                       "notify(KEYS[2], ARGV[1]); "
-                       "return 1 "
-                       "end; "
-                       "return 0",
-    ""};
-
+#define RELEASE_BODY                                                           \
+    "local s, owner, count = shape(KEYS[1]); "                                 \
+    "if s == 'other' then return " KIND_LUA_WRONG_TYPE "; end; "               \
+    "if (s == 'none' or owner ~= ARGV[3]) then "                               \
+    "return nil; "                                                             \
+    "end; "                                                                    \
+    "local counter = count - 1; "                                              \
+    "if ARGV[4] ~= '0' then counter = tonumber(ARGV[4]) - 1; end; "            \
+    "if (counter > 0) then "                                                   \
+    "redis.call('hset', KEYS[1], ARGV[3], counter); "                          \
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "                                \
+    "return 0; "                                                               \
+    "end; "                                                                    \
+    "redis.call('del', KEYS[1]); "                                             \
+    "notify(ARGV[1]); "                                                        \
+    "return 1;"
+/* Redisson's forceUnlockAsync: ARGV message, publish. */
+#define FORCE_RELEASE_BODY                                                     \
+    "local s = shape(KEYS[1]); "                                               \
+    "if s == 'other' then return " KIND_LUA_WRONG_TYPE "; end; "               \
+    "if (s == 'lock') then "                                                   \
+    "redis.call('del', KEYS[1]); "                                             \
+    "notify(ARGV[1]); "                                                        \
+    "return 1 "                                                                \
+    "end; "                                                                    \
+    "return 0"
 /* rlockd's: frees an owner's lock whatever its count (its session ended);
- * a key that is no longer a lock is left alone. */
-static struct backend_script release_owner_script = {
-    "rlock_release_owner",
-    SHAPE_GUARD NOTIFY "local s, owner = shape(KEYS[1]); "
-                       "if (s ~= 'lock' or owner ~= ARGV[2]) then "
-                       "return 0; "
-                       "end; "
-                       "redis.call('del', KEYS[1]); "
-                       "notify(KEYS[2], ARGV[1]); "
-                       "return 1;",
-    ""};
-
+ * a key that is no longer a lock is left alone. ARGV message, field,
+ * publish. */
+#define RELEASE_OWNER_BODY                                                     \
+    "local s, owner = shape(KEYS[1]); "                                        \
+    "if (s ~= 'lock' or owner ~= ARGV[2]) then "                               \
+    "return 0; "                                                               \
+    "end; "                                                                    \
+    "redis.call('del', KEYS[1]); "                                             \
+    "notify(ARGV[1]); "                                                        \
+    "return 1;"
 /*
  * rlockd's: sets an owner's count to what this daemon knows (ARGV[3]),
  * after an acquire whose reply was lost may have run in Redis, or on a
- * new master after a failover: 0 frees the lock (and tells the channel)
+ * new master after a failover: 0 frees the lock (and tells the waiters)
  * and returns 1, anything else keeps it with that count and its TTL and
- * returns 2. A lock of another owner, or no lock, is left alone: 0.
+ * returns 2. A lock of another owner, or no lock, is left alone: 0. ARGV
+ * message, field, count, publish.
  */
-static struct backend_script settle_script = {
-    "rlock_settle",
-    SHAPE_GUARD NOTIFY "local s, owner = shape(KEYS[1]); "
-                       "if (s ~= 'lock' or owner ~= ARGV[2]) then "
-                       "return 0; "
-                       "end; "
-                       "if ARGV[3] == '0' then "
-                       "redis.call('del', KEYS[1]); "
-                       "notify(KEYS[2], ARGV[1]); "
-                       "return 1; "
-                       "end; "
-                       "redis.call('hset', KEYS[1], ARGV[2], ARGV[3]); "
-                       "return 2;",
-    ""};
+#define SETTLE_BODY                                                            \
+    "local s, owner = shape(KEYS[1]); "                                        \
+    "if (s ~= 'lock' or owner ~= ARGV[2]) then "                               \
+    "return 0; "                                                               \
+    "end; "                                                                    \
+    "if ARGV[3] == '0' then "                                                  \
+    "redis.call('del', KEYS[1]); "                                             \
+    "notify(ARGV[1]); "                                                        \
+    "return 1; "                                                               \
+    "end; "                                                                    \
+    "redis.call('hset', KEYS[1], ARGV[2], ARGV[3]); "                          \
+    "return 2;"
+
+/* The freeing scripts of one family, and how many of the kind's own keys
+ * follow the channel in their KEYS. */
+struct freeing {
+    struct backend_script release, force_release, release_owner, settle;
+    int queue_keys;
+};
+
+static struct freeing rlock_freeing = {
+    {"rlock_release", SHAPE_GUARD RLOCK_NOTIFY RELEASE_BODY, ""},
+    {"rlock_force_release", SHAPE_GUARD RLOCK_NOTIFY FORCE_RELEASE_BODY, ""},
+    {"rlock_release_owner", SHAPE_GUARD RLOCK_NOTIFY RELEASE_OWNER_BODY, ""},
+    {"rlock_settle", SHAPE_GUARD RLOCK_NOTIFY SETTLE_BODY, ""},
+    0,
+};
+
+static struct freeing fair_freeing = {
+    {"fair_release", SHAPE_GUARD FAIR_NOTIFY RELEASE_BODY, ""},
+    {"fair_force_release", SHAPE_GUARD FAIR_NOTIFY FORCE_RELEASE_BODY, ""},
+    {"fair_release_owner", SHAPE_GUARD FAIR_NOTIFY RELEASE_OWNER_BODY, ""},
+    {"fair_settle", SHAPE_GUARD FAIR_NOTIFY SETTLE_BODY, ""},
+    2,
+};
 
 /* KEYS name1..nameN, ARGV field1, ms1, ..., fieldN, msN: N results 1/0.
  * A key that is no longer a lock is not renewed: its hold is lost. */
@@ -213,206 +360,172 @@ static struct backend_script owners_script = {
                 "return {ttl, owner, count};",
     ""};
 
+/* The latest fencing token, KEYS name, token: 0 when there is none (or
+ * the key holds anything but a token). */
+static struct backend_script token_script = {
+    "fenced_token",
+    "local t = redis.pcall('get', KEYS[2]); "
+    "if type(t) == 'string' and string.find(t, '^%d+$') then "
+    "return tonumber(t); end; "
+    "return 0;",
+    ""};
+
+#define FREEING_SCRIPTS(f)                                                     \
+    &(f).release, &(f).force_release, &(f).release_owner, &(f).settle
+#define QUERY_SCRIPTS &renew_script, &inspect_script, &owners_script
+
 static struct backend_script *const rlock_scripts[] = {
-    &acquire_script,       &release_script, &force_release_script,
-    &release_owner_script, &settle_script,  &renew_script,
-    &inspect_script,       &owners_script,  NULL};
+    &acquire_script, FREEING_SCRIPTS(rlock_freeing), QUERY_SCRIPTS, NULL};
+static struct backend_script *const fenced_scripts[] = {&fenced_acquire_script,
+                                                        &token_script, NULL};
+static struct backend_script *const fair_scripts[] = {
+    &fair_acquire_script, &fair_leave_script, FREEING_SCRIPTS(fair_freeing),
+    NULL};
 
 /* The message Redisson's LockPubSub reads as "one waiter may go". */
 #define UNLOCK_MESSAGE "0"
 
 /* ---- building calls --------------------------------------------------- */
 
-static void arg(struct lock_kind_call *call, const char *s, size_t len)
-{
-    call->argv[call->argc] = s;
-    call->argv_len[call->argc++] = len;
-}
-
-static void arg_number(struct lock_kind_call *call, int slot, int64_t v)
-{
-    arg(call, call->number[slot], format_int64(call->number[slot], v));
-}
-
-static void script(struct lock_kind_call *call, struct backend_script *s,
-                   int nkeys)
-{
-    call->script = s;
-    call->nkeys = nkeys;
-    call->argc = 0;
-}
-
 static void build_acquire(const struct lock_call_args *a,
                           struct lock_kind_call *call)
 {
-    script(call, &acquire_script, 1);
-    arg(call, a->name, a->name_len);
-    arg_number(call, 0, a->lease_ms);
-    arg(call, a->field, a->field_len);
-    arg_number(call, 1, a->count);
+    kind_script(call, &acquire_script, 1, a);
+    kind_arg_number(call, 0, a->lease_ms);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_number(call, 1, a->count);
 }
 
-static void build_release(const struct lock_call_args *a,
-                          struct lock_kind_call *call)
+static void build_fenced_acquire(const struct lock_call_args *a,
+                                 struct lock_kind_call *call)
 {
-    script(call, &release_script, 2);
-    arg(call, a->name, a->name_len);
-    arg(call, a->channel, a->channel_len);
-    arg(call, UNLOCK_MESSAGE, 1);
-    arg_number(call, 0, a->lease_ms);
-    arg(call, a->field, a->field_len);
-    arg_number(call, 1, a->count);
-    arg(call, a->publish, strlen(a->publish));
+    kind_script(call, &fenced_acquire_script, 2, a);
+    kind_arg_key(call, a, 0);
+    kind_arg_number(call, 0, a->lease_ms);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_number(call, 1, a->count);
 }
 
-static void build_force_release(const struct lock_call_args *a,
-                                struct lock_kind_call *call)
+static void build_fair_acquire(const struct lock_call_args *a,
+                               struct lock_kind_call *call)
 {
-    script(call, &force_release_script, 2);
-    arg(call, a->name, a->name_len);
-    arg(call, a->channel, a->channel_len);
-    arg(call, UNLOCK_MESSAGE, 1);
-    arg(call, a->publish, strlen(a->publish));
+    kind_script(call, &fair_acquire_script, 3, a);
+    kind_arg_key(call, a, 0);
+    kind_arg_key(call, a, 1);
+    kind_arg_number(call, 0, a->lease_ms);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_number(call, 1, a->count);
+    kind_arg_number(call, 2, a->queue_wait_ms);
+    kind_arg(call, a->enqueue ? "1" : "0", 1);
 }
 
-/* The owner's lock: its name, channel, message and owner field. */
-static void owner_args(struct lock_kind_call *call, struct backend_script *s,
-                       const struct lock_call_args *a)
+static void build_fair_leave(const struct lock_call_args *a,
+                             struct lock_kind_call *call)
 {
-    script(call, s, 2);
-    arg(call, a->name, a->name_len);
-    arg(call, a->channel, a->channel_len);
-    arg(call, UNLOCK_MESSAGE, 1);
-    arg(call, a->field, a->field_len);
+    kind_script(call, &fair_leave_script, 3, a);
+    kind_arg_key(call, a, 0);
+    kind_arg_key(call, a, 1);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_number(call, 0, a->queue_wait_ms);
 }
 
-static void build_release_owner(const struct lock_call_args *a,
-                                struct lock_kind_call *call)
+static void build_token(const struct lock_call_args *a,
+                        struct lock_kind_call *call)
 {
-    owner_args(call, &release_owner_script, a);
-    arg(call, a->publish, strlen(a->publish));
+    kind_script(call, &token_script, 2, a);
+    kind_arg_key(call, a, 0);
 }
 
-static void build_settle(const struct lock_call_args *a,
+/* A freeing script of family f: its keys, then the message. */
+static void freeing_call(const struct freeing *f, struct backend_script *s,
+                         const struct lock_call_args *a,
                          struct lock_kind_call *call)
 {
-    owner_args(call, &settle_script, a);
-    arg_number(call, 0, a->count);
-    arg(call, a->publish, strlen(a->publish));
+    kind_script(call, s, 2 + f->queue_keys, a);
+    kind_arg(call, a->channel, a->channel_len);
+    for (int i = 0; i < f->queue_keys; i++)
+        kind_arg_key(call, a, i);
+    kind_arg(call, UNLOCK_MESSAGE, 1);
 }
+
+static void build_release_of(struct freeing *f, const struct lock_call_args *a,
+                             struct lock_kind_call *call)
+{
+    freeing_call(f, &f->release, a, call);
+    kind_arg_number(call, 0, a->lease_ms);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_number(call, 1, a->count);
+    kind_arg_publish(call, a);
+}
+
+static void build_force_release_of(struct freeing *f,
+                                   const struct lock_call_args *a,
+                                   struct lock_kind_call *call)
+{
+    freeing_call(f, &f->force_release, a, call);
+    kind_arg_publish(call, a);
+}
+
+static void build_release_owner_of(struct freeing *f,
+                                   const struct lock_call_args *a,
+                                   struct lock_kind_call *call)
+{
+    freeing_call(f, &f->release_owner, a, call);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_publish(call, a);
+}
+
+static void build_settle_of(struct freeing *f, const struct lock_call_args *a,
+                            struct lock_kind_call *call)
+{
+    freeing_call(f, &f->settle, a, call);
+    kind_arg(call, a->field, a->field_len);
+    kind_arg_number(call, 0, a->count);
+    kind_arg_publish(call, a);
+}
+
+/* The builders of each family's freeing calls, as a row wants them. */
+#define FREEING_BUILDERS(prefix, f)                                            \
+    static void prefix##_release(const struct lock_call_args *a,               \
+                                 struct lock_kind_call *call)                  \
+    {                                                                          \
+        build_release_of(&(f), a, call);                                       \
+    }                                                                          \
+    static void prefix##_force_release(const struct lock_call_args *a,         \
+                                       struct lock_kind_call *call)            \
+    {                                                                          \
+        build_force_release_of(&(f), a, call);                                 \
+    }                                                                          \
+    static void prefix##_release_owner(const struct lock_call_args *a,         \
+                                       struct lock_kind_call *call)            \
+    {                                                                          \
+        build_release_owner_of(&(f), a, call);                                 \
+    }                                                                          \
+    static void prefix##_settle(const struct lock_call_args *a,                \
+                                struct lock_kind_call *call)                   \
+    {                                                                          \
+        build_settle_of(&(f), a, call);                                        \
+    }
+FREEING_BUILDERS(rlock, rlock_freeing)
+FREEING_BUILDERS(fair, fair_freeing)
 
 /* Every query: the lock's name and the caller's owner field. */
 static void build_inspect(const struct lock_call_args *a,
                           struct lock_kind_call *call)
 {
-    script(call, &inspect_script, 1);
-    arg(call, a->name, a->name_len);
-    arg(call, a->field, a->field_len);
+    kind_script(call, &inspect_script, 1, a);
+    kind_arg(call, a->field, a->field_len);
 }
 
 static void build_owners(const struct lock_call_args *a,
                          struct lock_kind_call *call)
 {
-    script(call, &owners_script, 1);
-    arg(call, a->name, a->name_len);
+    kind_script(call, &owners_script, 1, a);
 }
 
 /* ---- reading replies -------------------------------------------------- */
 
-static enum lock_outcome read_acquire(const struct backend_value *r,
-                                      int64_t *value)
-{
-    if (r->type == VALUE_NIL)
-        return OUTCOME_GRANTED;
-    if (r->type != VALUE_INTEGER)
-        return OUTCOME_BAD_REPLY;
-    *value = r->integer;
-    return OUTCOME_REFUSED;
-}
-
-static enum lock_outcome read_release(const struct backend_value *r,
-                                      int64_t *value)
-{
-    (void)value;
-    if (r->type == VALUE_NIL)
-        return OUTCOME_NOT_OWNER;
-    if (r->type != VALUE_INTEGER)
-        return OUTCOME_BAD_REPLY;
-    return r->integer == 1 ? OUTCOME_RELEASED : OUTCOME_DECREMENTED;
-}
-
-/* 1: freed; 0: nothing to free (force) or not the owner's (owner). */
-static enum lock_outcome read_freed(const struct backend_value *r,
-                                    int64_t *value)
-{
-    if (r->type != VALUE_INTEGER)
-        return OUTCOME_BAD_REPLY;
-    *value = r->integer;
-    return r->integer == 1 ? OUTCOME_RELEASED : OUTCOME_VALUE;
-}
-
-/* Element i of the inspect script's {locked, count, pttl}. */
-static enum lock_outcome read_inspect(const struct backend_value *r, size_t i,
-                                      int64_t *value)
-{
-    if (r->type != VALUE_ARRAY || r->elements != 3 ||
-        r->element[i].type != VALUE_INTEGER)
-        return OUTCOME_BAD_REPLY;
-    *value = r->element[i].integer;
-    return OUTCOME_VALUE;
-}
-
-static enum lock_outcome read_locked(const struct backend_value *r,
-                                     int64_t *value)
-{
-    return read_inspect(r, 0, value);
-}
-
-static enum lock_outcome read_held(const struct backend_value *r,
-                                   int64_t *value)
-{
-    enum lock_outcome outcome = read_inspect(r, 1, value);
-
-    if (outcome == OUTCOME_VALUE)
-        *value = *value > 0;
-    return outcome;
-}
-
-static enum lock_outcome read_count(const struct backend_value *r,
-                                    int64_t *value)
-{
-    return read_inspect(r, 1, value);
-}
-
-static enum lock_outcome read_pttl(const struct backend_value *r,
-                                   int64_t *value)
-{
-    return read_inspect(r, 2, value);
-}
-
 /* ---- channel, messages, renewal -------------------------------------- */
-
-/* Redisson: prefix + ":{" + name + "}", but a name that already holds a
- * '{' keeps its own hash tag: prefix + ":" + name. */
-static size_t channel(char *out, const char *name, size_t len,
-                      const char *field, size_t field_len)
-{
-    static const char prefix[] = "redisson_lock__channel:";
-    int tagged = memchr(name, '{', len) != NULL;
-    char *p = out;
-
-    (void)field;
-    (void)field_len;
-    memcpy(p, prefix, sizeof(prefix) - 1);
-    p += sizeof(prefix) - 1;
-    if (!tagged)
-        *p++ = '{';
-    memcpy(p, name, len);
-    p += len;
-    if (!tagged)
-        *p++ = '}';
-    return (size_t)(p - out);
-}
 
 static size_t on_message(const char *payload, size_t len)
 {
@@ -421,40 +534,85 @@ static size_t on_message(const char *payload, size_t len)
     return 1;
 }
 
-static void renew_add(const struct lock_call_args *a, const char **keys,
-                      size_t *key_len, const char **args, size_t *arg_len,
-                      char *number)
+/* {1, token} granted, {0, pttl} refused. */
+static enum lock_outcome read_fenced_acquire(const struct backend_value *r,
+                                             int64_t *value)
 {
-    keys[0] = a->name;
-    key_len[0] = a->name_len;
-    args[0] = a->field;
-    arg_len[0] = a->field_len;
-    args[1] = number;
-    arg_len[1] = format_int64(number, a->lease_ms);
+    if (r->type != VALUE_ARRAY || r->elements != 2 ||
+        r->element[0].type != VALUE_INTEGER ||
+        r->element[1].type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->element[1].integer;
+    return r->element[0].integer == 1 ? OUTCOME_GRANTED : OUTCOME_REFUSED;
 }
 
-static int renewed(const struct backend_value *element)
+/* The token, or how many places left the queue: an integer. */
+static enum lock_outcome read_integer(const struct backend_value *r,
+                                      int64_t *value)
 {
-    return element->type == VALUE_INTEGER && element->integer == 1;
+    if (r->type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->integer;
+    return OUTCOME_VALUE;
 }
+
+/* The ops every kind on RLock's hash has alike: the queries. */
+#define QUERY_OPS                                                              \
+    [LOCK_OP_IS_LOCKED] = {build_inspect, lock_kind_read_locked},              \
+    [LOCK_OP_IS_HELD] = {build_inspect, lock_kind_read_held},                  \
+    [LOCK_OP_HOLD_COUNT] = {build_inspect, lock_kind_read_count},              \
+    [LOCK_OP_PTTL] = {build_inspect, lock_kind_read_pttl},                     \
+    [LOCK_OP_OWNERS] = {build_owners, lock_kind_read_owners}
+#define FREEING_OPS(prefix)                                                    \
+    [LOCK_OP_RELEASE] = {prefix##_release, lock_kind_read_release},            \
+    [LOCK_OP_FORCE_RELEASE] = {prefix##_force_release, lock_kind_read_freed},  \
+    [LOCK_OP_RELEASE_OWNER] = {prefix##_release_owner, lock_kind_read_freed},  \
+    [LOCK_OP_SETTLE] = {prefix##_settle, lock_kind_read_freed}
 
 const struct lock_kind lock_kind_rlock = {
     .name = "rlock",
-    .channel = channel,
+    .word = "",
+    .channel_prefix = "redisson_lock__channel",
+    .field_suffix = "",
     .on_message = on_message,
-    .ops =
-        {
-            [LOCK_OP_ACQUIRE] = {build_acquire, read_acquire},
-            [LOCK_OP_RELEASE] = {build_release, read_release},
-            [LOCK_OP_FORCE_RELEASE] = {build_force_release, read_freed},
-            [LOCK_OP_RELEASE_OWNER] = {build_release_owner, read_freed},
-            [LOCK_OP_SETTLE] = {build_settle, read_freed},
-            [LOCK_OP_IS_LOCKED] = {build_inspect, read_locked},
-            [LOCK_OP_IS_HELD] = {build_inspect, read_held},
-            [LOCK_OP_HOLD_COUNT] = {build_inspect, read_count},
-            [LOCK_OP_PTTL] = {build_inspect, read_pttl},
-            [LOCK_OP_OWNERS] = {build_owners, lock_kind_read_owners},
-        },
-    .renewal = {&renew_script, 1, 2, renew_add, renewed},
+    .ops = {[LOCK_OP_ACQUIRE] = {build_acquire, lock_kind_read_acquire},
+            FREEING_OPS(rlock),
+            QUERY_OPS},
+    .renewal = {&renew_script, 1, 2, lock_kind_renew_add, lock_kind_renewed},
     .scripts = rlock_scripts,
+};
+
+/* RLock's row, but for the acquire (which INCRs the token) and TOKEN. */
+const struct lock_kind lock_kind_fenced = {
+    .name = "fenced",
+    .word = "FENCED",
+    .acquired = &stats.fenced_locks_acquired,
+    .channel_prefix = "redisson_lock__channel",
+    .key_prefix = {"redisson_lock_token"},
+    .field_suffix = "",
+    .on_message = on_message,
+    .ops = {[LOCK_OP_ACQUIRE] = {build_fenced_acquire, read_fenced_acquire},
+            FREEING_OPS(rlock),
+            QUERY_OPS,
+            [LOCK_OP_TOKEN] = {build_token, read_integer}},
+    .renewal = {&renew_script, 1, 2, lock_kind_renew_add, lock_kind_renewed},
+    .scripts = fenced_scripts,
+};
+
+/* RLock's hash and queries; its own queue, acquire and freeing scripts. */
+const struct lock_kind lock_kind_fair = {
+    .name = "fair",
+    .word = "FAIR",
+    .acquired = &stats.fair_locks_acquired,
+    .channel_prefix = "redisson_lock__channel",
+    .key_prefix = {"redisson_lock_queue", "redisson_lock_timeout"},
+    .channel_per_waiter = true,
+    .field_suffix = "",
+    .on_message = on_message,
+    .ops = {[LOCK_OP_ACQUIRE] = {build_fair_acquire, lock_kind_read_acquire},
+            FREEING_OPS(fair),
+            QUERY_OPS,
+            [LOCK_OP_LEAVE_QUEUE] = {build_fair_leave, read_integer}},
+    .renewal = {&renew_script, 1, 2, lock_kind_renew_add, lock_kind_renewed},
+    .scripts = fair_scripts,
 };

@@ -66,6 +66,14 @@ struct lock_call {
     bool granted_unsynced; /* granted; the WAIT has not answered */
     unsigned sync_attempts;
     bool record_pending; /* a resume's count: the record said pending */
+    /* An acquire of a kind with a queue in Redis (fair) that may have
+     * left its owner there: it leaves at once when the call ends
+     * ungranted, rather than block those behind until its place runs
+     * out. */
+    bool in_redis_queue;
+    bool may_wait;         /* its wait has not run out at its start */
+    int64_t queue_wait_ms; /* how long its place there is kept */
+    int64_t token;         /* a fenced grant's fencing token */
     uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
     lock_done_fn *done;
@@ -78,6 +86,9 @@ struct lock_call {
     char field[OWNER_FIELD_SIZE];
     size_t field_len;
     struct list_node queue_link;
+    /* A kind whose waiters each listen on a channel of their own (fair):
+     * this waiter's, while queued. */
+    struct backend_listener listener;
     struct timer timer;
     /* Waiting for Redis (engine.parked): resume runs once its key can be
      * served, the timer ends the wait at retry_timeout_ms. */
@@ -110,6 +121,9 @@ static void settle_later(struct lock *lock, const char *field,
 static void record_forget(struct session *s, struct lock *lock,
                           uint64_t thread_id);
 static void wake(struct lock *lock, size_t count);
+static void wake_one(struct lock_call *call);
+static void wake_yielding(struct lock *lock);
+static void leave_redis_queue(struct lock_call *call);
 
 /* ---- call life ------------------------------------------------------- */
 
@@ -127,6 +141,7 @@ static struct lock_call *call_new(struct lock *lock, enum lock_op op)
     call->deadline_ms = NO_DEADLINE;
     list_init(&call->queue_link);
     list_init(&call->park_link);
+    list_init(&call->listener.link);
     timer_init(&call->timer, call_timer_fired);
     lock->refs++;
     return call;
@@ -156,15 +171,19 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
 {
     struct lock *lock = call->lock;
-    struct lock_call_args args = {lock->name,
-                                  lock->name_len,
-                                  lock->channel,
-                                  lock->channel_len,
-                                  call->field,
-                                  call->field_len,
-                                  lease_ms,
-                                  call->count,
-                                  engine.backend->publish()};
+    struct lock_call_args args = {.name = lock->name,
+                                  .name_len = lock->name_len,
+                                  .channel = lock->channel,
+                                  .channel_len = lock->channel_len,
+                                  .keys = lock->keys,
+                                  .key_len = lock->key_len,
+                                  .field = call->field,
+                                  .field_len = call->field_len,
+                                  .lease_ms = lease_ms,
+                                  .count = call->count,
+                                  .publish = engine.backend->publish(),
+                                  .enqueue = call->may_wait,
+                                  .queue_wait_ms = call->queue_wait_ms};
     struct lock_kind_call kc;
     int err;
 
@@ -220,6 +239,32 @@ static void on_lock_message(struct backend_listener *listener,
     wake(lock, payload ? lock->kind->on_message(payload, len) : 1);
 }
 
+/* A message on a waiter's own channel (a fair lock's head): it asks. */
+static void on_waiter_message(struct backend_listener *listener,
+                              const char *payload, size_t len)
+{
+    struct lock_call *call = list_entry(listener, struct lock_call, listener);
+
+    (void)payload;
+    (void)len;
+    if (call_queued(call) && !engine.shutting_down)
+        wake_one(call);
+}
+
+/* A waiter of a kind that signals waiters one by one listens on
+ * "<channel>:<its field>", as Redisson's fair lock's do. */
+static int listen_as_waiter(struct lock_call *call)
+{
+    struct lock *lock = call->lock;
+    char channel[lock->channel_len + 1 + call->field_len];
+
+    memcpy(channel, lock->channel, lock->channel_len);
+    channel[lock->channel_len] = ':';
+    memcpy(channel + lock->channel_len + 1, call->field, call->field_len);
+    call->listener.on_message = on_waiter_message;
+    return engine.backend->listen(&call->listener, channel, sizeof(channel));
+}
+
 /* Why call may not wait, or NULL when it may. */
 static const char *waiting_refusal(const struct lock_call *call)
 {
@@ -240,6 +285,14 @@ static void call_enqueue(struct lock_call *call)
     call->state = CALL_QUEUED;
     call->session->waiting_count++;
     stats.waiting_clients++;
+    if (lock->kind->channel_per_waiter) {
+        if (listen_as_waiter(call) != 0)
+            log_warn("cannot listen for unlocks (out of memory); polling by "
+                     "TTL");
+        if (lock->waiters.length == 1)
+            list_push_tail(&engine.waiting_locks, &lock->waiting_link);
+        return;
+    }
     if (lock->waiters.length > 1)
         return;
     list_push_tail(&engine.waiting_locks, &lock->waiting_link);
@@ -276,22 +329,57 @@ static void call_dequeue(struct lock_call *call, bool granted)
     waiter_queue_remove(&lock->waiters, &call->queue_link);
     call->session->waiting_count--;
     stats.waiting_clients--;
+    if (lock->kind->channel_per_waiter)
+        engine.backend->unlisten(&call->listener);
     head = queue_head(lock);
     if (head == NULL) {
         list_remove(&lock->waiting_link);
-        engine.backend->unlisten(&lock->listener);
+        if (!lock->kind->channel_per_waiter)
+            engine.backend->unlisten(&lock->listener);
+        wake_yielding(lock);
         return;
     }
     if (!was_head || head->state != CALL_QUEUED)
         return;
     /* The new head: if the lock was just granted it stays taken for at
-     * most the TTL we set; otherwise the old head may have been woken for
-     * a free lock it no longer wants, so the new head looks now. */
-    if (!granted)
+     * most the TTL we set (unless holds are shared: then it may share it
+     * now); otherwise the old head may have been woken for a free lock it
+     * no longer wants, so the new head looks now. */
+    if (!granted || lock->kind->shared)
         wake(lock, 1);
     else if (call_sleep(head, lock->last_grant_ttl_ms) != 0)
         log_error("out of memory: waiter on '%.*s' wakes only on a message",
                   (int)lock->name_len, lock->name);
+}
+
+/* The last waiter of lock left: the waiters of kinds that yield to it
+ * (readers behind writers) ask again. */
+static void wake_yielding(struct lock *lock)
+{
+    for (size_t k = 0; k < LOCK_KIND_COUNT; k++) {
+        struct lock *other;
+
+        if (lock_kinds[k]->yields_to == lock->kind &&
+            (other = lock_find(lock_kinds[k], lock->name, lock->name_len)))
+            wake(other, LOCK_KIND_WAKE_ALL);
+    }
+}
+
+/* Whether an acquire queues behind this daemon's waiters of the kind its
+ * own yields to, without asking Redis: a reader behind a waiting writer
+ * (unless it holds the lock already, or it would wait on itself). */
+static bool call_yields(const struct lock_call *call)
+{
+    const struct lock_kind *to = call->lock->kind->yields_to;
+    struct lock *other;
+    struct hold *hold;
+
+    if (to == NULL)
+        return false;
+    other = lock_find(to, call->lock->name, call->lock->name_len);
+    hold = hold_find(call->lock, call->session, call->thread_id);
+    return other != NULL && other->waiters.length > 0 &&
+           (hold == NULL || hold->lost);
 }
 
 static void wake_one(struct lock_call *call)
@@ -357,6 +445,7 @@ static void call_let_go(struct lock_call *call)
     }
     call->resolving = false;
     call->granted_unsynced = false;
+    leave_redis_queue(call);
 }
 
 /* Answers the caller once; granted says whether the lock was just taken. */
@@ -548,6 +637,35 @@ static void release_in_background(struct lock *lock, enum lock_op op,
     if (call_send(call, op, lease_ms, on_background_reply) != 0)
         settle_later(lock, field, field_len); /* once Redis answers */
     call_unref(call);
+}
+
+/* A fair acquire that ends ungranted takes its owner out of the queue in
+ * Redis, where it may have queued it; whether the owner is there or not,
+ * the script leaves the queue as it should be. */
+static void leave_redis_queue(struct lock_call *call)
+{
+    struct lock_call *leave;
+
+    if (!call->in_redis_queue)
+        return;
+    call->in_redis_queue = false;
+    leave = call_new(call->lock, LOCK_OP_LEAVE_QUEUE);
+    if (leave == NULL) {
+        log_error("out of memory: a waiter stays queued for '%.*s' until its "
+                  "place runs out",
+                  (int)call->lock->name_len, call->lock->name);
+        return;
+    }
+    leave->state = CALL_FINISHED;
+    leave->background = true;
+    leave->queue_wait_ms = call->queue_wait_ms;
+    memcpy(leave->field, call->field, call->field_len);
+    leave->field_len = call->field_len;
+    if (call_send(leave, LOCK_OP_LEAVE_QUEUE, 0, on_background_reply) != 0)
+        log_warn("a waiter stays queued for '%.*s' until its place runs out: "
+                 "Redis cannot be reached",
+                 (int)call->lock->name_len, call->lock->name);
+    call_unref(leave);
 }
 
 /* ---- settling: calls whose reply was lost ---------------------------- */
@@ -1029,7 +1147,16 @@ static void acquire_granted(struct lock_call *call)
         record_hold(hold, effective_lease(call));
     lock->last_grant_ttl_ms = effective_lease(call);
     stats.locks_acquired++;
-    call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
+    if (lock->kind->acquired != NULL)
+        (*lock->kind->acquired)++;
+    call->in_redis_queue = false; /* the grant took it out */
+    /* A fenced grant answers its token instead of OK or 1. */
+    if (lock->kind->ops[LOCK_OP_TOKEN].build != NULL)
+        call_finish(call, true,
+                    &(struct lock_result){.type = RESULT_INTEGER,
+                                          .integer = call->token});
+    else
+        call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
 }
 
 static void acquire_refused(struct lock_call *call, int64_t pttl)
@@ -1077,6 +1204,9 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
     int64_t pttl = -1;
     enum lock_outcome outcome = call_read(call, LOCK_OP_ACQUIRE, reply, &pttl);
 
+    if (outcome == OUTCOME_GRANTED)
+        call->token = pttl; /* what a grant's value is */
+
     /* No reply: it may have run, or run yet. Its caller's call sends it
      * again; an abandoned one is settled. */
     if (reply == NULL && call->state == CALL_FINISHED)
@@ -1092,6 +1222,10 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
         if (call->state == CALL_QUEUED_ASKING)
             call->state = CALL_QUEUED;
     } else if (call->state == CALL_FINISHED) {
+        /* queued in Redis after its caller left (or maybe, unanswered) */
+        call->in_redis_queue = outcome != OUTCOME_GRANTED &&
+                               call->lock->kind->ops[LOCK_OP_LEAVE_QUEUE].build;
+        leave_redis_queue(call);
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
             /* Its caller left while we asked: undone by setting the count
              * this daemon knows, which a settle sent at its leaving (see
@@ -1171,6 +1305,10 @@ static void call_attempt(struct lock_call *call)
                       : effective_lease(call);
 
     call->woken = false;
+    if (call_yields(call)) {
+        acquire_refused(call, -1); /* woken when those waiters are gone */
+        return;
+    }
     call->count = hold != NULL && !hold->lost ? hold->count : 0;
     /* A long wait outlives the TTL "pending" was written with. */
     if (call->recorded &&
@@ -1184,6 +1322,8 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
+    if (call->may_wait && call->lock->kind->ops[LOCK_OP_LEAVE_QUEUE].build)
+        call->in_redis_queue = true; /* until it is granted */
     if (engine.backend->sync(call->lock->name, call->lock->name_len,
                              on_sync_reply, call) == 0) {
         call->syncs_out++;
@@ -1337,6 +1477,7 @@ static const enum lock_op op_of_request[] = {
     [LOCK_REQUEST_HOLD_COUNT] = LOCK_OP_HOLD_COUNT,
     [LOCK_REQUEST_PTTL] = LOCK_OP_PTTL,
     [LOCK_REQUEST_OWNERS] = LOCK_OP_OWNERS,
+    [LOCK_REQUEST_TOKEN] = LOCK_OP_TOKEN,
 };
 
 /* Why LOCK/TRYLOCK may not take a new hold, or NULL when it may (a
@@ -1352,6 +1493,22 @@ static const char *hold_refusal(const struct lock_call *call)
         return "too many held locks of this client-id "
                "(max_held_locks_per_client)";
     return NULL;
+}
+
+/* Whether the owner holds the kind its acquire may not be taken with (a
+ * read hold asking to write: it would wait for itself for ever). */
+static bool upgrade_refused(const struct lock_call *call)
+{
+    const struct lock_kind *kind = call->lock->kind;
+    struct lock *other;
+    struct hold *held;
+
+    if (kind->not_while_holding == NULL ||
+        (other = lock_find(kind->not_while_holding, call->lock->name,
+                           call->lock->name_len)) == NULL)
+        return false;
+    held = hold_find(other, call->session, call->thread_id);
+    return held != NULL && !held->lost;
 }
 
 /* Sends a query or UNLOCK, the first time or again. */
@@ -1385,7 +1542,12 @@ static void call_proceed(struct lock_call *call)
         call_park(call, call_proceed);
     } else if (call->op == LOCK_OP_ACQUIRE) {
         refusal = hold_refusal(call);
-        if (refusal != NULL)
+        if (upgrade_refused(call))
+            finish_error(call, REPLY_ERR,
+                         "this owner holds the lock for READ, and a read "
+                         "hold is never upgraded to WRITE (it would wait for "
+                         "itself): UNLOCK it first");
+        else if (refusal != NULL)
             finish_error(call, REPLY_LIMIT, refusal);
         else if (needs_record(call))
             record_then_attempt(call);
@@ -1411,6 +1573,9 @@ static void call_begin(struct lock_call *call, const struct lock_request *req)
 {
     if (call->op == LOCK_OP_ACQUIRE && req->wait_ms >= 0)
         call->deadline_ms = timers_now() + (uint64_t)req->wait_ms;
+    call->may_wait = req->wait_ms != 0;
+    call->queue_wait_ms =
+        req->wait_ms > 0 ? req->wait_ms : engine.cfg->fair_wait_timeout_ms;
     call_proceed(call);
 }
 
@@ -1436,8 +1601,8 @@ struct lock_call *lock_engine_start(struct session *session,
     call->ctx = ctx;
     call->thread_id = req->thread_id;
     call->lease_ms = req->lease_ms;
-    call->field_len =
-        owner_field(call->field, session->id, session->id_len, req->thread_id);
+    call->field_len = owner_field(call->field, req->kind, session->id,
+                                  session->id_len, req->thread_id);
     call->refs++; /* ours, so that a call finished at once is still here */
     call_begin(call, req);
     in_progress = call->state == CALL_FINISHED ? NULL : call;
@@ -1578,7 +1743,7 @@ static void resume_ask(struct lock_join *j, const struct session_entry *e)
     call->thread_id = e->thread_id;
     call->lease_ms = e->lease_ms;
     call->record_pending = e->pending;
-    call->field_len = owner_field(call->field, j->session->id,
+    call->field_len = owner_field(call->field, call->lock->kind, j->session->id,
                                   j->session->id_len, e->thread_id);
     if (call_send(call, LOCK_OP_HOLD_COUNT, 0, on_resume_count) == 0)
         j->waiting++;

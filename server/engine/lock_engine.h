@@ -47,6 +47,7 @@ enum lock_request_op {
     LOCK_REQUEST_HOLD_COUNT,
     LOCK_REQUEST_PTTL,
     LOCK_REQUEST_OWNERS,
+    LOCK_REQUEST_TOKEN, /* a fenced lock's latest token */
 };
 
 struct lock_request {

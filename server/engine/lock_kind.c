@@ -1,8 +1,13 @@
 /*
  * lock_kind.c - the kind table: the one place a new lock kind is listed,
- * and what every kind answers alike.
+ * and what every kind answers alike: the replies of release (nil: not
+ * the owner, 1: freed, 0: still held), of the scripts that free whatever
+ * the count (1: freed), of every query ({locked, count, pttl}) and of a
+ * renewal (1 per hold renewed).
  */
 #include "engine/lock_kind.h"
+
+#include <string.h>
 
 enum lock_outcome lock_kind_read_owners(const struct backend_value *r,
                                         int64_t *value)
@@ -18,6 +23,116 @@ enum lock_outcome lock_kind_read_owners(const struct backend_value *r,
     return OUTCOME_VALUE;
 }
 
+enum lock_outcome lock_kind_read_release(const struct backend_value *r,
+                                         int64_t *value)
+{
+    (void)value;
+    if (r->type == VALUE_NIL)
+        return OUTCOME_NOT_OWNER;
+    if (r->type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    return r->integer == 1 ? OUTCOME_RELEASED : OUTCOME_DECREMENTED;
+}
+
+enum lock_outcome lock_kind_read_freed(const struct backend_value *r,
+                                       int64_t *value)
+{
+    if (r->type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->integer;
+    return r->integer == 1 ? OUTCOME_RELEASED : OUTCOME_VALUE;
+}
+
+/* Element i of the inspect script's {locked, count, pttl}. */
+static enum lock_outcome read_inspect(const struct backend_value *r, size_t i,
+                                      int64_t *value)
+{
+    if (r->type != VALUE_ARRAY || r->elements != 3 ||
+        r->element[i].type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->element[i].integer;
+    return OUTCOME_VALUE;
+}
+
+enum lock_outcome lock_kind_read_locked(const struct backend_value *r,
+                                        int64_t *value)
+{
+    return read_inspect(r, 0, value);
+}
+
+enum lock_outcome lock_kind_read_held(const struct backend_value *r,
+                                      int64_t *value)
+{
+    enum lock_outcome outcome = read_inspect(r, 1, value);
+
+    if (outcome == OUTCOME_VALUE)
+        *value = *value > 0;
+    return outcome;
+}
+
+enum lock_outcome lock_kind_read_count(const struct backend_value *r,
+                                       int64_t *value)
+{
+    return read_inspect(r, 1, value);
+}
+
+enum lock_outcome lock_kind_read_pttl(const struct backend_value *r,
+                                      int64_t *value)
+{
+    return read_inspect(r, 2, value);
+}
+
+int lock_kind_renewed(const struct backend_value *element)
+{
+    return element->type == VALUE_INTEGER && element->integer == 1;
+}
+
+enum lock_outcome lock_kind_read_acquire(const struct backend_value *r,
+                                         int64_t *value)
+{
+    if (r->type == VALUE_NIL)
+        return OUTCOME_GRANTED;
+    if (r->type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->integer;
+    return OUTCOME_REFUSED;
+}
+
+void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
+                         size_t *key_len, const char **args, size_t *arg_len,
+                         char *number)
+{
+    keys[0] = a->name;
+    key_len[0] = a->name_len;
+    args[0] = a->field;
+    arg_len[0] = a->field_len;
+    args[1] = number;
+    arg_len[1] = format_int64(number, a->lease_ms);
+}
+
 const struct lock_kind *const lock_kinds[LOCK_KIND_COUNT] = {
     [LOCK_KIND_RLOCK] = &lock_kind_rlock,
+    [LOCK_KIND_FAIR] = &lock_kind_fair,
+    [LOCK_KIND_READ] = &lock_kind_read,
+    [LOCK_KIND_WRITE] = &lock_kind_write,
+    [LOCK_KIND_FENCED] = &lock_kind_fenced,
 };
+
+size_t lock_kind_tagged_name(char *out, const char *prefix, const char *name,
+                             size_t len)
+{
+    int tagged = memchr(name, '{', len) != NULL;
+    size_t plen = strlen(prefix);
+    char *p = out;
+
+    memcpy(p, prefix, plen);
+    p += plen;
+    *p++ = ':';
+    if (!tagged)
+        *p++ = '{';
+    memcpy(p, name, len);
+    p += len;
+    if (!tagged)
+        *p++ = '}';
+    return (size_t)(p - out);
+}

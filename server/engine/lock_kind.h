@@ -10,17 +10,20 @@
  * for every kind and reads only these rows.
  *
  * The rows are written with Redisson's whole family in mind
- * (../shared/reference/redisson-family.md): a fair lock names a channel
- * per waiter and wakes only the head (channel takes the owner's field); a
- * read-write lock keeps two modes on one key and a write unlock wakes
- * every waiter (on_message returns LOCK_KIND_WAKE_ALL); a semaphore has no
- * owner field (build ignores it) and its message carries a permit count
- * (on_message returns it). Each is one more row and its scripts, in a
- * kind_*.c file of its own, plus its entry in lock_kinds[].
+ * (../shared/reference/redisson-family.md): RLock, the fenced lock (RLock
+ * plus a token counter) and the fair lock (RLock's hash plus a queue, a
+ * channel per waiter, and only the queue's head signalled) share RLock's
+ * hash and are the rows of kind_rlock.c; the read-write lock keeps two
+ * modes on one hash and is two rows, READ and WRITE, in kind_rwlock.c (a
+ * write unlock wakes every waiter: on_message returns LOCK_KIND_WAKE_ALL).
+ * A semaphore would have no owner field (build ignores it) and a message
+ * carrying a permit count (on_message returns it). Each is one more row
+ * and its scripts, plus its entry in lock_kinds[].
  */
 #ifndef RLOCKD_LOCK_KIND_H
 #define RLOCKD_LOCK_KIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,12 +44,17 @@ enum lock_op {
     /* every owner: the reply is {pttl, field, count, field, count...},
      * {-2} for no lock, whatever the kind */
     LOCK_OP_OWNERS,
+    /* a fair waiter that gives up leaves the queue in Redis; NULL build:
+     * the kind has no queue there */
+    LOCK_OP_LEAVE_QUEUE,
+    LOCK_OP_TOKEN, /* the latest fencing token; NULL build: no tokens */
     LOCK_OP_COUNT
 };
 
 /* What an operation's reply means to the engine. */
 enum lock_outcome {
-    OUTCOME_GRANTED,     /* acquired (also reentrantly) */
+    OUTCOME_GRANTED,     /* acquired (also reentrantly); value: the fencing
+                            token of a kind with tokens */
     OUTCOME_REFUSED,     /* held by another; value: its PTTL, < 0 unknown */
     OUTCOME_NOT_OWNER,   /* release by an owner Redis does not know, or a
                             reentrant acquire whose hold is gone */
@@ -57,12 +65,18 @@ enum lock_outcome {
     OUTCOME_BAD_REPLY,   /* not a reply this operation can give */
 };
 
+/* Keys a kind keeps besides the lock's own (the fair lock's queue and
+ * deadlines, the fenced lock's token). */
+#define LOCK_KIND_MAX_KEYS 2
+
 /* What the row needs to build a call. */
 struct lock_call_args {
     const char *name;
     size_t name_len;
     const char *channel;
     size_t channel_len;
+    const char *const *keys; /* the kind's key_prefix[] keys of the lock */
+    const size_t *key_len;
     const char *field; /* "<client-id>:<thread-id>" */
     size_t field_len;
     int64_t lease_ms;
@@ -72,17 +86,21 @@ struct lock_call_args {
     /* struct backend's publish: the last argument of a script that
      * publishes */
     const char *publish;
+    /* acquire of a kind with a queue in Redis: whether a refused owner is
+     * queued there (it waits), and the wait its place is kept for */
+    bool enqueue;
+    int64_t queue_wait_ms;
 };
 
 /* A call under construction, with room for its arguments and numbers. */
-#define LOCK_KIND_MAX_ARGS 8
+#define LOCK_KIND_MAX_ARGS 12
 struct lock_kind_call {
     struct backend_script *script; /* NULL: a plain command */
     int nkeys;
     int argc;
     const char *argv[LOCK_KIND_MAX_ARGS];
     size_t argv_len[LOCK_KIND_MAX_ARGS];
-    char number[2][FORMAT_INT_MAX];
+    char number[3][FORMAT_INT_MAX];
 };
 
 struct lock_kind_op {
@@ -91,8 +109,9 @@ struct lock_kind_op {
                               int64_t *value);
 };
 
-/* Most bytes a channel name adds to the lock name and owner field. */
-#define LOCK_KIND_CHANNEL_EXTRA 64
+/* Most bytes a channel or key name adds to the lock name: its prefix, the
+ * ":{...}" around the name (and a waiter's ":" before its field). */
+#define LOCK_KIND_NAME_EXTRA 64
 
 /* Waiters a message may wake: all of them. */
 #define LOCK_KIND_WAKE_ALL ((size_t)-1)
@@ -117,30 +136,86 @@ struct lock_kind_renewal {
 };
 
 struct lock_kind {
-    const char *name;
-    /* The channel a waiter listens on; writes it to out, which has room
-     * for name_len + field_len + LOCK_KIND_CHANNEL_EXTRA bytes, and
-     * returns its length. field is the waiter's owner field, for kinds
-     * that signal one waiter at a time (else field_len is 0). */
-    size_t (*channel)(char *out, const char *name, size_t name_len,
-                      const char *field, size_t field_len);
+    const char *name; /* in the session record, and the log */
+    const char *word; /* the protocol's kind word; "" for RLock */
+    /* The channel waiters listen on, and the kind's other keys, are
+     * "<prefix>:{<name>}", or "<prefix>:<name>" when the name holds a '{'
+     * (a hash tag of its own), as Redisson names them: each stays in the
+     * lock's hash slot. */
+    const char *channel_prefix;
+    const char *key_prefix[LOCK_KIND_MAX_KEYS]; /* NULL-padded */
+    /* Each waiter listens on "<channel>:<its owner field>" (the fair
+     * lock signals only its queue's head), not all on the channel. */
+    bool channel_per_waiter;
+    /* Added to "<client-id>:<thread-id>" to make the owner's field (a
+     * write hold's ":write"). */
+    const char *field_suffix;
+    /* Holds are shared (readers): once one waiter is granted, the next
+     * asks at once, rather than wait for a release. */
+    bool shared;
+    /* Waiting acquires of this kind queue behind this daemon's waiters of
+     * the same name of that kind without asking Redis, unless the owner
+     * holds the lock already (readers behind a waiting writer). */
+    const struct lock_kind *yields_to;
+    /* The owner may not acquire this kind while it holds that one of the
+     * same name (a read hold is never upgraded to a write one). */
+    const struct lock_kind *not_while_holding;
     /* How many waiters, from the head, a message's payload wakes. */
     size_t (*on_message)(const char *payload, size_t len);
+    /* Its count of acquisitions in INFO; NULL: only the total. */
+    uint64_t *acquired;
     struct lock_kind_op ops[LOCK_OP_COUNT];
     struct lock_kind_renewal renewal;
     /* Every script above, NULL-terminated, for the backend to load. */
     struct backend_script *const *scripts;
 };
 
+/* The replies every kind's scripts give alike (lock_kind.c): an acquire's
+ * nil (granted) or PTTL (refused), ... */
+enum lock_outcome lock_kind_read_acquire(const struct backend_value *reply,
+                                         int64_t *value);
+enum lock_outcome lock_kind_read_release(const struct backend_value *reply,
+                                         int64_t *value);
+enum lock_outcome lock_kind_read_freed(const struct backend_value *reply,
+                                       int64_t *value);
+enum lock_outcome lock_kind_read_locked(const struct backend_value *reply,
+                                        int64_t *value);
+enum lock_outcome lock_kind_read_held(const struct backend_value *reply,
+                                      int64_t *value);
+enum lock_outcome lock_kind_read_count(const struct backend_value *reply,
+                                       int64_t *value);
+enum lock_outcome lock_kind_read_pttl(const struct backend_value *reply,
+                                      int64_t *value);
+int lock_kind_renewed(const struct backend_value *element);
+/* A renewal's add for a kind whose script takes KEYS name and ARGV field,
+ * ms per hold. */
+void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
+                         size_t *key_len, const char **args, size_t *arg_len,
+                         char *number);
+
 /* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
  * pairs that follow it are well-formed when this says OUTCOME_VALUE. */
 enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
                                         int64_t *value);
 
-/* The kind table (lock_kind.c): one entry per kind. */
-enum lock_kind_id { LOCK_KIND_RLOCK, LOCK_KIND_COUNT };
+/* Writes "<prefix>:{<name>}" (or "<prefix>:<name>" for a name with a '{')
+ * to out, which has room for len + LOCK_KIND_NAME_EXTRA bytes; returns its
+ * length. */
+size_t lock_kind_tagged_name(char *out, const char *prefix, const char *name,
+                             size_t len);
 
-extern const struct lock_kind lock_kind_rlock;
+/* The kind table (lock_kind.c): one entry per kind. */
+enum lock_kind_id {
+    LOCK_KIND_RLOCK,
+    LOCK_KIND_FAIR,
+    LOCK_KIND_READ,
+    LOCK_KIND_WRITE,
+    LOCK_KIND_FENCED,
+    LOCK_KIND_COUNT
+};
+
+extern const struct lock_kind lock_kind_rlock, lock_kind_fair, lock_kind_fenced,
+    lock_kind_read, lock_kind_write;
 extern const struct lock_kind *const lock_kinds[LOCK_KIND_COUNT];
 
 #endif

@@ -33,13 +33,14 @@ static size_t kind_index(const struct lock_kind *kind)
 }
 
 /* One block: the struct, the table key (kind byte + name), the channel
- * (built on the stack first, so that the block has its exact size). */
+ * and the kind's keys (each at most len + LOCK_KIND_NAME_EXTRA bytes, so
+ * that the block is allocated before they are written). */
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    char channel[len + LOCK_KIND_CHANNEL_EXTRA];
-    size_t channel_len = kind->channel(channel, name, len, NULL, 0);
-    struct lock *lock = calloc(1, sizeof(*lock) + 1 + len + channel_len);
+    size_t room = (1 + LOCK_KIND_MAX_KEYS) * (len + LOCK_KIND_NAME_EXTRA);
+    struct lock *lock = calloc(1, sizeof(*lock) + 1 + len + room);
+    char *p;
 
     if (lock == NULL)
         return NULL;
@@ -48,9 +49,17 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     memcpy(lock->key + 1, name, len);
     lock->name = lock->key + 1;
     lock->name_len = len;
-    memcpy(lock->key + 1 + len, channel, channel_len);
-    lock->channel = lock->key + 1 + len;
-    lock->channel_len = channel_len;
+    p = lock->key + 1 + len;
+    lock->channel = p;
+    lock->channel_len =
+        lock_kind_tagged_name(p, kind->channel_prefix, name, len);
+    p += lock->channel_len;
+    for (int i = 0; i < LOCK_KIND_MAX_KEYS && kind->key_prefix[i]; i++) {
+        lock->keys[i] = p;
+        lock->key_len[i] =
+            lock_kind_tagged_name(p, kind->key_prefix[i], name, len);
+        p += lock->key_len[i];
+    }
     waiter_queue_init(&lock->waiters);
     list_init(&lock->waiting_link);
     list_init(&lock->holds);
@@ -63,15 +72,21 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     return lock;
 }
 
-struct lock *lock_ref(const struct lock_kind *kind, const char *name,
-                      size_t len)
+struct lock *lock_find(const struct lock_kind *kind, const char *name,
+                       size_t len)
 {
     char key[1 + len];
-    struct lock *lock;
 
     key[0] = (char)kind_index(kind);
     memcpy(key + 1, name, len);
-    lock = hashmap_get(&lock_map, key, 1 + len);
+    return hashmap_get(&lock_map, key, 1 + len);
+}
+
+struct lock *lock_ref(const struct lock_kind *kind, const char *name,
+                      size_t len)
+{
+    struct lock *lock = lock_find(kind, name, len);
+
     if (lock == NULL)
         lock = lock_create(kind, name, len);
     if (lock != NULL)
@@ -88,12 +103,16 @@ void lock_unref(struct lock *lock)
     free(lock);
 }
 
-size_t owner_field(char *out, const char *client_id, size_t id_len,
-                   uint64_t thread_id)
+size_t owner_field(char *out, const struct lock_kind *kind,
+                   const char *client_id, size_t id_len, uint64_t thread_id)
 {
+    size_t len = id_len + 1, suffix = strlen(kind->field_suffix);
+
     memcpy(out, client_id, id_len);
     out[id_len] = ':';
-    return id_len + 1 + format_uint64(out + id_len + 1, thread_id);
+    len += format_uint64(out + len, thread_id);
+    memcpy(out + len, kind->field_suffix, suffix);
+    return len + suffix;
 }
 
 struct hold *hold_find(struct lock *lock, const struct session *session,
@@ -119,8 +138,8 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     h->lock = lock;
     h->session = session;
     h->thread_id = thread_id;
-    h->field_len =
-        owner_field(h->field, session->id, session->id_len, thread_id);
+    h->field_len = owner_field(h->field, lock->kind, session->id,
+                               session->id_len, thread_id);
     h->refs = 1;
     list_init(&h->watchdog_link);
     list_push_tail(&lock->holds, &h->lock_link);

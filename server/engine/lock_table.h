@@ -27,8 +27,9 @@
 #include "engine/lock_kind.h"
 #include "engine/waiter_queue.h"
 
-/* "<client-id>:<thread-id>": 64 + 1 + 20 digits + NUL */
-#define OWNER_FIELD_SIZE (CLIENT_ID_MAX_LEN + 22)
+/* "<client-id>:<thread-id>" and the kind's suffix (":write"): 64 + 1 +
+ * 20 digits + 6 + NUL */
+#define OWNER_FIELD_SIZE (CLIENT_ID_MAX_LEN + 28)
 
 struct session;
 
@@ -38,6 +39,8 @@ struct lock {
     size_t name_len;
     const char *channel; /* inline */
     size_t channel_len;
+    const char *keys[LOCK_KIND_MAX_KEYS]; /* the kind's own, inline */
+    size_t key_len[LOCK_KIND_MAX_KEYS];
     unsigned refs;
     struct waiter_queue waiters;   /* struct lock_call, oldest first */
     struct list_node waiting_link; /* locks with waiters */
@@ -68,14 +71,18 @@ struct hold {
 
 void lock_table_init(void);
 void lock_table_free(void);
+/* The lock of that kind and name if this daemon has it, else NULL. */
+struct lock *lock_find(const struct lock_kind *kind, const char *name,
+                       size_t len);
 /* Finds or creates the lock and takes a reference; NULL when out of memory. */
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
                       size_t len);
 void lock_unref(struct lock *lock);
 
-/* Formats an owner's Redis field; returns its length. */
-size_t owner_field(char *out, const char *client_id, size_t id_len,
-                   uint64_t thread_id);
+/* Formats an owner's Redis field for a lock of kind (OWNER_FIELD_SIZE
+ * bytes); returns its length. */
+size_t owner_field(char *out, const struct lock_kind *kind,
+                   const char *client_id, size_t id_len, uint64_t thread_id);
 
 struct hold *hold_find(struct lock *lock, const struct session *session,
                        uint64_t thread_id);

@@ -83,13 +83,25 @@ static const enum lock_request_op op_of_command[COMMAND_COUNT] = {
     [CMD_HOLDCOUNT] = LOCK_REQUEST_HOLD_COUNT,
     [CMD_PTTL] = LOCK_REQUEST_PTTL,
     [CMD_OWNERS] = LOCK_REQUEST_OWNERS,
+    [CMD_TOKEN] = LOCK_REQUEST_TOKEN,
+};
+
+/* The lock kind each kind word names; TOKEN is the fenced lock's. */
+static const enum lock_kind_id kind_of_word[] = {
+    [COMMAND_KIND_PLAIN] = LOCK_KIND_RLOCK,
+    [COMMAND_KIND_FAIR] = LOCK_KIND_FAIR,
+    [COMMAND_KIND_READ] = LOCK_KIND_READ,
+    [COMMAND_KIND_WRITE] = LOCK_KIND_WRITE,
+    [COMMAND_KIND_FENCED] = LOCK_KIND_FENCED,
 };
 
 /* Every lock command: a request for the engine, answered in order. */
 static int command_request(struct client *c, const struct command *cmd,
                            const struct command_args *a)
 {
-    struct lock_request req = {.kind = lock_kinds[LOCK_KIND_RLOCK],
+    enum lock_kind_id kind =
+        cmd->id == CMD_TOKEN ? LOCK_KIND_FENCED : kind_of_word[a->kind];
+    struct lock_request req = {.kind = lock_kinds[kind],
                                .op = op_of_command[cmd->id],
                                .thread_id = a->thread_id,
                                .wait_ms = a->wait_ms,

@@ -185,6 +185,7 @@ static void check_name(const struct request_parser *p,
               a->password_len == p->argv_len[p->argc - 1]);
         break;
     case SYNTAX_NAME:
+    case SYNTAX_NAME_KIND:
     case SYNTAX_NAME_THREAD:
     case SYNTAX_LOCK:
     case SYNTAX_TRYLOCK:
@@ -213,6 +214,11 @@ static void check_args(const struct request_parser *p,
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
     if (cmd->syntax != SYNTAX_AUTH)
         CHECK(a->password == NULL && a->password_len == 0);
+    /* a kind word only where the grammar has one, and then one of them */
+    CHECK(a->kind <= COMMAND_KIND_FENCED);
+    if (cmd->syntax != SYNTAX_NAME_KIND && cmd->syntax != SYNTAX_NAME_THREAD &&
+        cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK)
+        CHECK(a->kind == COMMAND_KIND_PLAIN);
     if (a->secret != NULL)
         CHECK(cmd->syntax == SYNTAX_CLIENTID &&
               (p->argc == 4 || p->argc == 5) && a->secret == p->argv[3] &&

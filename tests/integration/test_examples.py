@@ -104,3 +104,19 @@ def test_node_example_locks_waits_for_holder_and_unlocks(env):
     argv, proc_env = _node()
     _example_holds_and_releases(env, argv, proc_env, False, env.watchdog_ms / 1000.0 * 1.3)
     _example_holds_and_releases(env, argv, proc_env, True, 0)
+
+
+def test_fencing_example_rejects_the_paused_holders_write(env):
+    """examples/fencing.sh, which the README shows: the later holder's token is
+    accepted, the stalled one's refused."""
+    if not which("redis-cli"):
+        raise Skip("redis-cli not found (install redis-tools)")
+    n = env.name("fencing")
+    r = subprocess.run(["sh", os.path.join(EXAMPLES, "fencing.sh"), str(env.port), n],
+                       capture_output=True, text=True, timeout=30)
+    assert_eq(r.returncode, 0, "fencing.sh exit status (stderr: %s)" % r.stderr)
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, "fencing.sh output: %r" % r.stdout
+    new = int(lines[0].split()[-1])
+    assert_eq(lines[0], "accepted token %d" % new, "the second holder's write")
+    assert_eq(lines[1], "rejected token %d < %d" % (new - 1, new), "the paused holder's write")

@@ -150,15 +150,20 @@ def test_wrong_arity_is_err_for_each_command(env):
     c = env.client()
     n = env.name("arity")
     bad = [
-        ("LOCK",), ("LOCK", n), ("LOCK", n, 1, "LEASE", 100, "X"),
-        ("TRYLOCK", n), ("TRYLOCK", n, 1, "WAIT", 1, "LEASE", 100, "X"),
-        ("UNLOCK", n), ("UNLOCK", n, 1, 2), ("FORCEUNLOCK",), ("FORCEUNLOCK", n, 1),
-        ("ISLOCKED",), ("ISLOCKED", n, 1), ("ISHELD", n), ("ISHELD", n, 1, 2),
-        ("HOLDCOUNT", n), ("HOLDCOUNT", n, 1, 2), ("PTTL",), ("PTTL", n, 1),
+        ("LOCK",), ("LOCK", n), ("LOCK", n, 1, "FAIR", "LEASE", 100, "X"),
+        ("TRYLOCK", n), ("TRYLOCK", n, 1, "FAIR", "WAIT", 1, "LEASE", 100, "X"),
+        ("UNLOCK", n), ("UNLOCK", n, 1, "READ", 2), ("FORCEUNLOCK",), ("FORCEUNLOCK", n, "READ", 1),
+        ("ISLOCKED",), ("ISLOCKED", n, "READ", 1), ("ISHELD", n), ("ISHELD", n, 1, "READ", 2),
+        ("HOLDCOUNT", n), ("HOLDCOUNT", n, 1, "READ", 2), ("PTTL",), ("PTTL", n, "READ", 1),
+        ("TOKEN",), ("TOKEN", n, "FENCED"),
         ("CLIENTID", "a", "SECRET", "s" * 16, "RESUME", "b"), ("PING", "a", "b"), ("QUIT", "now"),
     ]
     for args in bad:
         assert_error(c.call(*args), "ERR", "wrong number of arguments", " ".join(map(str, args)))
+    # one word more than the fixed arguments is a kind word, or a syntax error
+    for args in (("UNLOCK", n, 1, 2), ("FORCEUNLOCK", n, 1), ("ISLOCKED", n, "SHARED"),
+                 ("LOCK", n, 1, "READ", "WRITE")):
+        assert_error(c.call(*args), "ERR", "syntax error", " ".join(map(str, args)))
     assert_eq(c.call("ISLOCKED", n), 0, "nothing was locked by the bad commands")
     assert_eq(c.call("PING"), "PONG", "PING afterwards")
 

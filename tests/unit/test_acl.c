@@ -145,7 +145,7 @@ START_TEST(command_rules_apply_left_to_right)
 {
     uint32_t lock = BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) |
                     BIT(ISHELD) | BIT(HOLDCOUNT) | BIT(PTTL) | BIT(OWNERS) |
-                    BIT(CLIENTID) | BIT(CLIENT);
+                    BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);

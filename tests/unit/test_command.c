@@ -158,12 +158,14 @@ START_TEST(arity_message_uses_table_name)
                  "wrong number of arguments for 'lock' command");
     expect_error((const char *[]){"QUIT", "now", NULL},
                  "wrong number of arguments for 'quit' command");
-    expect_error((const char *[]){"FORCEUNLOCK", "a", "b", NULL},
+    expect_error((const char *[]){"FORCEUNLOCK", "a", "READ", "b", NULL},
                  "wrong number of arguments for 'forceunlock' command");
+    expect_error((const char *[]){"TOKEN", "a", "FENCED", NULL},
+                 "wrong number of arguments for 'token' command");
     expect_error((const char *[]){"ping", "a", "b", NULL},
                  "wrong number of arguments for 'ping' command");
     expect_error((const char *[]){"TRYLOCK", "a", "1", "WAIT", "1", "LEASE",
-                                  "1", "x", NULL},
+                                  "1", "FAIR", "x", NULL},
                  "wrong number of arguments for 'trylock' command");
 }
 END_TEST
@@ -229,7 +231,7 @@ START_TEST(lock_name_commands_are_those_with_a_name_argument)
         bool want = id == CMD_LOCK || id == CMD_TRYLOCK || id == CMD_UNLOCK ||
                     id == CMD_FORCEUNLOCK || id == CMD_ISLOCKED ||
                     id == CMD_ISHELD || id == CMD_HOLDCOUNT || id == CMD_PTTL ||
-                    id == CMD_OWNERS;
+                    id == CMD_OWNERS || id == CMD_TOKEN;
 
         ck_assert_msg(command_has_lock_name(cmd) == want, "%s", cmd->name);
     }
@@ -317,6 +319,39 @@ START_TEST(syntax_name)
                  "lock name longer than 16 bytes");
     /* any bytes: spaces, braces, UTF-8 */
     expect_ok((const char *[]){"PTTL", "a b{c}\xc3\xa9\t", NULL});
+}
+END_TEST
+
+/* The kind word: after the fixed arguments, anywhere among the options,
+ * any case, at most once, and only where the grammar has one. */
+START_TEST(kind_word)
+{
+    struct command_args a = expect_ok((const char *[]){"LOCK", "n", "1", NULL});
+    ck_assert_int_eq(a.kind, COMMAND_KIND_PLAIN);
+    a = expect_ok((const char *[]){"LOCK", "n", "1", "fair", NULL});
+    ck_assert_int_eq(a.kind, COMMAND_KIND_FAIR);
+    a = expect_ok(
+        (const char *[]){"LOCK", "n", "1", "READ", "LEASE", "5", NULL});
+    ck_assert_int_eq(a.kind, COMMAND_KIND_READ);
+    ck_assert_int_eq(a.lease_ms, 5);
+    a = expect_ok((const char *[]){"TRYLOCK", "n", "1", "WAIT", "7", "Write",
+                                   "LEASE", "5", NULL});
+    ck_assert_int_eq(a.kind, COMMAND_KIND_WRITE);
+    ck_assert_int_eq(a.wait_ms, 7);
+    ck_assert_int_eq(a.lease_ms, 5);
+    a = expect_ok((const char *[]){"UNLOCK", "n", "1", "FENCED", NULL});
+    ck_assert_int_eq(a.kind, COMMAND_KIND_FENCED);
+    a = expect_ok((const char *[]){"ISLOCKED", "n", "read", NULL});
+    ck_assert_int_eq(a.kind, COMMAND_KIND_READ);
+    ck_assert_uint_eq(a.name_len, 1);
+    expect_error((const char *[]){"LOCK", "n", "1", "READ", "WRITE", NULL},
+                 "syntax error: one lock kind at most");
+    expect_error((const char *[]){"ISLOCKED", "n", "SHARED", NULL},
+                 "syntax error");
+    expect_error((const char *[]){"UNLOCK", "n", "1", "LEASE", NULL},
+                 "syntax error");
+    expect_error((const char *[]){"LOCK", "n", "1", "LEASE", "FAIR", NULL},
+                 "LEASE must be -1 or a positive number of milliseconds");
 }
 END_TEST
 
@@ -542,6 +577,7 @@ Suite *command_suite(void)
     tcase_add_test(args, syntax_client_heartbeat);
     tcase_add_test(args, syntax_name);
     tcase_add_test(args, name_may_hold_nul_bytes);
+    tcase_add_test(args, kind_word);
     tcase_add_test(args, syntax_name_thread);
     tcase_add_test(args, thread_id_range);
     tcase_add_test(args, lock_defaults_and_lease);

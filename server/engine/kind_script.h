@@ -1,0 +1,69 @@
+/*
+ * kind_script.h - what the kind files (kind_*.c) share to write their
+ * scripts and build their calls: the Lua every family needs, and the
+ * helpers that fill a struct lock_kind_call. Only kind files include it.
+ */
+#ifndef RLOCKD_KIND_SCRIPT_H
+#define RLOCKD_KIND_SCRIPT_H
+
+#include <string.h>
+
+#include "base/stats.h"
+#include "engine/lock_kind.h"
+
+/*
+ * What the scripts that free a lock publish with: the last argument says
+ * how, as Redisson passes its <pub> (redisson-family.md, 9.2): PUBLISH,
+ * SPUBLISH (a Redis 7 cluster's sharded pub/sub, which a PUBLISH never
+ * reaches), or both, for fleets where some Java clients listen one way
+ * and some the other.
+ */
+#define KIND_LUA_PUBLISH                                                       \
+    "local function publish(channel, message) "                                \
+    "local how = ARGV[#ARGV]; "                                                \
+    "if how ~= 'spublish' then redis.call('publish', channel, message); end; " \
+    "if how ~= 'publish' then redis.call('spublish', channel, message); end; " \
+    "end; "
+#define KIND_LUA_WRONG_TYPE                                                    \
+    "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
+/* A reentrant acquire whose owner Redis no longer knows. */
+#define KIND_LUA_LOCKLOST "redis.error_reply('LOCKLOST the hold is gone')"
+
+static inline void kind_arg(struct lock_kind_call *call, const char *s,
+                            size_t len)
+{
+    call->argv[call->argc] = s;
+    call->argv_len[call->argc++] = len;
+}
+
+static inline void kind_arg_number(struct lock_kind_call *call, int slot,
+                                   int64_t v)
+{
+    kind_arg(call, call->number[slot], format_int64(call->number[slot], v));
+}
+
+static inline void kind_arg_publish(struct lock_kind_call *call,
+                                    const struct lock_call_args *a)
+{
+    kind_arg(call, a->publish, strlen(a->publish));
+}
+
+/* Starts a call of script with nkeys keys, the lock's name the first. */
+static inline void kind_script(struct lock_kind_call *call,
+                               struct backend_script *s, int nkeys,
+                               const struct lock_call_args *a)
+{
+    call->script = s;
+    call->nkeys = nkeys;
+    call->argc = 0;
+    kind_arg(call, a->name, a->name_len);
+}
+
+/* The kind's i-th own key (key_prefix[i]) as the next argument. */
+static inline void kind_arg_key(struct lock_kind_call *call,
+                                const struct lock_call_args *a, int i)
+{
+    kind_arg(call, a->keys[i], a->key_len[i]);
+}
+
+#endif
