@@ -1,9 +1,10 @@
 /*
  * rlock_cli.c - the `rlock` command: flock(1) for rlockd locks.
  *
- *     rlock [-s addr] [-w ms | -n] [-l ms] [-k s] [-b ms] NAME -- COMMAND ...
- *     rlock [-s addr] status NAME
- *     rlock [-s addr] force-unlock NAME
+ *     rlock [-s addr] [-w ms | -n] [-l ms] [-k s] [-b ms] [--read | --write |
+ *           --fair | --fenced] NAME -- COMMAND ...
+ *     rlock [-s addr] [--read | ...] status NAME
+ *     rlock [-s addr] [--read | ...] force-unlock NAME
  *
  * Owns the command line, the child process that runs COMMAND (its process
  * group, the signals passed on to it, its exit status) and the watch over
@@ -19,6 +20,7 @@
  * child (no pid reuse race). struct watch is all they share.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -66,11 +68,16 @@ enum {
     EXIT_NOT_FOUND = 127,
 };
 
+/* COMMAND's variable for a fenced lock's token (etcdctl lock's is
+ * ETCD_LOCK_REV). */
+#define TOKEN_VARIABLE "RLOCK_TOKEN"
+
 static const char usage_text[] =
-    "Usage: rlock [-s ADDR] [-w MS | -n] [-l MS] [-k SECS] [-b MS] NAME -- "
-    "COMMAND [ARG...]\n"
-    "       rlock [-s ADDR] status NAME\n"
-    "       rlock [-s ADDR] force-unlock NAME\n"
+    "Usage: rlock [-s ADDR] [-w MS | -n] [-l MS] [-k SECS] [-b MS] [KIND] NAME "
+    "--\n"
+    "             COMMAND [ARG...]\n"
+    "       rlock [-s ADDR] [KIND] status NAME\n"
+    "       rlock [-s ADDR] [KIND] force-unlock NAME\n"
     "       rlock -h\n"
     "\n"
     "Runs COMMAND while holding the rlockd lock NAME, as flock(1) does with a\n"
@@ -93,6 +100,16 @@ static const char usage_text[] =
     "  -h       print this help and exit 0\n"
     "MS: 0 to 10^12 (-l: from 1; -b: 0 or 100 to 86400000); SECS: 0 to\n"
     "86400; digits only.\n"
+    "\n"
+    "KIND, the kind of lock NAME is (at most one; default: a plain lock,\n"
+    "Redisson's RLock); status and force-unlock look at that kind too:\n"
+    "  --read, --shared      the read side of the read-write lock NAME:\n"
+    "                        shared with other readers, never with a writer\n"
+    "  --write, --exclusive  its write side: no other writer, no reader\n"
+    "  --fair                a fair lock: waiters get it in the order they\n"
+    "                        asked, on every host\n"
+    "  --fenced              a fenced lock: COMMAND gets the acquisition's\n"
+    "                        fencing token in $" TOKEN_VARIABLE "\n"
     "\n"
     "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left)\n"
     "                     or \"unlocked\"; exit 0 either way\n"
@@ -136,7 +153,10 @@ static const char usage_text[] =
     "  RLOCK_ADDR  rlockd's address when -s is not given\n"
     "  RLOCK_AUTH  the token sent with AUTH, for an rlockd with\n"
     "              [server] auth_token set (an environment variable, so\n"
-    "              that it never shows in ps)\n";
+    "              that it never shows in ps)\n"
+    "  " TOKEN_VARIABLE "\n"
+    "              set for COMMAND with --fenced: the fencing token of the\n"
+    "              acquisition, larger than every earlier holder's of NAME\n";
 
 enum mode { MODE_RUN, MODE_STATUS, MODE_FORCE_UNLOCK };
 
@@ -144,6 +164,7 @@ struct options {
     enum mode mode;
     const char *addr;
     const char *name;
+    enum rlock_kind kind;
     char **command; /* NULL-terminated, MODE_RUN only */
     long long wait_ms;
     long long lease_ms;
@@ -176,7 +197,9 @@ struct watch {
 struct keeper {
     rlock_client *client;
     const char *name;
+    enum rlock_kind kind;
     long long lease_ms;
+    long long token;        /* a fenced lock's, of the first acquisition */
     int holds;              /* successful acquisitions, each needs an UNLOCK */
     bool maybe_new_session; /* a call failed since the last confirmation */
 };
@@ -249,21 +272,72 @@ static int parse_number(int opt, const char *text, long long min, long long max,
     return 0;
 }
 
+/* The long options name the lock's kind. Their values lie past every
+ * short option's character: OPT_KIND plus the enum rlock_kind. */
+enum { OPT_KIND = 256 };
+
+static const struct option long_options[] = {
+    {"read", no_argument, NULL, OPT_KIND + RLOCK_READ},
+    {"shared", no_argument, NULL, OPT_KIND + RLOCK_READ},
+    {"write", no_argument, NULL, OPT_KIND + RLOCK_WRITE},
+    {"exclusive", no_argument, NULL, OPT_KIND + RLOCK_WRITE},
+    {"fair", no_argument, NULL, OPT_KIND + RLOCK_FAIR},
+    {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
+    {NULL, 0, NULL, 0},
+};
+
+/* A kind option, the long_options[] entry `option`: a lock has one kind,
+ * so a second option naming another is an error (an alias of the first,
+ * --read --shared, is not). *given: the first one's entry, or NULL. */
+static int choose_kind(struct options *o, const struct option *option,
+                       const struct option **given)
+{
+    enum rlock_kind kind = (enum rlock_kind)(option->val - OPT_KIND);
+
+    if (*given != NULL && kind != o->kind)
+        return usage_error("--%s and --%s exclude each other: a lock has "
+                           "one kind",
+                           (*given)->name, option->name);
+    o->kind = kind;
+    *given = option;
+    return 0;
+}
+
+/* getopt_long()'s '?' (with ':' first in the short options, it prints
+ * nothing itself): an unknown short option; or a long option that is
+ * unknown, ambiguous (--f) or given a value (--read=x), which it has
+ * stepped over. */
+static int unknown_option(char **argv)
+{
+    if (optopt > 0 && optopt < OPT_KIND)
+        return usage_error("unknown option -%c", optopt);
+    if (optopt >= OPT_KIND)
+        return usage_error("%s: takes no value", argv[optind - 1]);
+    return usage_error("unknown or ambiguous option %s", argv[optind - 1]);
+}
+
 /* Fills o from the command line; 0, or the exit status to leave with. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
     long long grace_s = DEFAULT_KILL_GRACE_S, heartbeat_ms = 0;
     bool timing_given = false;
+    const struct option *kind_given = NULL;
     const char *env_addr = getenv("RLOCK_ADDR");
-    int opt, rest, err = 0;
+    int opt, long_index, rest, err = 0;
 
     *o = (struct options){.addr =
                               env_addr && *env_addr ? env_addr : DEFAULT_ADDR,
+                          .kind = RLOCK_LOCK,
                           .wait_ms = RLOCK_WAIT_FOREVER,
                           .lease_ms = RLOCK_WATCHDOG};
     /* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
      * report errors ourselves. */
-    while (err == 0 && (opt = getopt(argc, argv, "+:s:w:nl:k:b:h")) != -1) {
+    while (err == 0 && (opt = getopt_long(argc, argv, "+:s:w:nl:k:b:h",
+                                          long_options, &long_index)) != -1) {
+        if (opt >= OPT_KIND) {
+            err = choose_kind(o, &long_options[long_index], &kind_given);
+            continue;
+        }
         switch (opt) {
         case 's':
             o->addr = optarg;
@@ -300,7 +374,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             err = usage_error("-%c needs a value", optopt);
             break;
         default:
-            err = usage_error("unknown option -%c", optopt);
+            err = unknown_option(argv);
         }
         timing_given |= opt == 'w' || opt == 'n' || opt == 'l' || opt == 'k' ||
                         opt == 'b';
@@ -333,10 +407,11 @@ static int parse_options(int argc, char **argv, struct options *o)
     return 0;
 }
 
-static int print_status(rlock_client *c, const char *name)
+static int print_status(rlock_client *c, const struct options *o)
 {
+    const char *name = o->name;
     long long pttl;
-    int rc = rlock_pttl(c, name, &pttl);
+    int rc = rlock_pttl_kind(c, name, o->kind, &pttl);
 
     if (rc != RLOCK_OK)
         return fail(rc, "status of '%s'", name);
@@ -347,9 +422,10 @@ static int print_status(rlock_client *c, const char *name)
     return 0;
 }
 
-static int force_unlock(rlock_client *c, const char *name)
+static int force_unlock(rlock_client *c, const struct options *o)
 {
-    int rc = rlock_force_unlock(c, name);
+    const char *name = o->name;
+    int rc = rlock_force_unlock_kind(c, name, o->kind);
 
     if (rc < 0)
         return fail(rc, "force-unlock '%s'", name);
@@ -564,19 +640,22 @@ static void *supervise(void *arg)
  * have reconnected, possibly to a restarted rlockd that knows nothing of
  * the lock: in watchdog mode a lock that outlived that takes a second,
  * reentrant hold, so that this rlockd renews it. Harmless if it was the
- * same session after all: every hold is released at the end. */
+ * same session after all: every hold is released at the end. (A fenced
+ * lock's second hold gets a new token, which COMMAND does not see: its
+ * own is still larger than every earlier holder's.) */
 static int confirm_held(struct keeper *k, long long *pttl)
 {
-    int rc = rlock_is_held(k->client, k->name);
+    int rc = rlock_is_held_kind(k->client, k->name, k->kind);
 
     if (rc == 1 && k->maybe_new_session && k->lease_ms == RLOCK_WATCHDOG) {
-        rc = rlock_trylock(k->client, k->name, 0, RLOCK_WATCHDOG);
+        rc = rlock_trylock_kind(k->client, k->name, k->kind, 0, RLOCK_WATCHDOG,
+                                NULL);
         k->holds += rc == 1;
     }
     if (rc != 1)
         return rc;
     k->maybe_new_session = false;
-    rc = rlock_pttl(k->client, k->name, pttl);
+    rc = rlock_pttl_kind(k->client, k->name, k->kind, pttl);
     if (rc != RLOCK_OK)
         return rc;
     return *pttl != -2;
@@ -615,7 +694,7 @@ static int release_lock(struct keeper *k)
     int rc = 0;
 
     for (int i = 0; i < k->holds && rc == 0; i++)
-        rc = rlock_unlock(k->client, k->name);
+        rc = rlock_unlock_kind(k->client, k->name, k->kind);
     return rc;
 }
 
@@ -644,8 +723,10 @@ static int final_status(struct keeper *k, const struct watch *w, int rc)
 /* --------------------------------------------------------- the child */
 
 /* In the child: never returns. rlock is single-threaded at fork, so the
- * child may use stdio. mask: the signal mask rlock started with. */
-static void exec_command(char **command, const sigset_t *mask, pid_t parent)
+ * child may use stdio. env: COMMAND's environment; mask: the signal mask
+ * rlock started with. */
+static void exec_command(char **command, char **env, const sigset_t *mask,
+                         pid_t parent)
 {
     int err;
 
@@ -656,14 +737,15 @@ static void exec_command(char **command, const sigset_t *mask, pid_t parent)
     if (getppid() != parent)
         _exit(EXIT_LOCK_LOST);
     sigprocmask(SIG_SETMASK, mask, NULL);
-    execvp(command[0], command);
+    execvpe(command[0], command, env);
     err = errno;
     fprintf(stderr, "rlock: %s: %s\n", command[0], strerror(err));
     _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
 }
 
 /* Forks COMMAND into a process group of its own, pid = pgid. */
-static int spawn_command(char **command, const sigset_t *mask, pid_t *child)
+static int spawn_command(char **command, char **env, const sigset_t *mask,
+                         pid_t *child)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -671,7 +753,7 @@ static int spawn_command(char **command, const sigset_t *mask, pid_t *child)
     if (pid < 0)
         return fail_sys("fork");
     if (pid == 0)
-        exec_command(command, mask, parent);
+        exec_command(command, env, mask, parent);
     /* The child does it too: whichever runs first, the group exists
      * before rlock can signal it. A failure here (EACCES: the child has
      * exec'd already) means the child's own call came first. */
@@ -690,6 +772,36 @@ static void supervised_signals(sigset_t *set)
     sigaddset(set, SIGCHLD);
 }
 
+extern char **environ;
+
+/* COMMAND's environment: rlock's own, and for a fenced lock its token in
+ * TOKEN_VARIABLE (in place of one rlock inherited, from an outer rlock).
+ * Built before the fork, so that the child only execs; entry, of size
+ * bytes, holds the variable. NULL when out of memory; what is not environ
+ * is the caller's to free. */
+static char **command_environment(const struct keeper *k, char *entry,
+                                  size_t size)
+{
+    const size_t prefix = strlen(TOKEN_VARIABLE "=");
+    size_t count = 0, kept = 0;
+    char **env;
+
+    if (k->kind != RLOCK_FENCED)
+        return environ;
+    while (environ[count] != NULL)
+        count++;
+    env = malloc((count + 2) * sizeof *env);
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < count; i++)
+        if (strncmp(environ[i], TOKEN_VARIABLE "=", prefix) != 0)
+            env[kept++] = environ[i];
+    snprintf(entry, size, TOKEN_VARIABLE "=%lld", k->token);
+    env[kept++] = entry;
+    env[kept] = NULL;
+    return env;
+}
+
 /* Runs COMMAND under the lock the keeper holds, confirmed at `asked` with
  * pttl ms to live; returns rlock's exit status. */
 static int run_command(struct keeper *k, const struct options *o, int64_t asked,
@@ -703,6 +815,7 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
                       .expires_at = pttl < 0 ? INT64_MAX : asked + pttl};
     long long lease = o->lease_ms != RLOCK_WATCHDOG ? o->lease_ms : pttl;
     int64_t check_ms = lease > 0 ? lease / 3 : MAX_CHECK_MS;
+    char token_entry[sizeof TOKEN_VARIABLE + 24], **env;
     pthread_condattr_t attr;
     pthread_t supervisor;
     sigset_t signals, mask;
@@ -725,7 +838,12 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
     w.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (w.signal_fd < 0 || w.wake_fd < 0)
         return fail_sys("signalfd/eventfd");
-    status = spawn_command(o->command, &mask, &w.child);
+    env = command_environment(k, token_entry, sizeof token_entry);
+    if (env == NULL)
+        return fail_sys("malloc");
+    status = spawn_command(o->command, env, &mask, &w.child);
+    if (env != environ)
+        free(env);
     if (status != 0)
         return status;
     err = pthread_create(&supervisor, NULL, supervise, &w);
@@ -745,10 +863,12 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
 
 static int run_locked(rlock_client *c, const struct options *o)
 {
-    struct keeper k = {.client = c, .name = o->name, .lease_ms = o->lease_ms};
+    struct keeper k = {
+        .client = c, .name = o->name, .kind = o->kind, .lease_ms = o->lease_ms};
     int64_t asked;
     long long pttl;
-    int rc = rlock_trylock(c, o->name, o->wait_ms, o->lease_ms);
+    int rc = rlock_trylock_kind(c, o->name, o->kind, o->wait_ms, o->lease_ms,
+                                &k.token);
 
     if (rc < 0)
         return fail(rc, "lock '%s'", o->name);
@@ -788,10 +908,10 @@ int main(int argc, char **argv)
         return fail(err, "rlockd at %s", o.addr);
     switch (o.mode) {
     case MODE_STATUS:
-        status = print_status(c, o.name);
+        status = print_status(c, &o);
         break;
     case MODE_FORCE_UNLOCK:
-        status = force_unlock(c, o.name);
+        status = force_unlock(c, &o);
         break;
     case MODE_RUN:
         status = run_locked(c, &o);

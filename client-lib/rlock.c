@@ -2,7 +2,8 @@
  * rlock.c - librlock, the rlockd client behind rlock.h: the API, the
  * table of each client's per-thread connections, and the record of the
  * holds the client believes it has, which turns a lost connection into
- * RLOCK_ELOCKLOST later.
+ * RLOCK_ELOCKLOST later. Every call, whatever its lock kind, is one row
+ * of the command table and one of the kind table, sent by execute().
  *
  * Never: holds the client's mutex during I/O (a thread blocked in LOCK
  * must not delay another); lets two threads use one connection; retries
@@ -27,11 +28,12 @@
 
 /* request.wait_ms / lease_ms when the option is not sent. */
 #define OPTION_ABSENT (-2)
-#define MAX_ARGS 7 /* TRYLOCK name tid WAIT ms LEASE ms */
+#define MAX_ARGS 8 /* TRYLOCK name tid kind WAIT ms LEASE ms */
 
 /* A lock a thread of this client holds, as far as the library knows. */
 struct hold {
     struct hold *next;
+    enum rlock_kind kind; /* a lock is its name and its kind */
     /* A connection went while the lock was held: it may be gone. */
     bool suspect;
     /* rlockd had no session to give back: it is gone, and the next
@@ -69,6 +71,7 @@ enum client_command_id {
     CLIENT_CMD_ISHELD,
     CLIENT_CMD_HOLDCOUNT,
     CLIENT_CMD_PTTL,
+    CLIENT_CMD_TOKEN,
 };
 
 /* The commands the API sends, and how each is sent and answered. */
@@ -93,11 +96,27 @@ static const struct client_command {
     [CLIENT_CMD_HOLDCOUNT] = {"HOLDCOUNT", true, false, REDIS_REPLY_INTEGER,
                               HOLD_NONE},
     [CLIENT_CMD_PTTL] = {"PTTL", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
+    [CLIENT_CMD_TOKEN] = {"TOKEN", false, false, REDIS_REPLY_INTEGER,
+                          HOLD_NONE},
 };
 
-/* One API call: a command, its lock name and its options. */
+/* The kinds, by enum rlock_kind: the word that names each after a
+ * command's fixed arguments (none for the plain lock), and whether its
+ * acquisitions answer with a fencing token (an integer, LOCK's too)
+ * rather than +OK / :1. */
+static const struct client_kind {
+    const char *word;
+    bool tokens;
+} client_kinds[] = {
+    [RLOCK_LOCK] = {NULL, false},      [RLOCK_FAIR] = {"FAIR", false},
+    [RLOCK_READ] = {"READ", false},    [RLOCK_WRITE] = {"WRITE", false},
+    [RLOCK_FENCED] = {"FENCED", true},
+};
+
+/* One API call: a command, its lock (name and kind) and its options. */
 struct request {
     const struct client_command *command;
+    enum rlock_kind kind;
     const char *name;
     long long wait_ms;  /* WAIT, or OPTION_ABSENT */
     long long lease_ms; /* LEASE, or OPTION_ABSENT */
@@ -297,19 +316,22 @@ static void thread_state_lost(rlock_client *c, struct thread_state *t)
 
 /* ---- the record of holds --------------------------------------------- */
 
-static struct hold **hold_find(struct thread_state *t, const char *name)
+static struct hold **hold_find(struct thread_state *t, const char *name,
+                               enum rlock_kind kind)
 {
     struct hold **link = &t->holds;
 
-    while (*link != NULL && strcmp((*link)->name, name) != 0)
+    while (*link != NULL &&
+           ((*link)->kind != kind || strcmp((*link)->name, name) != 0))
         link = &(*link)->next;
     return link;
 }
 
 /*
  * Brings the record in line with what rlockd answered. An acquisition
- * adds the hold (spare: allocated before the command went out, so that a
- * lock rlockd granted is never left unrecorded); an UNLOCK that released
+ * (any value but 0: 1, or a fencing token) adds the hold (spare:
+ * allocated before the command went out, so that a lock rlockd granted is
+ * never left unrecorded); an UNLOCK that released
  * it, or that rlockd refused, drops it. An UNLOCK refused with -NOTOWNER
  * of a hold marked suspect is a lock lost with a connection.
  */
@@ -320,9 +342,9 @@ static int holds_update(rlock_client *c, struct thread_state *t,
     struct hold **link, *h;
 
     pthread_mutex_lock(&c->mutex);
-    link = hold_find(t, rq->name);
+    link = hold_find(t, rq->name, rq->kind);
     h = *link;
-    if (rq->command->effect == HOLD_ACQUIRE && err == RLOCK_OK && value == 1 &&
+    if (rq->command->effect == HOLD_ACQUIRE && err == RLOCK_OK && value != 0 &&
         h == NULL) {
         *link = *spare;
         *spare = NULL;
@@ -342,15 +364,16 @@ static int holds_update(rlock_client *c, struct thread_state *t,
     return err;
 }
 
-/* Forgets the thread's hold of name if its session was lost: true then. */
+/* Forgets the thread's hold of the lock if its session was lost: true
+ * then. */
 static bool hold_take_lost(rlock_client *c, struct thread_state *t,
-                           const char *name)
+                           const struct request *rq)
 {
     struct hold **link, *h;
     bool lost;
 
     pthread_mutex_lock(&c->mutex);
-    link = hold_find(t, name);
+    link = hold_find(t, rq->name, rq->kind);
     h = *link;
     lost = h != NULL && h->lost;
     if (lost) {
@@ -398,16 +421,32 @@ static void add_option(struct argv_builder *b, const char *option, long long ms)
     add_arg(b, text);
 }
 
+static bool valid_kind(enum rlock_kind kind)
+{
+    return (unsigned)kind < sizeof client_kinds / sizeof *client_kinds;
+}
+
+/* What rlockd answers the request with: an acquisition of a kind with
+ * tokens answers its token, even LOCK, whose others answer +OK. */
+static int reply_type(const struct request *rq)
+{
+    if (rq->command->effect == HOLD_ACQUIRE && client_kinds[rq->kind].tokens)
+        return REDIS_REPLY_INTEGER;
+    return rq->command->reply_type;
+}
+
 /*
  * Sends a command on the calling thread's connection and stores its
  * reply's value in *value. A broken connection is closed here, and the
  * record of holds follows the outcome. A watchdog lease is sent as no
- * LEASE, rlockd's default.
+ * LEASE, rlockd's default; the plain lock's kind as no word, as before
+ * there were kinds. A kind not in the table costs no trip.
  */
-static int execute(rlock_client *c, enum client_command_id id, const char *name,
-                   long long wait_ms, long long lease_ms, long long *value)
+static int execute(rlock_client *c, enum client_command_id id,
+                   enum rlock_kind kind, const char *name, long long wait_ms,
+                   long long lease_ms, long long *value)
 {
-    const struct request rq = {&client_commands[id], name, wait_ms,
+    const struct request rq = {&client_commands[id], kind, name, wait_ms,
                                lease_ms == RLOCK_WATCHDOG ? OPTION_ABSENT
                                                           : lease_ms};
     struct argv_builder b = {.argc = 0};
@@ -416,18 +455,19 @@ static int execute(rlock_client *c, enum client_command_id id, const char *name,
     long long reply = 0;
     int err;
 
-    if (c == NULL || name == NULL || name[0] == '\0')
+    if (c == NULL || name == NULL || name[0] == '\0' || !valid_kind(kind))
         return RLOCK_EINVAL;
     if (rq.command->effect == HOLD_ACQUIRE) {
         spare = calloc(1, sizeof *spare + strlen(name) + 1);
         if (spare == NULL)
             return RLOCK_ESYSTEM;
+        spare->kind = kind;
         strcpy(spare->name, name);
     }
     err = thread_state_get(c, &t);
     if (err != RLOCK_OK)
         goto out;
-    if (rq.command->effect != HOLD_NONE && hold_take_lost(c, t, name)) {
+    if (rq.command->effect != HOLD_NONE && hold_take_lost(c, t, &rq)) {
         err = RLOCK_ELOCKLOST; /* told once; nothing sent */
         goto out;
     }
@@ -435,11 +475,12 @@ static int execute(rlock_client *c, enum client_command_id id, const char *name,
     add_arg(&b, name);
     if (rq.command->with_thread)
         add_arg(&b, t->tid_text);
+    if (client_kinds[kind].word != NULL)
+        add_arg(&b, client_kinds[kind].word);
     add_option(&b, "WAIT", rq.wait_ms);
     add_option(&b, "LEASE", rq.lease_ms);
     err = rlock_conn_exchange(&t->conn, b.argc, b.argv, b.lens,
-                              reply_timeout(c, &rq), rq.command->reply_type,
-                              &reply);
+                              reply_timeout(c, &rq), reply_type(&rq), &reply);
     if (err != RLOCK_OK && rlock_conn_broken(&t->conn))
         thread_state_lost(c, t);
     err = holds_update(c, t, &rq, err, reply, &spare);
@@ -450,13 +491,13 @@ out:
     return err;
 }
 
-/* A command answered with a count or a boolean: the value or an error. */
-static long long execute_value(rlock_client *c, enum client_command_id id,
-                               const char *name, long long wait_ms,
-                               long long lease_ms)
+/* A command without WAIT or LEASE, answered with a count or a boolean:
+ * the value or an error. */
+static long long execute_query(rlock_client *c, enum client_command_id id,
+                               enum rlock_kind kind, const char *name)
 {
     long long value;
-    int err = execute(c, id, name, wait_ms, lease_ms, &value);
+    int err = execute(c, id, kind, name, OPTION_ABSENT, OPTION_ABSENT, &value);
 
     return err != RLOCK_OK ? err : value;
 }
@@ -468,6 +509,14 @@ static bool valid_lease(long long lease_ms)
 {
     return lease_ms == RLOCK_WATCHDOG ||
            (lease_ms > 0 && lease_ms <= COMMAND_MAX_MS);
+}
+
+/* An acquisition's reply is its fencing token for a kind with tokens;
+ * token (NULL: not wanted) was set to 0 before, for every other case. */
+static void store_token(enum rlock_kind kind, long long reply, long long *token)
+{
+    if (token != NULL && client_kinds[kind].tokens)
+        *token = reply;
 }
 
 /* ---- the API --------------------------------------------------------- */
@@ -513,61 +562,129 @@ const char *rlock_client_id(const rlock_client *c)
     return c != NULL ? c->target.client_id : NULL;
 }
 
-int rlock_lock(rlock_client *c, const char *name, long long lease_ms)
+int rlock_lock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
+                    long long lease_ms, long long *token)
 {
-    long long done;
+    long long reply;
+    int err;
 
+    if (token != NULL)
+        *token = 0;
     if (!valid_lease(lease_ms))
         return RLOCK_EINVAL;
-    return execute(c, CLIENT_CMD_LOCK, name, OPTION_ABSENT, lease_ms, &done);
+    err = execute(c, CLIENT_CMD_LOCK, kind, name, OPTION_ABSENT, lease_ms,
+                  &reply);
+    if (err == RLOCK_OK)
+        store_token(kind, reply, token);
+    return err;
+}
+
+int rlock_trylock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
+                       long long wait_ms, long long lease_ms, long long *token)
+{
+    long long reply;
+    int err;
+
+    if (token != NULL)
+        *token = 0;
+    if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > COMMAND_MAX_MS ||
+        !valid_lease(lease_ms))
+        return RLOCK_EINVAL;
+    err = execute(c, CLIENT_CMD_TRYLOCK, kind, name, wait_ms, lease_ms, &reply);
+    if (err != RLOCK_OK)
+        return err;
+    store_token(kind, reply, token);
+    return reply != 0; /* :1, or a token */
+}
+
+int rlock_unlock_kind(rlock_client *c, const char *name, enum rlock_kind kind)
+{
+    return (int)execute_query(c, CLIENT_CMD_UNLOCK, kind, name);
+}
+
+int rlock_force_unlock_kind(rlock_client *c, const char *name,
+                            enum rlock_kind kind)
+{
+    return (int)execute_query(c, CLIENT_CMD_FORCEUNLOCK, kind, name);
+}
+
+int rlock_is_locked_kind(rlock_client *c, const char *name,
+                         enum rlock_kind kind)
+{
+    return (int)execute_query(c, CLIENT_CMD_ISLOCKED, kind, name);
+}
+
+int rlock_is_held_kind(rlock_client *c, const char *name, enum rlock_kind kind)
+{
+    return (int)execute_query(c, CLIENT_CMD_ISHELD, kind, name);
+}
+
+long long rlock_hold_count_kind(rlock_client *c, const char *name,
+                                enum rlock_kind kind)
+{
+    return execute_query(c, CLIENT_CMD_HOLDCOUNT, kind, name);
+}
+
+int rlock_pttl_kind(rlock_client *c, const char *name, enum rlock_kind kind,
+                    long long *ttl_ms)
+{
+    if (ttl_ms == NULL)
+        return RLOCK_EINVAL;
+    /* -1 and -2 are answers here, not errors */
+    return execute(c, CLIENT_CMD_PTTL, kind, name, OPTION_ABSENT, OPTION_ABSENT,
+                   ttl_ms);
+}
+
+int rlock_token(rlock_client *c, const char *name, long long *token)
+{
+    if (token == NULL)
+        return RLOCK_EINVAL;
+    /* TOKEN names no kind: only the fenced lock has tokens */
+    return execute(c, CLIENT_CMD_TOKEN, RLOCK_LOCK, name, OPTION_ABSENT,
+                   OPTION_ABSENT, token);
+}
+
+/* The functions from before there were kinds: the plain lock's case. */
+
+int rlock_lock(rlock_client *c, const char *name, long long lease_ms)
+{
+    return rlock_lock_kind(c, name, RLOCK_LOCK, lease_ms, NULL);
 }
 
 int rlock_trylock(rlock_client *c, const char *name, long long wait_ms,
                   long long lease_ms)
 {
-    if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > COMMAND_MAX_MS ||
-        !valid_lease(lease_ms))
-        return RLOCK_EINVAL;
-    return (int)execute_value(c, CLIENT_CMD_TRYLOCK, name, wait_ms, lease_ms);
+    return rlock_trylock_kind(c, name, RLOCK_LOCK, wait_ms, lease_ms, NULL);
 }
 
 int rlock_unlock(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CLIENT_CMD_UNLOCK, name, OPTION_ABSENT,
-                              OPTION_ABSENT);
+    return rlock_unlock_kind(c, name, RLOCK_LOCK);
 }
 
 int rlock_force_unlock(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CLIENT_CMD_FORCEUNLOCK, name, OPTION_ABSENT,
-                              OPTION_ABSENT);
+    return rlock_force_unlock_kind(c, name, RLOCK_LOCK);
 }
 
 int rlock_is_locked(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CLIENT_CMD_ISLOCKED, name, OPTION_ABSENT,
-                              OPTION_ABSENT);
+    return rlock_is_locked_kind(c, name, RLOCK_LOCK);
 }
 
 int rlock_is_held(rlock_client *c, const char *name)
 {
-    return (int)execute_value(c, CLIENT_CMD_ISHELD, name, OPTION_ABSENT,
-                              OPTION_ABSENT);
+    return rlock_is_held_kind(c, name, RLOCK_LOCK);
 }
 
 long long rlock_hold_count(rlock_client *c, const char *name)
 {
-    return execute_value(c, CLIENT_CMD_HOLDCOUNT, name, OPTION_ABSENT,
-                         OPTION_ABSENT);
+    return rlock_hold_count_kind(c, name, RLOCK_LOCK);
 }
 
 int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms)
 {
-    if (ttl_ms == NULL)
-        return RLOCK_EINVAL;
-    /* -1 and -2 are answers here, not errors */
-    return execute(c, CLIENT_CMD_PTTL, name, OPTION_ABSENT, OPTION_ABSENT,
-                   ttl_ms);
+    return rlock_pttl_kind(c, name, RLOCK_LOCK, ttl_ms);
 }
 
 const char *rlock_strerror(int err)

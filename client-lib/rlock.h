@@ -50,7 +50,7 @@ extern "C" {
 #endif
 
 #define RLOCK_VERSION_MAJOR 0
-#define RLOCK_VERSION_MINOR 1
+#define RLOCK_VERSION_MINOR 2
 #define RLOCK_VERSION_PATCH 0
 
 /* lease_ms: keep the lock alive with rlockd's watchdog until unlocked. */
@@ -145,6 +145,32 @@ RLOCK_API void rlock_close(rlock_client *c);
  * NULL. */
 RLOCK_API const char *rlock_client_id(const rlock_client *c);
 
+/*
+ * The kinds of lock, Redisson's family (rlockd's docs/protocol.md, section
+ * 6a). Each _kind function below names the lock by its name and its kind:
+ * a hold taken with a kind is released, queried and force-unlocked with
+ * the same kind. The functions without _kind are the RLOCK_LOCK case.
+ */
+enum rlock_kind {
+    /* Redisson's RLock: one holder at a time, waiters served in no
+     * particular order across clients. */
+    RLOCK_LOCK = 0,
+    /* RFairLock: one holder; waiters are served in the order they asked,
+     * across every client of the name. */
+    RLOCK_FAIR,
+    /* RReadWriteLock's read side: any number of holders at once, while
+     * nobody holds the write side. A READ holder never gets WRITE (its
+     * attempt fails with RLOCK_EINVAL). */
+    RLOCK_READ,
+    /* RReadWriteLock's write side: one holder, and no READ holders but
+     * its own. A name is either a read-write lock or another kind: the
+     * other's acquisitions fail with RLOCK_EWRONGTYPE while one is held. */
+    RLOCK_WRITE,
+    /* RFencedLock: RLOCK_LOCK, and each acquisition (reentrant ones too)
+     * gets a fencing token, larger than every earlier one of the name. */
+    RLOCK_FENCED,
+};
+
 /* Acquires the lock for the calling thread, waiting as long as it takes.
  * lease_ms > 0: the lock expires lease_ms after acquisition; RLOCK_WATCHDOG:
  * rlockd keeps it alive until unlocked. Reentrant. RLOCK_OK or an error. */
@@ -177,6 +203,60 @@ RLOCK_API long long rlock_hold_count(rlock_client *c, const char *name);
  * is no such lock (or its key holds something that is not a lock).
  * RLOCK_OK or an error. */
 RLOCK_API int rlock_pttl(rlock_client *c, const char *name, long long *ttl_ms);
+
+/* rlock_lock() of a lock of that kind. token may be NULL; otherwise it
+ * receives the fencing token of an RLOCK_FENCED acquisition, and is set to
+ * 0 in every other case (another kind, or an error). RLOCK_OK or an error;
+ * RLOCK_EINVAL for a kind not in enum rlock_kind (nothing is sent). */
+RLOCK_API int rlock_lock_kind(rlock_client *c, const char *name,
+                              enum rlock_kind kind, long long lease_ms,
+                              long long *token);
+
+/* rlock_trylock() of a lock of that kind: 1 held, 0 not held when the
+ * wait ran out, or an error. *token (token may be NULL) as for
+ * rlock_lock_kind(): the fencing token when an RLOCK_FENCED lock was
+ * acquired, else 0. */
+RLOCK_API int rlock_trylock_kind(rlock_client *c, const char *name,
+                                 enum rlock_kind kind, long long wait_ms,
+                                 long long lease_ms, long long *token);
+
+/* rlock_unlock() of a hold taken with that kind: 1 released, 0 still held
+ * (reentrant), or an error. A writer that also took READ releases each
+ * side with its own kind. */
+RLOCK_API int rlock_unlock_kind(rlock_client *c, const char *name,
+                                enum rlock_kind kind);
+
+/* rlock_force_unlock() of a lock of that kind (RLOCK_READ deletes the
+ * read-write lock only while it is read-locked, RLOCK_WRITE only while it
+ * is write-locked): 1 it existed, 0 it did not, or an error. */
+RLOCK_API int rlock_force_unlock_kind(rlock_client *c, const char *name,
+                                      enum rlock_kind kind);
+
+/* 1 if anyone holds the lock of that kind (RLOCK_READ: read holds, a
+ * writer's own among them; RLOCK_WRITE: the write hold), 0 if not, or an
+ * error. */
+RLOCK_API int rlock_is_locked_kind(rlock_client *c, const char *name,
+                                   enum rlock_kind kind);
+
+/* 1 if the calling thread holds the lock of that kind, 0 if not, or an
+ * error. */
+RLOCK_API int rlock_is_held_kind(rlock_client *c, const char *name,
+                                 enum rlock_kind kind);
+
+/* The calling thread's hold count of the lock of that kind (0 if not
+ * held), or an error. */
+RLOCK_API long long rlock_hold_count_kind(rlock_client *c, const char *name,
+                                          enum rlock_kind kind);
+
+/* rlock_pttl() of the lock of that kind (a read-write lock's key is not a
+ * plain lock's: its time to live is asked with RLOCK_READ or RLOCK_WRITE).
+ * RLOCK_OK or an error. */
+RLOCK_API int rlock_pttl_kind(rlock_client *c, const char *name,
+                              enum rlock_kind kind, long long *ttl_ms);
+
+/* Stores in *token the latest fencing token of the RLOCK_FENCED lock name,
+ * 0 if it was never taken. RLOCK_OK or an error. */
+RLOCK_API int rlock_token(rlock_client *c, const char *name, long long *token);
 
 /* The text of an enum rlock_error. Never NULL. */
 RLOCK_API const char *rlock_strerror(int err);

@@ -11,6 +11,7 @@
 
 #define CLIENT_SUITE_LIST(X)                                                   \
     X(locks_suite)                                                             \
+    X(kinds_suite)                                                             \
     X(failures_suite)
 
 #define CLIENT_SUITE_DECLARE(constructor) Suite *constructor(void);

@@ -15,20 +15,23 @@ static void *run_call(void *arg)
 
     switch (call->op) {
     case OP_LOCK:
-        call->result = rlock_lock(call->client, call->name, call->lease_ms);
+        call->result = rlock_lock_kind(call->client, call->name, call->kind,
+                                       call->lease_ms, &call->token);
         break;
     case OP_TRYLOCK:
-        call->result = rlock_trylock(call->client, call->name, call->wait_ms,
-                                     call->lease_ms);
+        call->result =
+            rlock_trylock_kind(call->client, call->name, call->kind,
+                               call->wait_ms, call->lease_ms, &call->token);
         break;
     case OP_UNLOCK:
-        call->result = rlock_unlock(call->client, call->name);
+        call->result = rlock_unlock_kind(call->client, call->name, call->kind);
         break;
     case OP_IS_LOCKED:
-        call->result = rlock_is_locked(call->client, call->name);
+        call->result =
+            rlock_is_locked_kind(call->client, call->name, call->kind);
         break;
     case OP_IS_HELD:
-        call->result = rlock_is_held(call->client, call->name);
+        call->result = rlock_is_held_kind(call->client, call->name, call->kind);
         break;
     }
     call->elapsed_ms = harness_now_ms() - start;

@@ -14,6 +14,8 @@
 
 #include "rlock.h"
 
+/* Each op is the _kind call of the thread_call's kind (RLOCK_LOCK, 0,
+ * when not set: the call without _kind). */
 enum thread_op {
     OP_LOCK,      /* rlock_lock(name, lease_ms) */
     OP_TRYLOCK,   /* rlock_trylock(name, wait_ms, lease_ms) */
@@ -28,8 +30,10 @@ struct thread_call {
     const char *name;
     long long wait_ms;
     long long lease_ms;
+    enum rlock_kind kind;
     /* set by the thread */
     long long result;
+    long long token; /* OP_LOCK, OP_TRYLOCK: the fencing token, or 0 */
     long long elapsed_ms;
     pthread_t thread;
 };

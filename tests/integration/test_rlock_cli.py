@@ -545,3 +545,128 @@ def test_a_stopped_rlock_loses_its_lock_after_its_heartbeat_and_says_so():
                 rl.proc.send_signal(signal.SIGCONT)
             assert_eq(rl.wait(10.0), EXIT_LOCK_LOST, "rlock's exit status once it runs again")
             assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+
+
+# ---------------------------------------------------------------- lock kinds
+
+KIND_OPTIONS = {"--read": "read", "--shared": "read", "--write": "write", "--exclusive": "write",
+                "--fair": "fair", "--fenced": "fenced"}
+
+
+def test_help_documents_the_kind_options_and_rlock_token():
+    r = run_rlock(["-h"])
+    assert_eq(r.returncode, 0, "rlock -h exit status")
+    for word in list(KIND_OPTIONS) + ["KIND", "RLOCK_TOKEN"]:
+        assert word in r.stdout, "rlock -h does not mention %r:\n%s" % (word, r.stdout)
+
+
+def test_two_kinds_are_a_usage_error_naming_both_options():
+    with TempDir() as d:
+        for first, second in (("--read", "--write"), ("--shared", "--exclusive"), ("--fair", "--fenced"),
+                              ("--read", "--fenced"), ("--write", "--fair")):
+            for args in ([first, second, "n", "--", "touch", "ran"], [first, second, "status", "n"],
+                         [first, second, "force-unlock", "n"]):
+                r = run_rlock(["-s", "127.0.0.1:1"] + args, cwd=d)
+                assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
+                assert first in r.stderr and second in r.stderr and "rlock -h" in r.stderr, \
+                    "rlock %r: the message should name both options: %r" % (args, r.stderr)
+        for args in (["--f", "n", "--", "touch", "ran"],        # --fair or --fenced
+                     ["--read=1", "n", "--", "touch", "ran"],   # takes no value
+                     ["--readers", "n", "--", "touch", "ran"]):
+            r = run_rlock(["-s", "127.0.0.1:1"] + args, cwd=d)
+            assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
+            assert args[0] in r.stderr, "rlock %r: the message should name the option: %r" % (args, r.stderr)
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran after a usage error"
+    # an alias of the same kind is no conflict (127.0.0.1:1 refuses: 69, not 64)
+    r = run_rlock(["-s", "127.0.0.1:1", "--read", "--shared", "n", "--", "true"])
+    assert_eq(r.returncode, EXIT_UNAVAILABLE, "exit status of rlock --read --shared (stderr %r)" % r.stderr)
+
+
+def test_each_kind_option_takes_and_releases_a_lock_of_that_kind(env):
+    for option, kind in sorted(KIND_OPTIONS.items()):
+        n = env.name(kind)
+        counter = "%s_locks_acquired" % kind
+        before = env.info_int(counter)
+        r = run_rlock(["-s", _addr(env), option, n, "--", "true"])
+        assert_eq((r.returncode, r.stderr), (0, ""), "rlock %s" % option)
+        # rlockd counts acquisitions per kind: this one was of the option's
+        assert_eq(env.info_int(counter) - before, 1, "INFO %s after rlock %s" % (counter, option))
+        assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock %s exited" % option)
+
+
+def test_fenced_passes_each_acquisitions_token_to_command_in_rlock_token(env):
+    n = env.name("fenced")
+    outer = dict(os.environ, RLOCK_TOKEN="from-outside")
+    tokens = []
+    for _ in range(3):
+        r = run_rlock(["-s", _addr(env), "--fenced", n, "--", "sh", "-c", 'echo "$RLOCK_TOKEN"'], env=outer)
+        assert_eq((r.returncode, r.stderr), (0, ""), "rlock --fenced")
+        assert re.fullmatch(r"[1-9]\d*\n", r.stdout), "RLOCK_TOKEN as COMMAND saw it: %r" % r.stdout
+        tokens.append(int(r.stdout))
+    assert tokens == sorted(set(tokens)), "tokens not strictly increasing: %r" % tokens
+    assert_eq(env.client().call("TOKEN", n), tokens[-1], "TOKEN after the last run")
+    assert_eq(env.redis("GET", "redisson_lock_token:{%s}" % n), str(tokens[-1]), "the token counter in Redis")
+    assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock --fenced exited")
+    # without --fenced, COMMAND's environment is rlock's own
+    bare = {k: v for k, v in os.environ.items() if k != "RLOCK_TOKEN"}
+    r = run_rlock(["-s", _addr(env), n, "--", "sh", "-c", 'echo "${RLOCK_TOKEN-unset}"'], env=bare)
+    assert_eq((r.returncode, r.stdout), (0, "unset\n"), "RLOCK_TOKEN of a plain lock's COMMAND")
+
+
+def test_two_read_runs_hold_the_lock_at_once_and_keep_a_writer_out(env):
+    n = env.name("read")
+    with TempDir() as d1, TempDir() as d2, \
+            Background(d1, ["-s", _addr(env), "--read", n, "--", "sh", "-c", WAIT_FOR_GO]) as r1, \
+            Background(d2, ["-s", _addr(env), "--shared", n, "--", "sh", "-c", WAIT_FOR_GO]) as r2:
+        r1.wait_ready()
+        r2.wait_ready()   # both COMMANDs run at once
+        h = env.redis_hash(n)
+        assert_eq(h.get("mode"), "read", "mode of the read-write lock")
+        assert_eq(len(h), 3, "mode and two readers in %r" % h)
+        # kept alive past the watchdog's TTL, both of them
+        holds_for(lambda: len(env.redis_hash(n)) == 3, env.watchdog_ms / 1000.0 * 1.6,
+                  what="both read holds kept while the COMMANDs run")
+        r = run_rlock(["-s", _addr(env), "--write", "-n", n, "--", "touch", "ran"], cwd=d1)
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "rlock --write -n while two read (stderr %r)" % r.stderr)
+        assert not os.path.exists(os.path.join(d1, "ran")), "the writer's COMMAND ran"
+        r1.go()
+        assert_eq(r1.wait(3.0), 0, "the first reader's exit status")
+        assert_eq(len(env.redis_hash(n)), 2, "one reader left")
+        r2.go()
+        assert_eq(r2.wait(3.0), 0, "the second reader's exit status")
+        assert_eq(r1.output() + r2.output(), "", "the readers' output")
+    wait_until(_gone(env, n), 1.0, what="the read-write lock gone after both readers")
+
+
+def test_write_run_keeps_readers_out_until_it_ends(env):
+    n = env.name("write")
+    with TempDir() as d, Background(d, ["-s", _addr(env), "--exclusive", n, "--", "sh", "-c", WAIT_FOR_GO]) as w:
+        w.wait_ready()
+        r = run_rlock(["-s", _addr(env), "--read", "-n", n, "--", "touch", "ran"], cwd=d)
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "rlock --read -n while written (stderr %r)" % r.stderr)
+        with Background(d, ["-s", _addr(env), "--read", "-w", "5000", n, "--", "touch", "ran"]) as reader:
+            env.wait_waiting(1, what="the reader queued behind the writer")
+            assert not os.path.exists(os.path.join(d, "ran")), "the reader's COMMAND ran beside the writer"
+            w.go()
+            assert_eq(w.wait(3.0), 0, "the writer's exit status")
+            assert_eq(reader.wait(3.0), 0, "the reader's exit status once the writer ended")
+        assert os.path.exists(os.path.join(d, "ran")), "the reader's COMMAND did not run"
+    assert_eq(env.redis("EXISTS", n), 0, "lock key after both")
+
+
+def test_kind_applies_to_status_and_force_unlock(env):
+    n = env.name("rwstatus")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1, "READ"), "OK", "LOCK ... READ by another client")
+    r = run_rlock(["-s", _addr(env), "--read", "status", n])
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\n", r.stdout), \
+        "rlock --read status of a read lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
+    # the plain lock of that name: there is none, the name is a read-write lock
+    r = run_rlock(["-s", _addr(env), "status", n])
+    assert_eq((r.returncode, r.stdout), (0, "unlocked\n"), "rlock status (plain) of a read lock")
+    r = run_rlock(["-s", _addr(env), "--write", "force-unlock", n])
+    assert_eq((r.returncode, r.stdout), (0, "not locked\n"), "rlock --write force-unlock of a read lock")
+    assert_eq(env.redis("HGET", n, "mode"), "read", "the read lock after --write force-unlock")
+    r = run_rlock(["-s", _addr(env), "--shared", "force-unlock", n])
+    assert_eq((r.returncode, r.stdout), (0, "force-unlocked\n"), "rlock --shared force-unlock of a read lock")
+    assert_eq(env.redis("EXISTS", n), 0, "key after force-unlock")
