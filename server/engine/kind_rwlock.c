@@ -119,9 +119,11 @@ static struct backend_script write_acquire_script = {
  * Sets a reader's count: KEYS name, channel; ARGV message, lease, field,
  * count (-1: the field's less one), publish. nil: the owner holds no read
  * hold; 0: it still does; 1: it no longer does. Its hold's timeout key
- * goes with it; the hash lives as long as its longest remaining read
- * hold, or while a writer holds it, and is deleted (and "0" sent) when
- * none is left.
+ * goes with it; one missing for a hold kept (a settle after a failover
+ * that lost it) is made again, to live the lease or, with lease 0 (a
+ * settle, which must not extend a hold), as long as the hash. The hash
+ * lives as long as its longest remaining read hold, or while a writer
+ * holds it, and is deleted (and "0" sent) when none is left.
  */
 static struct backend_script read_set_script = {
     "rw_read_set",
@@ -136,8 +138,10 @@ static struct backend_script read_set_script = {
     "redis.call('del', timeout_key(KEYS[1], ARGV[3], n)); end; "
     "if c > 0 then "
     "redis.call('hset', KEYS[1], ARGV[3], c); "
-    "for n = 1, c do "
-    "redis.call('set', timeout_key(KEYS[1], ARGV[3], n), 1, 'px', ARGV[2], "
+    "local px = tonumber(ARGV[2]); "
+    "if px == 0 then px = redis.call('pttl', KEYS[1]); end; "
+    "for n = 1, px > 0 and c or 0 do "
+    "redis.call('set', timeout_key(KEYS[1], ARGV[3], n), 1, 'px', px, "
     "'nx'); end; "
     "else redis.call('hdel', KEYS[1], ARGV[3]); end; "
     "if redis.call('hlen', KEYS[1]) > 1 then "
@@ -153,7 +157,8 @@ static struct backend_script read_set_script = {
 /*
  * Sets the writer's count: KEYS name, channel; ARGV message, lease, field
  * (":write"), count (-1: the field's less one), publish. nil: the owner
- * does not hold the write lock; 0: it still does (the lease set); 1: it
+ * does not hold the write lock; 0: it still does (the lease set, unless
+ * it is 0: a settle leaves the time to live alone); 1: it
  * no longer does: the lock is deleted, or read if the owner holds read
  * holds too (a downgrade), and "1" wakes every waiter.
  */
@@ -168,7 +173,7 @@ static struct backend_script write_set_script = {
     "if c < 0 then c = tonumber(cur) - 1; end; "
     "if c > 0 then "
     "redis.call('hset', KEYS[1], ARGV[3], c); "
-    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "if ARGV[2] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[2]); end; "
     "return 0; end; "
     "redis.call('hdel', KEYS[1], ARGV[3]); "
     "if redis.call('hlen', KEYS[1]) == 1 then redis.call('del', KEYS[1]); "

@@ -79,6 +79,8 @@ struct lock_call_args {
     const size_t *key_len;
     const char *field; /* "<client-id>:<thread-id>" */
     size_t field_len;
+    /* acquire, release: the hold's lease; settle: 0, for a settle sets a
+     * count and never extends a hold's time to live */
     int64_t lease_ms;
     /* acquire, release: the count this daemon knows the owner holds (0: a
      * new hold; none known); settle: the count to set */

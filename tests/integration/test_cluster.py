@@ -11,7 +11,9 @@ rlockd exclude and wake each other on every master with sharded pub/sub (auto, o
 Redis 7) and with global; so do rlockd and a client running Redisson's own scripts
 with global, with sharded, and, for a mixed fleet, with both; node-redisson over
 ioredis's Cluster client and rlockd in global mode; a waiter on a slot that moves is
-woken on its new master; a master killed with SIGKILL is
+woken on its new master; every lock kind (FAIR's queue, deadlines and per-waiter
+channel, READ's timeout keys, FENCED's counter) keeps its keys in the name's slot
+and wakes waiters across two rlockd; a master killed with SIGKILL is
 replaced by its replica, the holds in its slots alone are checked, waiters woken and
 new locks served; a seed that is down at start-up is skipped; and slots moved
 between masters under 20 looping clients cost no error and no overlap, with MOVED
@@ -195,6 +197,66 @@ def _redisson_client_exclusion(s, java_sharded, java_listens_sharded, tag=""):
                   "Java acquires after rlockd's release")
         assert_eq(java.call("EVAL", release, 2, name, channel_for(name), 0, 30000, owner), 1,
                   "Java release")
+
+
+def _assert_in_slot(s, port, name, keys, what):
+    node, slot = s.node(port), s.cluster.keyslot(name)
+    for key in [name] + keys:
+        assert_eq(node.call("EXISTS", key), 1, "%s (%s) on its slot's master" % (key, what))
+        assert_eq(s.cluster.keyslot(key), slot, "%s in %s's slot" % (key, name))
+
+
+def _kind_hand_off(s, other, port, name, kind, keys):
+    """name held with kind through s.rlockd, waited for through other (and, for READ,
+    by a second reader there too). keys(stage, owner field) lists the keys the kind
+    must have, besides the lock's, on the master of name's slot, in name's slot:
+    while the first waiter waits, and once each waiter holds. The holder's UNLOCK
+    wakes the waiters by message (the lease is the watchdog's 30 s). Each answers
+    what its kind answers: OK, or a fencing token."""
+    holder_kind = "WRITE" if kind == "READ" else kind
+    a = s.client("%s-a-%d" % (kind, port))
+    waiters = [s.client("%s-b%d-%d" % (kind, i, port), daemon=other)
+               for i in range(2 if kind == "READ" else 1)]
+    first = a.call("LOCK", name, 1, holder_kind)
+    assert_eq(first if kind != "FENCED" else "OK", "OK", "%s LOCK %s" % (holder_kind, name))
+    before = info_int(other, "unlock_messages")
+    for w in waiters:
+        w.send("LOCK", name, 1, kind)
+    wait_info(other, "waiting_clients", len(waiters), what="the %s waiters queued" % kind)
+    _assert_in_slot(s, port, name, keys("waiting", "%s-b0-%d:1" % (kind, port)), kind + " waiting")
+    assert_eq(a.call("UNLOCK", name, 1, holder_kind), 1, "%s UNLOCK" % holder_kind)
+    for w in waiters:
+        got = w.read_reply(timeout=3.0)
+        if kind == "FENCED":
+            assert isinstance(got, int) and got > first, "token %r after the holder's %r" % (got, first)
+        else:
+            assert_eq(got, "OK", "the %s waiter after the release" % kind)
+    assert info_int(other, "unlock_messages") > before, "woken by the unlock message"
+    for i in range(len(waiters)):
+        _assert_in_slot(s, port, name, keys("held", "%s-b%d-%d:1" % (kind, i, port)), kind + " held")
+    for w in waiters:
+        assert_eq(w.call("UNLOCK", name, 1, kind), 1, "the %s waiter's UNLOCK" % kind)
+    assert_eq(s.node(port).call("EXISTS", name), 0, "%s released" % name)
+
+
+def test_every_lock_kind_keeps_its_keys_in_the_names_slot_and_wakes_across_daemons():
+    """FAIR (queue, deadlines, a channel per waiter), READ/WRITE (per-hold timeout keys,
+    the rwlock channel) and FENCED (the token counter) on a name on each master: a
+    script touching a key outside the name's slot would fail with a cross-slot error."""
+    kinds = {
+        "FAIR": lambda stage, field: (["redisson_lock_queue:{%s}", "redisson_lock_timeout:{%s}"]
+                                      if stage == "waiting" else []),
+        "READ": lambda stage, field: ["{%%s}:%s:rwlock_timeout:1" % field] if stage == "held" else [],
+        "FENCED": lambda stage, field: ["redisson_lock_token:{%s}"],
+    }
+    with Setup({"lock": {"watchdog_timeout_ms": 30000}}) as s:
+        other = s.second()
+        for port, names in s.cluster.names_on_each_master("kinds", count=len(kinds)).items():
+            for (kind, keys), name in zip(sorted(kinds.items()), names):
+                _kind_hand_off(s, other, port, name, kind,
+                               lambda stage, field: [k % name for k in keys(stage, field)])
+        for d in (s.rlockd, other):
+            assert_eq(info_int(d, "cluster_moved"), 0, "every call went straight to its master")
 
 
 def test_a_redisson_client_with_global_pubsub_excludes_and_wakes_rlockd_clients():

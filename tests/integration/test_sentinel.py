@@ -5,7 +5,8 @@ free loopback ports, started and stopped by pid by the test.
 
 Each test starts its own setup (failovers change it for good). What is proved:
 discovery through any one sentinel; a failover keeps replicated holds (and renews
-them on the new master), lets a waiter go at once and serves new LOCKs; a hold the
+them on the new master), lets a waiter go at once and serves new LOCKs; so it does
+for a hold of every lock kind, each checked with its own script; a hold the
 replica never got is reported lost to its holder; sync_replicas sends WAIT, and a
 grant no replica acknowledges is undone and answered -NOREPLICAS.
 """
@@ -117,6 +118,39 @@ def test_failover_keeps_replicated_holds_wakes_waiters_and_serves_new_locks():
         fresh = s.client("fresh")
         assert_eq(fresh.call("LOCK", "new-after", 1), "OK", "a new LOCK after the failover")
         assert_eq(holder.call("UNLOCK", "leased", 1), 1, "the leased hold released on the new master")
+
+
+def test_failover_keeps_a_hold_of_every_kind_and_renews_it_on_the_new_master():
+    """Each kind's hold is checked on the new master with its own script (a read hold
+    by its field in the read-write hash), kept, and renewed there (a read hold's
+    timeout key too); a FAIR waiter queued before the failover is served after it."""
+    holds = [("f", 1, "FAIR"), ("rw", 1, "READ"), ("rw", 2, "READ"), ("w", 1, "WRITE"),
+             ("t", 1, "FENCED")]
+    with Setup({"lock": {"watchdog_timeout_ms": 3000}}) as s:
+        holder, waiter = s.client("holder"), s.client("waiter")
+        for name, tid, kind in holds:
+            got = holder.call("LOCK", name, tid, kind)
+            assert got == "OK" or (kind == "FENCED" and got == 1), "%s LOCK %s: %r" % (kind, name, got)
+        waiter.send("LOCK", "f", 9, "FAIR")
+        wait_info(s.rlockd, "blocked_clients", "1", timeout=3.0)
+        on_old = s.master()
+        wait_until(lambda: on_old.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the holds")
+        new = s.sentinels.failover()
+        wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, new), timeout=5.0)
+        wait_info(s.rlockd, "failover_locks_kept", str(len(holds)), timeout=5.0)
+        assert_eq(s.info()["failover_locks_lost"], "0", "INFO failover_locks_lost")
+        on_new = s.master()
+        time.sleep(2.5)   # longer than a lease's last third: only renewals keep them
+        for key in ("f", "rw", "w", "{rw}:holder:1:rwlock_timeout:1", "{rw}:holder:2:rwlock_timeout:1"):
+            assert on_new.call("PTTL", key) > 2000, "%s renewed on the new master" % key
+        assert_eq(holder.call("TOKEN", "t"), 1, "the token counter replicated")
+        assert_eq(holder.call("LOCK", "t", 1, "FENCED"), 2, "a reentrant fenced acquire on the new master")
+        assert_eq(holder.call("UNLOCK", "f", 1, "FAIR"), 1, "FAIR UNLOCK on the new master")
+        assert_eq(waiter.read_reply(3.0), "OK", "the fair waiter served after the failover")
+        for name, tid, kind in holds[1:] + [("t", 1, "FENCED")]:
+            assert_eq(holder.call("UNLOCK", name, tid, kind) in (0, 1), True, "%s UNLOCK %s" % (kind, name))
+        for name in ("rw", "w", "t"):
+            assert_eq(on_new.call("EXISTS", name), 0, "%s released" % name)
 
 
 def test_a_hold_the_replica_never_got_is_reported_lost():
