@@ -74,6 +74,9 @@ struct lock_call {
     bool may_wait;         /* its wait has not run out at its start */
     int64_t queue_wait_ms; /* how long its place there is kept */
     int64_t token;         /* a fenced grant's fencing token */
+    /* Its place in the order of every call this daemon started: a reader
+     * yields only to writers that asked before it. */
+    uint64_t arrival;
     uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
     lock_done_fn *done;
@@ -111,6 +114,7 @@ static struct {
         size_t kept, lost;
         bool (*affected)(const char *key, size_t len);
     } recheck;
+    uint64_t arrivals; /* struct lock_call.arrival's counter */
     bool shutting_down;
 } engine;
 
@@ -138,6 +142,7 @@ static struct lock_call *call_new(struct lock *lock, enum lock_op op)
     call->lock = lock;
     call->op = op;
     call->refs = 1;
+    call->arrival = ++engine.arrivals;
     call->deadline_ms = NO_DEADLINE;
     list_init(&call->queue_link);
     list_init(&call->park_link);
@@ -332,11 +337,12 @@ static void call_dequeue(struct lock_call *call, bool granted)
     if (lock->kind->channel_per_waiter)
         engine.backend->unlisten(&call->listener);
     head = queue_head(lock);
+    if (was_head) /* the waiters that yielded to it may go on */
+        wake_yielding(lock);
     if (head == NULL) {
         list_remove(&lock->waiting_link);
         if (!lock->kind->channel_per_waiter)
             engine.backend->unlisten(&lock->listener);
-        wake_yielding(lock);
         return;
     }
     if (!was_head || head->state != CALL_QUEUED)
@@ -352,8 +358,9 @@ static void call_dequeue(struct lock_call *call, bool granted)
                   (int)lock->name_len, lock->name);
 }
 
-/* The last waiter of lock left: the waiters of kinds that yield to it
- * (readers behind writers) ask again. */
+/* The head waiter of lock left: the waiters of kinds that yield to it
+ * (readers behind writers) look again, and those that arrived before
+ * every writer still waiting ask Redis. */
 static void wake_yielding(struct lock *lock)
 {
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++) {
@@ -365,21 +372,34 @@ static void wake_yielding(struct lock *lock)
     }
 }
 
-/* Whether an acquire queues behind this daemon's waiters of the kind its
- * own yields to, without asking Redis: a reader behind a waiting writer
- * (unless it holds the lock already, or it would wait on itself). */
+/* Whether the owner of call holds lock (not lost). */
+static bool owner_holds(const struct lock_call *call, struct lock *lock)
+{
+    struct hold *hold =
+        lock != NULL ? hold_find(lock, call->session, call->thread_id) : NULL;
+
+    return hold != NULL && !hold->lost;
+}
+
+/*
+ * Whether an acquire queues behind this daemon's waiters of the kind its
+ * own yields to, without asking Redis: a reader behind a writer that
+ * asked before it. Not if the owner holds either lock already: a reader
+ * re-entering, or a writer downgrading, would wait on a writer that waits
+ * for it.
+ */
 static bool call_yields(const struct lock_call *call)
 {
     const struct lock_kind *to = call->lock->kind->yields_to;
     struct lock *other;
-    struct hold *hold;
+    struct lock_call *first;
 
     if (to == NULL)
         return false;
     other = lock_find(to, call->lock->name, call->lock->name_len);
-    hold = hold_find(call->lock, call->session, call->thread_id);
-    return other != NULL && other->waiters.length > 0 &&
-           (hold == NULL || hold->lost);
+    first = other != NULL ? queue_head(other) : NULL;
+    return first != NULL && first->arrival < call->arrival &&
+           !owner_holds(call, call->lock) && !owner_holds(call, other);
 }
 
 static void wake_one(struct lock_call *call)
@@ -639,33 +659,42 @@ static void release_in_background(struct lock *lock, enum lock_op op,
     call_unref(call);
 }
 
+static void leave_later(struct lock *lock, const char *field,
+                        size_t field_len, int64_t queue_wait_ms);
+
+/* Takes the owner out of the lock's queue in Redis; a leave that cannot
+ * be sent, or is not answered, is sent again once Redis answers (a place
+ * left behind would hold up everyone behind it until it runs out). */
+static void leave_send(struct lock *lock, const char *field, size_t field_len,
+                       int64_t queue_wait_ms)
+{
+    struct lock_call *leave = call_new(lock, LOCK_OP_LEAVE_QUEUE);
+
+    if (leave == NULL) {
+        log_error("out of memory: a waiter stays queued for '%.*s' until its "
+                  "place runs out",
+                  (int)lock->name_len, lock->name);
+        return;
+    }
+    leave->state = CALL_FINISHED;
+    leave->background = true;
+    leave->queue_wait_ms = queue_wait_ms;
+    memcpy(leave->field, field, field_len);
+    leave->field_len = field_len;
+    if (call_send(leave, LOCK_OP_LEAVE_QUEUE, 0, on_background_reply) != 0)
+        leave_later(lock, field, field_len, queue_wait_ms);
+    call_unref(leave);
+}
+
 /* A fair acquire that ends ungranted takes its owner out of the queue in
  * Redis, where it may have queued it; whether the owner is there or not,
  * the script leaves the queue as it should be. */
 static void leave_redis_queue(struct lock_call *call)
 {
-    struct lock_call *leave;
-
     if (!call->in_redis_queue)
         return;
     call->in_redis_queue = false;
-    leave = call_new(call->lock, LOCK_OP_LEAVE_QUEUE);
-    if (leave == NULL) {
-        log_error("out of memory: a waiter stays queued for '%.*s' until its "
-                  "place runs out",
-                  (int)call->lock->name_len, call->lock->name);
-        return;
-    }
-    leave->state = CALL_FINISHED;
-    leave->background = true;
-    leave->queue_wait_ms = call->queue_wait_ms;
-    memcpy(leave->field, call->field, call->field_len);
-    leave->field_len = call->field_len;
-    if (call_send(leave, LOCK_OP_LEAVE_QUEUE, 0, on_background_reply) != 0)
-        log_warn("a waiter stays queued for '%.*s' until its place runs out: "
-                 "Redis cannot be reached",
-                 (int)call->lock->name_len, call->lock->name);
-    call_unref(leave);
+    leave_send(call->lock, call->field, call->field_len, call->queue_wait_ms);
 }
 
 /* ---- settling: calls whose reply was lost ---------------------------- */
@@ -678,31 +707,48 @@ static void leave_redis_queue(struct lock_call *call)
  * in Redis is set to the one this daemon knows (0 frees the lock and
  * wakes its waiters), before any later call for the key is sent: so no
  * lock is left that nobody here accounts for, no count moves behind a
- * client's back, and a waiter is not kept waiting for a TTL.
+ * client's back, and a waiter is not kept waiting for a TTL. A fair
+ * queue's leave that got no reply is remembered and sent again alike.
  */
 struct unsettled {
     struct list_node link;
     struct lock *lock;
+    enum lock_op op;       /* LOCK_OP_SETTLE or LOCK_OP_LEAVE_QUEUE */
+    int64_t queue_wait_ms; /* a leave's */
     size_t field_len;
     char field[OWNER_FIELD_SIZE];
 };
 
-static void settle_later(struct lock *lock, const char *field,
-                         size_t field_len)
+static void unsettled_add(struct lock *lock, enum lock_op op,
+                          const char *field, size_t field_len,
+                          int64_t queue_wait_ms)
 {
     struct unsettled *u = malloc(sizeof(*u));
 
     if (u == NULL) {
-        log_error("out of memory: an acquire of '%.*s' whose reply was lost "
-                  "is left to its TTL",
+        log_error("out of memory: '%.*s' is left to its TTL",
                   (int)lock->name_len, lock->name);
         return;
     }
     u->lock = lock;
     lock->refs++;
+    u->op = op;
+    u->queue_wait_ms = queue_wait_ms;
     memcpy(u->field, field, field_len);
     u->field_len = field_len;
     list_push_tail(&engine.unsettled, &u->link);
+}
+
+static void settle_later(struct lock *lock, const char *field,
+                         size_t field_len)
+{
+    unsettled_add(lock, LOCK_OP_SETTLE, field, field_len, 0);
+}
+
+static void leave_later(struct lock *lock, const char *field,
+                        size_t field_len, int64_t queue_wait_ms)
+{
+    unsettled_add(lock, LOCK_OP_LEAVE_QUEUE, field, field_len, queue_wait_ms);
 }
 
 /* The hold this daemon has for an owner field, whoever's call asks. */
@@ -736,8 +782,13 @@ static void on_settle_reply(void *arg, const struct backend_value *reply)
 static void settle_send(struct unsettled *u)
 {
     struct hold *hold = hold_of_field(u->lock, u->field, u->field_len);
-    struct lock_call *call = call_new(u->lock, LOCK_OP_SETTLE);
+    struct lock_call *call;
 
+    if (u->op == LOCK_OP_LEAVE_QUEUE) {
+        leave_send(u->lock, u->field, u->field_len, u->queue_wait_ms);
+        return;
+    }
+    call = call_new(u->lock, LOCK_OP_SETTLE);
     if (call == NULL) {
         log_error("out of memory: '%.*s' is settled by its TTL",
                   (int)u->lock->name_len, u->lock->name);
@@ -1356,6 +1407,9 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
 
     if (outcome == OUTCOME_RELEASED)
         wake(call->lock, 1);
+    else if (reply == NULL && call->op == LOCK_OP_LEAVE_QUEUE)
+        leave_later(call->lock, call->field, call->field_len,
+                    call->queue_wait_ms);
     else if (reply == NULL && call->background) /* it may not have run */
         settle_later(call->lock, call->field, call->field_len);
     else if (outcome == OUTCOME_BAD_REPLY && call->background)
@@ -1495,20 +1549,41 @@ static const char *hold_refusal(const struct lock_call *call)
     return NULL;
 }
 
-/* Whether the owner holds the kind its acquire may not be taken with (a
- * read hold asking to write: it would wait for itself for ever). */
-static bool upgrade_refused(const struct lock_call *call)
+/*
+ * Why the owner's acquire or UNLOCK of this kind is refused, or NULL. A
+ * read hold asking to write would wait for itself for ever. And the
+ * kinds stored in RLock's hash are one field in Redis: the owner of a
+ * FAIR hold whose plain UNLOCK went through would free it there behind
+ * the FAIR hold's back (its waiters not told, its watchdog finding it
+ * gone), so the kind it holds the name as must be named.
+ */
+static const char *kind_refusal(const struct lock_call *call)
 {
+    static char why[160];
     const struct lock_kind *kind = call->lock->kind;
-    struct lock *other;
-    struct hold *held;
+    const char *name = call->lock->name;
+    size_t len = call->lock->name_len;
 
-    if (kind->not_while_holding == NULL ||
-        (other = lock_find(kind->not_while_holding, call->lock->name,
-                           call->lock->name_len)) == NULL)
-        return false;
-    held = hold_find(other, call->session, call->thread_id);
-    return held != NULL && !held->lost;
+    if (call->op == LOCK_OP_ACQUIRE && kind->not_while_holding != NULL &&
+        owner_holds(call, lock_find(kind->not_while_holding, name, len)))
+        return "this owner holds the lock for READ, and a read hold is "
+               "never upgraded to WRITE (it would wait for itself): UNLOCK "
+               "it first";
+    for (size_t k = 0; kind->rlock_hash && k < LOCK_KIND_COUNT; k++) {
+        const struct lock_kind *other = lock_kinds[k];
+
+        if (other != kind && other->rlock_hash &&
+            owner_holds(call, lock_find(other, name, len))) {
+            snprintf(why, sizeof(why),
+                     "this owner holds the lock as %s%s: name that kind to "
+                     "%s it",
+                     other->word[0] ? other->word : "a plain lock",
+                     other->word[0] ? " lock" : "",
+                     call->op == LOCK_OP_ACQUIRE ? "take it again" : "UNLOCK");
+            return why;
+        }
+    }
+    return NULL;
 }
 
 /* Sends a query or UNLOCK, the first time or again. */
@@ -1540,14 +1615,12 @@ static void call_proceed(struct lock_call *call)
     } else if (!engine.backend->key_ready(call->lock->name,
                                           call->lock->name_len)) {
         call_park(call, call_proceed);
+    } else if ((call->op == LOCK_OP_ACQUIRE || call->op == LOCK_OP_RELEASE) &&
+               (refusal = kind_refusal(call)) != NULL) {
+        finish_error(call, REPLY_ERR, refusal);
     } else if (call->op == LOCK_OP_ACQUIRE) {
         refusal = hold_refusal(call);
-        if (upgrade_refused(call))
-            finish_error(call, REPLY_ERR,
-                         "this owner holds the lock for READ, and a read "
-                         "hold is never upgraded to WRITE (it would wait for "
-                         "itself): UNLOCK it first");
-        else if (refusal != NULL)
+        if (refusal != NULL)
             finish_error(call, REPLY_LIMIT, refusal);
         else if (needs_record(call))
             record_then_attempt(call);

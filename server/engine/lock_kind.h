@@ -162,6 +162,10 @@ struct lock_kind {
     /* The owner may not acquire this kind while it holds that one of the
      * same name (a read hold is never upgraded to a write one). */
     const struct lock_kind *not_while_holding;
+    /* Its holds are fields of a hash shaped as RLock's, as those of every
+     * other kind so marked (the plain, fair and fenced locks): an owner
+     * holds a name as one of them at a time, and names that one. */
+    bool rlock_hash;
     /* How many waiters, from the head, a message's payload wakes. */
     size_t (*on_message)(const char *payload, size_t len);
     /* Its count of acquisitions in INFO; NULL: only the total. */

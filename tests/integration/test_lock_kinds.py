@@ -250,6 +250,17 @@ def test_fenced_and_plain_lock_exclude_each_other(env):
     assert_eq(b.call("TRYLOCK", n, 1, "FENCED"), 1, "TRYLOCK FENCED once free: token 1")
 
 
+def test_an_owner_names_the_kind_it_holds_a_name_as(env):
+    n = env.name("mixed")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1, "FAIR"), "OK", "FAIR LOCK")
+    assert_error(a.call("UNLOCK", n, 1), "ERR", "name that kind", what="plain UNLOCK of a FAIR hold")
+    assert_error(a.call("TRYLOCK", n, 1, "FENCED"), "ERR", "name that kind", what="FENCED TRYLOCK of a FAIR hold")
+    assert_eq(env.redis("HGETALL", n), [a.call("CLIENTID") + ":1", "1"], "the FAIR hold untouched in Redis")
+    assert_eq(a.call("UNLOCK", n, 1, "FAIR"), 1, "UNLOCK FAIR")
+    assert_eq(a.call("LOCK", n, 1), "OK", "a plain LOCK once the FAIR hold is gone")
+
+
 def test_token_of_an_application_key_reveals_nothing(env):
     n = env.name("fenced")
     env.redis("SET", tagged("redisson_lock_token", n), "not a number")

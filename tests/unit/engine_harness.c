@@ -61,6 +61,21 @@ static void expect_nothing_left(void)
     ck_assert_uint_eq(fake_backend.misuse, 0);
 }
 
+/* The calls Redis's return sends for what the teardown left unanswered:
+ * each kind's settle, and a fair waiter's leave of the queue in Redis. */
+static struct fake_eval *find_catch_up_call(void)
+{
+    static const char *const names[] = {
+        SETTLE,         "fair_settle", "rw_read_set",
+        "rw_write_set", "fair_leave",  "DEL",
+    };
+    struct fake_eval *e = NULL;
+
+    for (size_t i = 0; e == NULL && i < sizeof(names) / sizeof(*names); i++)
+        e = fake_backend_find(names[i], NULL);
+    return e;
+}
+
 void engine_teardown(void)
 {
     struct fake_eval *e;
@@ -76,11 +91,10 @@ void engine_teardown(void)
         fake_eval_answer(e, NULL);
     }
     /* Redis answers again: acquires whose replies were lost are settled
-     * (and found already gone). */
+     * (and found already gone), fair waiters leave the queue. */
     fake_backend.ready = true;
     lock_engine_backend_ready();
-    while ((e = fake_backend_find(SETTLE, NULL)) != NULL ||
-           (e = fake_backend_find("DEL", NULL)) != NULL) {
+    while ((e = find_catch_up_call()) != NULL) {
         ck_assert_int_lt(answered++, MAX_DRAIN);
         fake_eval_answer(e, &(struct backend_value){.type = VALUE_INTEGER});
     }
@@ -138,9 +152,9 @@ void join_start(struct test_join *j, const char *id, const char *secret,
                 bool resume)
 {
     memset(j, 0, sizeof(*j));
-    j->join = lock_engine_join(id, strlen(id), secret,
-                               secret ? strlen(secret) : 0, resume, on_joined,
-                               j);
+    j->join =
+        lock_engine_join(id, strlen(id), secret, secret ? strlen(secret) : 0,
+                         resume, on_joined, j);
     advance(0); /* the record is read from the engine's timer */
 }
 
@@ -201,7 +215,16 @@ struct test_call *start(struct session *s, enum lock_request_op op,
                         const char *name, uint64_t thread_id, int64_t wait_ms,
                         int64_t lease_ms)
 {
-    struct lock_request req = {.kind = &lock_kind_rlock,
+    return start_kind(s, &lock_kind_rlock, op, name, thread_id, wait_ms,
+                      lease_ms);
+}
+
+struct test_call *start_kind(struct session *s, const struct lock_kind *kind,
+                             enum lock_request_op op, const char *name,
+                             uint64_t thread_id, int64_t wait_ms,
+                             int64_t lease_ms)
+{
+    struct lock_request req = {.kind = kind,
                                .op = op,
                                .name = name,
                                .name_len = strlen(name),
@@ -318,6 +341,24 @@ struct fake_eval *expect_acquire_by(const char *name, const char *field)
             return e;
     }
     ck_abort_msg("no pending acquire of %s by %s", name, field);
+    return NULL;
+}
+
+struct fake_eval *expect_eval_with(const char *name, const char *key,
+                                   const char *arg)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &fake_backend.evals) {
+        struct fake_eval *e = list_entry(pos, struct fake_eval, link);
+
+        if (strcmp(e->name, name) != 0 || strcmp(e->key, key) != 0)
+            continue;
+        for (int i = 0; i < e->argc; i++)
+            if (strcmp(e->argv[i], arg) == 0)
+                return e;
+    }
+    ck_abort_msg("no pending %s of %s with %s", name, key, arg);
     return NULL;
 }
 

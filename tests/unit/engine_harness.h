@@ -92,6 +92,11 @@ int join_with(const char *id, const char *secret, struct session **out);
 struct test_call *start(struct session *s, enum lock_request_op op,
                         const char *name, uint64_t thread_id, int64_t wait_ms,
                         int64_t lease_ms);
+/* start for a lock of kind (start is the plain lock's, RLock). */
+struct test_call *start_kind(struct session *s, const struct lock_kind *kind,
+                             enum lock_request_op op, const char *name,
+                             uint64_t thread_id, int64_t wait_ms,
+                             int64_t lease_ms);
 struct test_call *acquire(struct session *s, const char *name,
                           uint64_t thread_id, int64_t wait_ms,
                           int64_t lease_ms);
@@ -124,6 +129,11 @@ extern const struct backend_value nil_reply, one_reply;
 struct fake_eval *expect_eval(const char *name, const char *key);
 /* The pending acquire of lock name by owner field. */
 struct fake_eval *expect_acquire_by(const char *name, const char *field);
+/* The oldest pending eval of script (or command) name for key with arg
+ * among its arguments: an owner's field, whatever its position in the
+ * kind's call. */
+struct fake_eval *expect_eval_with(const char *name, const char *key,
+                                   const char *arg);
 void expect_args(const struct fake_eval *e, int argc, ...);
 void expect_nothing_pending(void);
 

@@ -36,6 +36,8 @@ static void fake_add_script(struct backend_script *script)
 {
     if (fake_backend.script_count < FAKE_BACKEND_MAX_SCRIPTS)
         fake_backend.scripts[fake_backend.script_count++] = script;
+    else
+        fake_backend.misuse++; /* has_script could not find it */
 }
 
 static int fake_eval(const struct backend_call *call, backend_reply_fn *fn,

@@ -20,7 +20,8 @@
 #include "backend/backend.h"
 #include "base/list.h"
 
-#define FAKE_BACKEND_MAX_SCRIPTS 16
+/* Room for every kind's scripts (lock_kinds[]) and the session store's. */
+#define FAKE_BACKEND_MAX_SCRIPTS 64
 
 /* One eval the engine sent and the test has not answered yet. */
 struct fake_eval {
@@ -40,9 +41,11 @@ struct fake_backend {
     struct list_node listeners; /* struct backend_listener.link */
     struct backend_script *scripts[FAKE_BACKEND_MAX_SCRIPTS];
     size_t script_count;
-    bool ready;      /* key_ready's answer for every key */
-    int eval_error;  /* non-zero: eval refuses every call with it */
-    unsigned misuse; /* listen on a listener already listening */
+    bool ready;     /* key_ready's answer for every key */
+    int eval_error; /* non-zero: eval refuses every call with it */
+    /* listen on a listener already listening, or more scripts added
+     * than there is room for */
+    unsigned misuse;
     /* key_group's answer; NULL puts every key in group 0 */
     unsigned (*group)(const char *key, size_t len);
     /* sync: true sends it as an eval of the plain command "WAIT" (answer

@@ -23,6 +23,7 @@
     X(keyslot_suite)                                                           \
     X(cluster_map_suite)                                                       \
     X(lock_engine_suite)                                                       \
+    X(lock_kinds_suite)                                                        \
     X(watchdog_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);
