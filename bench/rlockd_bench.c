@@ -4,10 +4,12 @@
  * Owns: the benchmark scenarios, how they are measured, and the report.
  * It compares lock+unlock pairs through rlockd with the same pairs sent
  * straight to Redis as Redisson's own Lua scripts (EVALSHA), with 1 and
- * with many concurrent clients, and measures the contended case (many
- * clients, one lock name, through rlockd) and the held case (--held N
- * watchdog-mode locks taken, held for a window, then released; see
- * "held locks" below for what it measures).
+ * with many concurrent clients, and the same many-clients comparison for
+ * every other lock kind (FAIR, READ, WRITE, FENCED; the kind table below);
+ * it measures the contended cases through rlockd (many clients on one
+ * RLock, on one FAIR lock, and one WRITE client among READ clients on one
+ * name) and the held case (--held N watchdog-mode locks taken, held for a
+ * window, then released; see "held locks" below for what it measures).
  *
  * How it drives load: every simulated client is its own hiredis async
  * connection running a closed loop (send, wait for the reply, send the
@@ -74,8 +76,19 @@
 #define HELD_PHASE_TIMEOUT_NS (60 * NS_PER_SEC)
 #define HELD_SETTLE_TIMEOUT_NS (5 * NS_PER_SEC)
 
-/* Redisson's RLock scripts (RedissonLock.tryLockInnerAsync and
- * unlockInnerAsync), the reference rlockd is measured against. */
+/*
+ * The direct side's scripts: Redisson's own, written from
+ * ../shared/reference/redisson-rlock.md (RLock) and redisson-family.md
+ * (section 2 fair, 3 read-write, 6 fenced), never from rlockd's. Every
+ * release is the form without the unlock latch (Redisson 3.24.1 added a
+ * GET and a SET of a per-call key to each, and a DEL after it, so that a
+ * retried unlock answers what the first one did): rlockd has no latch
+ * either, and the figures should compare the lock's own work. The
+ * acquires are Redisson's byte for byte (their SHA1s are the reference's);
+ * the releases are, but for the latch lines.
+ */
+
+/* RLock (RedissonLock.tryLockInnerAsync and unlockInnerAsync). */
 static const char ACQUIRE_SCRIPT[] =
     "if ((redis.call('exists', KEYS[1]) == 0) "
     "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
@@ -100,7 +113,350 @@ static const char RELEASE_SCRIPT[] =
     "end; "
     "return nil;";
 
+/* RFairLock. Every fair script first drops queue heads whose deadline,
+ * on the client's clock (ARGV[4] in both scripts below), has passed. */
+#define FAIR_DROP_STALE_HEADS                                                  \
+    "while true do "                                                           \
+    "local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"                 \
+    "if firstThreadId2 == false then "                                         \
+    "break;"                                                                   \
+    "end;"                                                                     \
+    "local timeout = redis.call('zscore', KEYS[3], firstThreadId2);"           \
+    "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "     \
+    "redis.call('zrem', KEYS[3], firstThreadId2);"                             \
+    "redis.call('lpop', KEYS[2]);"                                             \
+    "else "                                                                    \
+    "break;"                                                                   \
+    "end;"                                                                     \
+    "end;"
+
+/* Acquire with queueing (lock()): KEYS name, queue, timeout; ARGV lease,
+ * field, wait, now. */
+static const char FAIR_ACQUIRE_SCRIPT[] = FAIR_DROP_STALE_HEADS
+    "if (redis.call('exists', KEYS[1]) == 0) "
+    "and ((redis.call('exists', KEYS[2]) == 0) "
+    "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
+    "redis.call('lpop', KEYS[2]);"
+    "redis.call('zrem', KEYS[3], ARGV[2]);"
+    "local keys = redis.call('zrange', KEYS[3], 0, -1);"
+    "for i = 1, #keys, 1 do "
+    "redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);"
+    "end;"
+    "redis.call('hset', KEYS[1], ARGV[2], 1);"
+    "redis.call('pexpire', KEYS[1], ARGV[1]);"
+    "return nil;"
+    "end;"
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "redis.call('hincrby', KEYS[1], ARGV[2],1);"
+    "redis.call('pexpire', KEYS[1], ARGV[1]);"
+    "return nil;"
+    "end;"
+    "local timeout = redis.call('zscore', KEYS[3], ARGV[2]);"
+    "if timeout ~= false then "
+    "local ttl = redis.call('pttl', KEYS[1]);"
+    "return math.max(0, ttl); "
+    "end;"
+    "local lastThreadId = redis.call('lindex', KEYS[2], -1);"
+    "local ttl;"
+    "if lastThreadId ~= false and lastThreadId ~= ARGV[2] and "
+    "redis.call('zscore', KEYS[3], lastThreadId) ~= false then "
+    "ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - "
+    "tonumber(ARGV[4]);"
+    "else "
+    "ttl = redis.call('pttl', KEYS[1]);"
+    "end;"
+    "local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);"
+    "if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then "
+    "redis.call('rpush', KEYS[2], ARGV[2]);"
+    "end;"
+    "return ttl;";
+
+/* Unlock: KEYS name, queue, timeout, channel prefix; ARGV "0", lease,
+ * field, now, PUBLISH. Only the queue's head is told, on its own
+ * channel. */
+static const char FAIR_RELEASE_SCRIPT[] = FAIR_DROP_STALE_HEADS
+    "if (redis.call('exists', KEYS[1]) == 0) then "
+    "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then "
+    "redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+    "end; "
+    "return 1; "
+    "end;"
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+    "return nil;"
+    "end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "return 0; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then "
+    "redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+    "end; "
+    "return 1; ";
+
+/* RReadWriteLock's read lock: KEYS name, the hold's timeout-key prefix;
+ * ARGV lease, field, the field's write form. */
+static const char READ_ACQUIRE_SCRIPT[] =
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then "
+    "redis.call('hset', KEYS[1], 'mode', 'read'); "
+    "redis.call('hset', KEYS[1], ARGV[2], 1); "
+    "redis.call('set', KEYS[2] .. ':1', 1); "
+    "redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if (mode == 'read') or (mode == 'write' and "
+    "redis.call('hexists', KEYS[1], ARGV[3]) == 1) then "
+    "local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "local key = KEYS[2] .. ':' .. ind;"
+    "redis.call('set', key, 1); "
+    "redis.call('pexpire', key, ARGV[1]); "
+    "local remainTime = redis.call('pttl', KEYS[1]); "
+    "redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1])); "
+    "return nil; "
+    "end;"
+    "return redis.call('pttl', KEYS[1]);";
+
+/* Unlock: KEYS name, channel, the hold's timeout-key prefix, {name};
+ * ARGV "0", field, PUBLISH. The hash then lives as long as the longest
+ * remaining read hold. */
+static const char READ_RELEASE_SCRIPT[] =
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then "
+    "redis.call(ARGV[3], KEYS[2], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "local lockExists = redis.call('hexists', KEYS[1], ARGV[2]); "
+    "if (lockExists == 0) then "
+    "return nil;"
+    "end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+    "if (counter == 0) then "
+    "redis.call('hdel', KEYS[1], ARGV[2]); "
+    "end;"
+    "redis.call('del', KEYS[3] .. ':' .. (counter+1)); "
+    "if (redis.call('hlen', KEYS[1]) > 1) then "
+    "local maxRemainTime = -3; "
+    "local keys = redis.call('hkeys', KEYS[1]); "
+    "for n, key in ipairs(keys) do "
+    "counter = tonumber(redis.call('hget', KEYS[1], key)); "
+    "if type(counter) == 'number' then "
+    "for i=counter, 1, -1 do "
+    "local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. "
+    "':rwlock_timeout:' .. i); "
+    "maxRemainTime = math.max(remainTime, maxRemainTime);"
+    "end; "
+    "end; "
+    "end; "
+    "if maxRemainTime > 0 then "
+    "redis.call('pexpire', KEYS[1], maxRemainTime); "
+    "return 0; "
+    "end;"
+    "if mode == 'write' then "
+    "return 0;"
+    "end; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "redis.call(ARGV[3], KEYS[2], ARGV[1]); "
+    "return 1; ";
+
+/* The write lock: KEYS name; ARGV lease, the field's write form. */
+static const char WRITE_ACQUIRE_SCRIPT[] =
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then "
+    "redis.call('hset', KEYS[1], 'mode', 'write'); "
+    "redis.call('hset', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if (mode == 'write') then "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "local currentExpire = redis.call('pttl', KEYS[1]); "
+    "redis.call('pexpire', KEYS[1], currentExpire + ARGV[1]); "
+    "return nil; "
+    "end; "
+    "end;"
+    "return redis.call('pttl', KEYS[1]);";
+
+/* Unlock: KEYS name, channel; ARGV "1" (wakes every waiter), lease, the
+ * field's write form, PUBLISH. */
+static const char WRITE_RELEASE_SCRIPT[] =
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then "
+    "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+    "return nil; "
+    "end;"
+    "if (mode == 'write') then "
+    "local lockExists = redis.call('hexists', KEYS[1], ARGV[3]); "
+    "if (lockExists == 0) then "
+    "return nil;"
+    "else "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "return 0; "
+    "else "
+    "redis.call('hdel', KEYS[1], ARGV[3]); "
+    "if (redis.call('hlen', KEYS[1]) == 1) then "
+    "redis.call('del', KEYS[1]); "
+    "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+    "else "
+    "redis.call('hset', KEYS[1], 'mode', 'read'); "
+    "end; "
+    "return 1; "
+    "end; "
+    "end; "
+    "end; "
+    "return nil;";
+
+/* RFencedLock's token-returning acquire (lockAndGetToken), as rlockd's
+ * LOCK ... FENCED answers the token: KEYS name, token counter; ARGV lease,
+ * field; {-1, token} when acquired. Its unlock is RLock's. */
+static const char FENCED_ACQUIRE_SCRIPT[] =
+    "if (redis.call('exists', KEYS[1]) == 0 "
+    "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+    "local token = redis.call('incr', KEYS[2]);"
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return {-1, token}; "
+    "end; "
+    "return {redis.call('pttl', KEYS[1]), -1};";
+
+/* What a script's KEYS and ARGV are made of, each named as in the
+ * reference; call_arg_value gives one client's value. */
+enum call_arg {
+    ARG_END = 0,      /* ends a list */
+    ARG_NAME,         /* the lock's key */
+    ARG_FIELD,        /* <uuid>:<tid> */
+    ARG_WRITE_FIELD,  /* <uuid>:<tid>:write */
+    ARG_LOCK_CHANNEL, /* redisson_lock__channel:{name} */
+    ARG_RW_CHANNEL,   /* redisson_rwlock:{name} */
+    ARG_QUEUE,        /* redisson_lock_queue:{name} */
+    ARG_TIMEOUT,      /* redisson_lock_timeout:{name} */
+    ARG_TOKEN,        /* redisson_lock_token:{name} */
+    ARG_TAG,          /* {name} */
+    ARG_READ_PREFIX,  /* {name}:<uuid>:<tid>:rwlock_timeout */
+    ARG_LEASE,        /* LEASE_MS */
+    ARG_FAIR_WAIT,    /* FAIR_WAIT_MS */
+    ARG_NOW,          /* the client's wall clock in ms, at the call */
+    ARG_ZERO,         /* "0": the unlock message */
+    ARG_ONE,          /* "1": the write unlock's message, waking all */
+    ARG_PUBLISH,      /* "PUBLISH": the fair and read-write scripts take
+                         the command (Redisson: SPUBLISH on a cluster) */
+};
+
+/* Redisson's fairLockWaitTimeout, the `wait` lock() passes the fair
+ * acquire: how long past its turn a queued waiter keeps its place. */
+#define FAIR_WAIT_MS "300000"
+#define MAX_CALL_ARGS 6
+
+/* One script as the direct side calls it: EVALSHA sha #keys keys argv. */
+struct script_call {
+    const char *script;
+    enum call_arg keys[MAX_CALL_ARGS]; /* ARG_END-terminated */
+    enum call_arg argv[MAX_CALL_ARGS];
+    char sha[48]; /* filled by redis_setup */
+    bool clock;   /* takes ARG_NOW: formatted anew for every call */
+};
+
+static struct script_call rlock_acquire = {.script = ACQUIRE_SCRIPT,
+                                           .keys = {ARG_NAME},
+                                           .argv = {ARG_LEASE, ARG_FIELD}};
+static struct script_call rlock_release = {
+    .script = RELEASE_SCRIPT,
+    .keys = {ARG_NAME, ARG_LOCK_CHANNEL},
+    .argv = {ARG_ZERO, ARG_LEASE, ARG_FIELD}};
+static struct script_call fair_acquire = {
+    .script = FAIR_ACQUIRE_SCRIPT,
+    .keys = {ARG_NAME, ARG_QUEUE, ARG_TIMEOUT},
+    .argv = {ARG_LEASE, ARG_FIELD, ARG_FAIR_WAIT, ARG_NOW}};
+static struct script_call fair_release = {
+    .script = FAIR_RELEASE_SCRIPT,
+    .keys = {ARG_NAME, ARG_QUEUE, ARG_TIMEOUT, ARG_LOCK_CHANNEL},
+    .argv = {ARG_ZERO, ARG_LEASE, ARG_FIELD, ARG_NOW, ARG_PUBLISH}};
+static struct script_call read_acquire = {
+    .script = READ_ACQUIRE_SCRIPT,
+    .keys = {ARG_NAME, ARG_READ_PREFIX},
+    .argv = {ARG_LEASE, ARG_FIELD, ARG_WRITE_FIELD}};
+static struct script_call read_release = {
+    .script = READ_RELEASE_SCRIPT,
+    .keys = {ARG_NAME, ARG_RW_CHANNEL, ARG_READ_PREFIX, ARG_TAG},
+    .argv = {ARG_ZERO, ARG_FIELD, ARG_PUBLISH}};
+static struct script_call write_acquire = {
+    .script = WRITE_ACQUIRE_SCRIPT,
+    .keys = {ARG_NAME},
+    .argv = {ARG_LEASE, ARG_WRITE_FIELD}};
+static struct script_call write_release = {
+    .script = WRITE_RELEASE_SCRIPT,
+    .keys = {ARG_NAME, ARG_RW_CHANNEL},
+    .argv = {ARG_ONE, ARG_LEASE, ARG_WRITE_FIELD, ARG_PUBLISH}};
+static struct script_call fenced_acquire = {.script = FENCED_ACQUIRE_SCRIPT,
+                                            .keys = {ARG_NAME, ARG_TOKEN},
+                                            .argv = {ARG_LEASE, ARG_FIELD}};
+
+/* What differs between lock kinds, on both sides: one row each. */
+struct lock_kind {
+    const char *word;  /* rlockd's kind word; NULL for RLock, which has none */
+    const char *label; /* in reports */
+    bool token;        /* an acquire answers a fencing token */
+    struct script_call *acquire; /* Redisson's, for the direct side */
+    struct script_call *release;
+    /* keys of a name that must be gone once every hold is released */
+    enum call_arg released_keys[MAX_CALL_ARGS];
+    enum call_arg kept_key; /* one that outlives the lock by design, deleted
+                               after the check; ARG_END: none */
+};
+
+enum kind_id {
+    KIND_RLOCK,
+    KIND_FAIR,
+    KIND_READ,
+    KIND_WRITE,
+    KIND_FENCED,
+    KIND_COUNT
+};
+
+static const struct lock_kind kinds[KIND_COUNT] = {
+    [KIND_RLOCK] = {.label = "RLock",
+                    .acquire = &rlock_acquire,
+                    .release = &rlock_release,
+                    .released_keys = {ARG_NAME}},
+    [KIND_FAIR] = {.word = "FAIR",
+                   .label = "FAIR",
+                   .acquire = &fair_acquire,
+                   .release = &fair_release,
+                   .released_keys = {ARG_NAME, ARG_QUEUE, ARG_TIMEOUT}},
+    [KIND_READ] = {.word = "READ",
+                   .label = "READ",
+                   .acquire = &read_acquire,
+                   .release = &read_release,
+                   .released_keys = {ARG_NAME}},
+    [KIND_WRITE] = {.word = "WRITE",
+                    .label = "WRITE",
+                    .acquire = &write_acquire,
+                    .release = &write_release,
+                    .released_keys = {ARG_NAME}},
+    [KIND_FENCED] = {.word = "FENCED",
+                     .label = "FENCED",
+                     .token = true,
+                     .acquire = &fenced_acquire,
+                     .release = &rlock_release,
+                     .released_keys = {ARG_NAME},
+                     .kept_key = ARG_TOKEN},
+};
+
 enum target { TARGET_DIRECT, TARGET_RLOCKD };
+
+/* How a scenario's clients meet: each on a name of its own; all on one
+ * name, one holder at a time (hand-offs measured); or all on one name,
+ * client WRITER_INDEX taking WRITE and the rest READ. */
+enum contention { UNCONTENDED, HANDOFF, READERS_WRITER };
+#define WRITER_INDEX 0
 
 /* Processes whose CPU use is reported; pid <= 0 means unknown. */
 enum proc { PROC_BENCH, PROC_REDIS, PROC_RLOCKD, PROC_COUNT };
@@ -116,7 +472,8 @@ struct options {
     int contended_clients;
     bool direct_only;
     bool rlockd_only;
-    bool results; /* also print the figures as "result" lines */
+    bool results;   /* also print the figures as "result" lines */
+    unsigned kinds; /* bit per kind_id: which kinds' scenarios run */
     pid_t pids[PROC_COUNT];
     /* held locks; the rlockd defaults to --rlockd and --rlockd-pid */
     long held;
@@ -145,6 +502,7 @@ struct scenario;
 
 struct client {
     struct scenario *sc;
+    const struct lock_kind *kind;
     redisAsyncContext *ac; /* NULL once hiredis has freed it */
     int index;
     uint32_t armed; /* epoll events registered for ac's fd */
@@ -154,7 +512,7 @@ struct client {
     struct command acquire;
     struct command release;
     int64_t pair_started;
-    size_t generation;     /* contended: index of this client's hold */
+    size_t generation;     /* HANDOFF: index of this client's hold */
     uint64_t acquisitions; /* contended: grants inside the window */
     /* held: this connection's locks are [held_first, held_end); requests
      * sent and replies received in the current phase */
@@ -168,9 +526,10 @@ struct client {
 enum held_phase { HELD_LOCK, HELD_UNLOCK };
 
 struct scenario {
-    const char *title;
+    char title[48];
+    const struct lock_kind *kind; /* READERS_WRITER: the readers' */
     enum target target;
-    bool contended;
+    enum contention mode;
     bool held; /* connects to the held-locks rlockd; see held_run */
     enum held_phase phase;
     int nclients;
@@ -183,10 +542,11 @@ struct scenario {
     int64_t window_start;
     int64_t window_end;
     /* results */
-    uint64_t ops;           /* pairs (contended: grants) in the window */
+    uint64_t ops;           /* pairs (HANDOFF: grants) in the window */
     struct samples pair_ns; /* LOCK sent -> UNLOCK reply */
     double cpu_pct[PROC_COUNT];
-    /* contended: one entry per hold, indexed by generation (see
+    struct samples writer_wait_ns; /* READERS_WRITER: LOCK sent -> grant */
+    /* HANDOFF: one entry per hold, indexed by generation (see
      * contended_granted for why not a single shared variable) */
     struct samples grant_at;
     struct samples granted_to;
@@ -205,9 +565,8 @@ static struct options opt = {
     .held = 100000,
     .held_window_s = 5.0,
     .held_clients = 8,
+    .kinds = (1u << KIND_COUNT) - 1,
 };
-static char acquire_sha[64];
-static char release_sha[64];
 static char owner_uuid[40]; /* the direct clients' Redisson-style UUID */
 
 /* ---- errors, time, samples --------------------------------------------- */
@@ -587,6 +946,171 @@ static void expect_nil(const struct client *cl, const char *what,
         unexpected_reply(cl, what, r, "nil (acquired)");
 }
 
+static bool is_token(const redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
+}
+
+/* A grant: rlockd's +OK, or its fencing token; the direct acquire's nil,
+ * or the token script's {-1, token}. */
+static void expect_granted(const struct client *cl, const redisReply *r)
+{
+    if (cl->sc->target == TARGET_RLOCKD) {
+        if (!cl->kind->token)
+            expect_status(cl, "LOCK", r, "OK");
+        else if (!is_token(r))
+            unexpected_reply(cl, "LOCK", r, "a fencing token, :1 or more");
+        return;
+    }
+    if (!cl->kind->token)
+        expect_nil(cl, "acquire script on", r);
+    else if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+             r->element[0]->type != REDIS_REPLY_INTEGER ||
+             r->element[0]->integer != -1 || !is_token(r->element[1]))
+        unexpected_reply(cl, "acquire script on", r, "{-1, token} (acquired)");
+}
+
+/* ---- the requests -------------------------------------------------------- */
+
+static void format_argv(struct command *cmd, int argc, const char **argv)
+{
+    redisFreeCommand(cmd->text);
+    cmd->len = redisFormatCommandArgv(&cmd->text, argc, argv, NULL);
+    if (cmd->len < 0)
+        fatal("cannot format a request: out of memory");
+}
+
+/* One client's value of a script argument, in buf unless constant. The
+ * bench's names never contain '{', so "{name}" is always the hash tag. */
+static const char *call_arg_value(const struct client *cl, enum call_arg arg,
+                                  char *buf, size_t size)
+{
+    struct timespec ts;
+
+    switch (arg) {
+    case ARG_NAME:
+        return cl->name;
+    case ARG_FIELD:
+        snprintf(buf, size, "%s:%d", owner_uuid, cl->index + 1);
+        return buf;
+    case ARG_WRITE_FIELD:
+        snprintf(buf, size, "%s:%d:write", owner_uuid, cl->index + 1);
+        return buf;
+    case ARG_LOCK_CHANNEL:
+        snprintf(buf, size, "redisson_lock__channel:{%s}", cl->name);
+        return buf;
+    case ARG_RW_CHANNEL:
+        snprintf(buf, size, "redisson_rwlock:{%s}", cl->name);
+        return buf;
+    case ARG_QUEUE:
+        snprintf(buf, size, "redisson_lock_queue:{%s}", cl->name);
+        return buf;
+    case ARG_TIMEOUT:
+        snprintf(buf, size, "redisson_lock_timeout:{%s}", cl->name);
+        return buf;
+    case ARG_TOKEN:
+        snprintf(buf, size, "redisson_lock_token:{%s}", cl->name);
+        return buf;
+    case ARG_TAG:
+        snprintf(buf, size, "{%s}", cl->name);
+        return buf;
+    case ARG_READ_PREFIX:
+        snprintf(buf, size, "{%s}:%s:%d:rwlock_timeout", cl->name, owner_uuid,
+                 cl->index + 1);
+        return buf;
+    case ARG_LEASE:
+        return LEASE_MS;
+    case ARG_FAIR_WAIT:
+        return FAIR_WAIT_MS;
+    case ARG_NOW:
+        /* Redisson's System.currentTimeMillis(): the wall clock. */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(buf, size, "%lld",
+                 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        return buf;
+    case ARG_ZERO:
+        return "0";
+    case ARG_ONE:
+        return "1";
+    case ARG_PUBLISH:
+        return "PUBLISH";
+    case ARG_END:
+        break;
+    }
+    fatal("no value for script argument %d", (int)arg);
+}
+
+static int call_arg_count(const enum call_arg *list)
+{
+    int n = 0;
+
+    while (n < MAX_CALL_ARGS && list[n] != ARG_END)
+        n++;
+    return n;
+}
+
+/* EVALSHA of `call` with this client's keys and arguments. */
+static void direct_format(const struct client *cl,
+                          const struct script_call *call, struct command *cmd)
+{
+    char values[2 * MAX_CALL_ARGS][256], numkeys[8];
+    const char *argv[3 + 2 * MAX_CALL_ARGS];
+    int nkeys = call_arg_count(call->keys);
+    int nargs = call_arg_count(call->argv);
+    int argc = 0;
+
+    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+    argv[argc++] = "EVALSHA";
+    argv[argc++] = call->sha;
+    argv[argc++] = numkeys;
+    for (int i = 0; i < nkeys; i++, argc++)
+        argv[argc] = call_arg_value(cl, call->keys[i], values[argc - 3],
+                                    sizeof(values[0]));
+    for (int i = 0; i < nargs; i++, argc++)
+        argv[argc] = call_arg_value(cl, call->argv[i], values[argc - 3],
+                                    sizeof(values[0]));
+    format_argv(cmd, argc, argv);
+}
+
+/* LOCK or UNLOCK name tid [kind]. */
+static void rlockd_format(const struct client *cl, const char *verb,
+                          struct command *cmd)
+{
+    char tid[16];
+    const char *argv[] = {verb, cl->name, tid, cl->kind->word};
+
+    snprintf(tid, sizeof(tid), "%d", cl->index + 1);
+    format_argv(cmd, cl->kind->word != NULL ? 4 : 3, argv);
+}
+
+/* Each client's two requests, formatted once and sent many times; a
+ * script that takes the client's clock is formatted again before each
+ * call (client_send_pair_half), as Redisson reads the clock at each. */
+static void client_prepare(struct client *cl, int scenario_no)
+{
+    const struct scenario *sc = cl->sc;
+
+    /* Clients of an uncontended scenario each have their own lock name;
+     * the others share one. The thread id is the client's index + 1;
+     * direct clients use one UUID, like the threads of one JVM. */
+    if (sc->mode != UNCONTENDED)
+        snprintf(cl->name, sizeof(cl->name), "rlockd-bench:%d:%d:shared",
+                 (int)getpid(), scenario_no);
+    else
+        snprintf(cl->name, sizeof(cl->name), "rlockd-bench:%d:%d:%d",
+                 (int)getpid(), scenario_no, cl->index);
+    cl->kind = sc->mode == READERS_WRITER && cl->index == WRITER_INDEX
+                   ? &kinds[KIND_WRITE]
+                   : sc->kind;
+    if (sc->target == TARGET_RLOCKD) {
+        rlockd_format(cl, "LOCK", &cl->acquire);
+        rlockd_format(cl, "UNLOCK", &cl->release);
+    } else {
+        direct_format(cl, cl->kind->acquire, &cl->acquire);
+        direct_format(cl, cl->kind->release, &cl->release);
+    }
+}
+
 /* ---- the lock+unlock loop ---------------------------------------------- */
 
 static bool in_window(const struct scenario *sc, int64_t t)
@@ -597,10 +1121,22 @@ static bool in_window(const struct scenario *sc, int64_t t)
 static void on_acquired(redisAsyncContext *ac, void *reply, void *privdata);
 static void on_released(redisAsyncContext *ac, void *reply, void *privdata);
 
+/* Sends the acquire (or the release) of the client's pair. */
+static void client_send_pair_half(struct client *cl, bool release)
+{
+    const struct script_call *call =
+        release ? cl->kind->release : cl->kind->acquire;
+    struct command *cmd = release ? &cl->release : &cl->acquire;
+
+    if (cl->sc->target == TARGET_DIRECT && call->clock)
+        direct_format(cl, call, cmd);
+    client_send(cl, cmd, release ? on_released : on_acquired);
+}
+
 static void start_pair(struct client *cl)
 {
     cl->pair_started = now_ns();
-    client_send(cl, &cl->acquire, on_acquired);
+    client_send_pair_half(cl, false);
 }
 
 /*
@@ -626,19 +1162,32 @@ static void contended_granted(struct client *cl, int64_t now)
     }
 }
 
+/* Readers overlap, so there is no chain of hand-offs to follow: what
+ * matters is how long the writer waits among them, and how many grants
+ * each side gets. */
+static void readers_writer_granted(struct client *cl, int64_t now)
+{
+    struct scenario *sc = cl->sc;
+
+    if (!in_window(sc, now))
+        return;
+    cl->acquisitions++;
+    if (cl->index == WRITER_INDEX)
+        samples_push(&sc->writer_wait_ns, now - cl->pair_started);
+}
+
 static void on_acquired(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct client *cl = privdata;
     int64_t now = now_ns();
 
     (void)ac;
-    if (cl->sc->target == TARGET_DIRECT)
-        expect_nil(cl, "acquire script on", reply);
-    else
-        expect_status(cl, "LOCK", reply, "OK");
-    if (cl->sc->contended)
+    expect_granted(cl, reply);
+    if (cl->sc->mode == HANDOFF)
         contended_granted(cl, now);
-    client_send(cl, &cl->release, on_released);
+    else if (cl->sc->mode == READERS_WRITER)
+        readers_writer_granted(cl, now);
+    client_send_pair_half(cl, true);
 }
 
 static void on_released(redisAsyncContext *ac, void *reply, void *privdata)
@@ -651,7 +1200,7 @@ static void on_released(redisAsyncContext *ac, void *reply, void *privdata)
     expect_integer(cl,
                    sc->target == TARGET_DIRECT ? "release script on" : "UNLOCK",
                    reply, 1);
-    if (sc->contended) {
+    if (sc->mode == HANDOFF) {
         sc->unlock_reply_at.v[cl->generation] = now;
     } else if (in_window(sc, now)) {
         sc->ops++;
@@ -666,45 +1215,6 @@ static void on_released(redisAsyncContext *ac, void *reply, void *privdata)
 }
 
 /* ---- scenario set-up and run -------------------------------------------- */
-
-static void format_command(struct command *cmd, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    cmd->len = redisvFormatCommand(&cmd->text, fmt, ap);
-    va_end(ap);
-    if (cmd->len < 0)
-        fatal("cannot format a request: out of memory");
-}
-
-/* Each client's two requests. Uncontended clients each have their own
- * lock name; contended ones share one. The thread id is the client's
- * index + 1; direct clients use one UUID, like the threads of one JVM. */
-static void client_prepare(struct client *cl, int scenario_no)
-{
-    const struct scenario *sc = cl->sc;
-    char tid[16], field[64], channel[192];
-
-    if (sc->contended)
-        snprintf(cl->name, sizeof(cl->name), "rlockd-bench:%d:%d:shared",
-                 (int)getpid(), scenario_no);
-    else
-        snprintf(cl->name, sizeof(cl->name), "rlockd-bench:%d:%d:%d",
-                 (int)getpid(), scenario_no, cl->index);
-    snprintf(tid, sizeof(tid), "%d", cl->index + 1);
-    if (sc->target == TARGET_RLOCKD) {
-        format_command(&cl->acquire, "LOCK %s %s", cl->name, tid);
-        format_command(&cl->release, "UNLOCK %s %s", cl->name, tid);
-        return;
-    }
-    snprintf(field, sizeof(field), "%s:%s", owner_uuid, tid);
-    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", cl->name);
-    format_command(&cl->acquire, "EVALSHA %s 1 %s %s %s", acquire_sha, cl->name,
-                   LEASE_MS, field);
-    format_command(&cl->release, "EVALSHA %s 2 %s %s 0 %s %s", release_sha,
-                   cl->name, channel, LEASE_MS, field);
-}
 
 static void on_ping(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -818,7 +1328,8 @@ static void scenario_run(struct scenario *sc, int scenario_no)
     cpu_snapshot_take(&after, opt.pids);
     cpu_percent(&before, &after, sc->cpu_pct);
     samples_sort(&sc->pair_ns);
-    if (sc->contended)
+    samples_sort(&sc->writer_wait_ns);
+    if (sc->mode == HANDOFF)
         contended_summarize(sc);
     scenario_disconnect(sc);
     sc->ran = true;
@@ -875,8 +1386,18 @@ static void redis_setup(void)
     if (redis_sync == NULL || redis_sync->err)
         fatal("connect to redis %s:%d: %s", opt.redis_host, opt.redis_port,
               redis_sync ? redis_sync->errstr : "out of memory");
-    load_script(ACQUIRE_SCRIPT, acquire_sha, sizeof(acquire_sha));
-    load_script(RELEASE_SCRIPT, release_sha, sizeof(release_sha));
+    for (int k = 0; k < KIND_COUNT; k++) {
+        struct script_call *calls[] = {kinds[k].acquire, kinds[k].release};
+
+        for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+            /* FENCED shares RLock's release: loaded once. */
+            if (calls[i]->sha[0] != '\0')
+                continue;
+            load_script(calls[i]->script, calls[i]->sha, sizeof(calls[i]->sha));
+            for (int a = 0; a < MAX_CALL_ARGS; a++)
+                calls[i]->clock |= calls[i]->argv[a] == ARG_NOW;
+        }
+    }
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
         fatal("getrandom: %s", strerror(errno));
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
@@ -888,25 +1409,47 @@ static void redis_setup(void)
         b[11], b[12], b[13], b[14], b[15]);
 }
 
-/* Every pair ended with a release that reported the key deleted, so no
- * lock key of a finished scenario may remain in Redis. Returns how many
- * do. */
+/* Redis's integer reply to one command on one key. */
+static long long redis_key_command(const char *verb, const char *key)
+{
+    redisReply *r = redis_sync_command("%s %s", verb, key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    if (n < 0)
+        fatal("redis %s %s: not an integer reply", verb, key);
+    return n;
+}
+
+/* Every pair ended with a release that reported the lock released, so no
+ * key of a finished scenario's names may remain in Redis but the one its
+ * kind keeps by design (FENCED's token counter, which is deleted here:
+ * the bench may run against a Redis that is not its own). Returns how
+ * many do. */
 static int count_leftover_locks(const struct scenario *sc)
 {
+    const enum call_arg *keys = sc->kind->released_keys;
+    int names = sc->mode != UNCONTENDED ? 1 : sc->nclients;
     int leftover = 0;
-    int names = sc->contended ? 1 : sc->nclients;
+    char key[256];
 
     for (int i = 0; i < names; i++) {
-        redisReply *r = redis_sync_command("EXISTS %s", sc->clients[i].name);
+        const struct client *cl = &sc->clients[i];
 
-        if (r->type == REDIS_REPLY_INTEGER && r->integer != 0) {
-            fprintf(stderr,
-                    "rlockd-bench: %s: %s still in Redis after "
-                    "its release\n",
-                    sc->title, sc->clients[i].name);
-            leftover++;
+        for (int k = 0; k < call_arg_count(keys); k++) {
+            const char *v = call_arg_value(cl, keys[k], key, sizeof(key));
+
+            if (redis_key_command("EXISTS", v) != 0) {
+                fprintf(stderr,
+                        "rlockd-bench: %s: %s still in Redis after "
+                        "its release\n",
+                        sc->title, v);
+                leftover++;
+            }
         }
-        freeReplyObject(r);
+        if (sc->kind->kept_key != ARG_END)
+            redis_key_command("DEL", call_arg_value(cl, sc->kind->kept_key, key,
+                                                    sizeof(key)));
     }
     return leftover;
 }
@@ -1366,7 +1909,7 @@ static void format_cpu(const double *pct, char *buf, size_t size)
 
 static void print_table(const struct scenario *scs, int count)
 {
-    printf("\n%-32s %7s %10s %9s %9s  %s\n", "scenario", "clients", "ops/s",
+    printf("\n%-38s %7s %10s %9s %9s  %s\n", "scenario", "clients", "ops/s",
            "p50 us", "p99 us", "CPU% bench/redis/rlockd");
     for (int i = 0; i < count; i++) {
         const struct scenario *sc = &scs[i];
@@ -1375,26 +1918,46 @@ static void print_table(const struct scenario *scs, int count)
         if (!sc->ran)
             continue;
         format_cpu(sc->cpu_pct, cpu, sizeof(cpu));
-        printf("%-32s %7d %10.0f %9.1f %9.1f  %s\n", sc->title, sc->nclients,
+        printf("%-38s %7d %10.0f %9.1f %9.1f  %s\n", sc->title, sc->nclients,
                per_second(sc), p50_us(&sc->pair_ns), p99_us(&sc->pair_ns), cpu);
     }
-    printf("ops: lock+unlock pairs (contended: acquisitions). Latency: LOCK\n"
+    printf("ops: lock+unlock pairs (one lock: acquisitions). Latency: LOCK\n"
            "sent to UNLOCK reply. CPU: %% of one core during the scenario.\n");
+}
+
+static const char *kind_word(const struct lock_kind *k)
+{
+    return k->word != NULL ? k->word : "";
+}
+
+/* The space after a kind word in a title, none without one. */
+static const char *kind_space(const struct lock_kind *k)
+{
+    return k->word != NULL ? " " : "";
+}
+
+/* Fewest and most acquisitions of clients [first, nclients). */
+static void acquisitions_range(const struct scenario *sc, int first,
+                               uint64_t *min, uint64_t *max)
+{
+    *min = UINT64_MAX;
+    *max = 0;
+    for (int i = first; i < sc->nclients; i++) {
+        uint64_t a = sc->clients[i].acquisitions;
+
+        *min = a < *min ? a : *min;
+        *max = a > *max ? a : *max;
+    }
 }
 
 static void print_contended(const struct scenario *sc)
 {
-    uint64_t min = UINT64_MAX, max = 0;
+    uint64_t min, max;
     const struct samples *h = &sc->handoff_ns;
 
-    for (int i = 0; i < sc->nclients; i++) {
-        uint64_t a = sc->clients[i].acquisitions;
-
-        min = a < min ? a : min;
-        max = a > max ? a : max;
-    }
-    printf("\ncontended: %d clients on one lock through rlockd\n",
-           sc->nclients);
+    acquisitions_range(sc, 0, &min, &max);
+    printf("\ncontended: %d clients on one %s%slock through rlockd\n",
+           sc->nclients, kind_word(sc->kind), kind_space(sc->kind));
     printf("  acquisitions/s            %.0f\n", per_second(sc));
     printf("  handoff, UNLOCK reply to the next client's +OK:\n"
            "                            p50 %.1f us, p99 %.1f us "
@@ -1405,6 +1968,49 @@ static void print_contended(const struct scenario *sc)
            (unsigned long long)sc->regrants);
     printf("  acquisitions per client   min %llu, max %llu\n",
            (unsigned long long)min, (unsigned long long)max);
+}
+
+/* The READERS_WRITER figures both printouts use. */
+struct readers_writer_figures {
+    double writer_per_s;
+    double readers_per_s; /* all readers together */
+};
+
+static struct readers_writer_figures
+readers_writer_figures(const struct scenario *sc)
+{
+    struct readers_writer_figures f = {0, 0};
+
+    for (int i = 0; i < sc->nclients; i++) {
+        double a = (double)sc->clients[i].acquisitions / opt.duration_s;
+
+        if (i == WRITER_INDEX)
+            f.writer_per_s += a;
+        else
+            f.readers_per_s += a;
+    }
+    return f;
+}
+
+static void print_readers_writer(const struct scenario *sc)
+{
+    struct readers_writer_figures f = readers_writer_figures(sc);
+    const struct samples *w = &sc->writer_wait_ns;
+    uint64_t min, max;
+
+    acquisitions_range(sc, WRITER_INDEX + 1, &min, &max);
+    printf("\ncontended: 1 WRITE client among %d READ clients on one name "
+           "through rlockd\n",
+           sc->nclients - 1);
+    printf("  writer acquisitions/s     %.0f\n", f.writer_per_s);
+    printf("  writer's wait, LOCK sent to +OK:\n"
+           "                            p50 %.1f us, p99 %.1f us "
+           "(min %.1f, max %.1f; %zu grants)\n",
+           p50_us(w), p99_us(w), samples_percentile_us(w, 0),
+           samples_percentile_us(w, 100), w->n);
+    printf("  reader acquisitions/s     %.0f (all readers; per reader min "
+           "%llu, max %llu in the window)\n",
+           f.readers_per_s, (unsigned long long)min, (unsigned long long)max);
 }
 
 /* The held-locks figures both printouts use; which are measured and which
@@ -1600,8 +2206,82 @@ static void print_markdown_row(const struct scenario *sc, const char *what)
            per_second(sc), p50_us(&sc->pair_ns), p99_us(&sc->pair_ns));
 }
 
-/* scs: direct 1, rlockd 1, direct N, rlockd N, contended. */
-static void print_markdown(const struct scenario *scs,
+/* The scenario of `kind` with this target and mode that ran, NULL if
+ * none; an uncontended one is the many-clients case. */
+static const struct scenario *find_scenario(const struct scenario *scs,
+                                            int count,
+                                            const struct lock_kind *kind,
+                                            enum target target,
+                                            enum contention mode)
+{
+    for (int i = 0; i < count; i++) {
+        const struct scenario *sc = &scs[i];
+
+        if (sc->ran && sc->kind == kind && sc->target == target &&
+            sc->mode == mode &&
+            (mode != UNCONTENDED || sc->nclients == opt.clients))
+            return sc;
+    }
+    return NULL;
+}
+
+/* Every kind's many-clients pairs, direct beside rlockd. */
+static void print_markdown_kinds(const struct scenario *scs, int count)
+{
+    printf("\n| Lock+unlock pairs, %d clients on names of their own | "
+           "Redis direct (Redisson scripts) | through rlockd | "
+           "rlockd / direct | p50 direct / rlockd | p99 direct / rlockd |\n",
+           opt.clients);
+    printf("|---|---:|---:|---:|---:|---:|\n");
+    for (int k = 0; k < KIND_COUNT; k++) {
+        const struct scenario *d =
+            find_scenario(scs, count, &kinds[k], TARGET_DIRECT, UNCONTENDED);
+        const struct scenario *r =
+            find_scenario(scs, count, &kinds[k], TARGET_RLOCKD, UNCONTENDED);
+
+        if (d == NULL || r == NULL)
+            continue;
+        printf("| %s | %.0f/s | %.0f/s | %.2fx | %.0f / %.0f µs | "
+               "%.0f / %.0f µs |\n",
+               kinds[k].label, per_second(d), per_second(r),
+               per_second(r) / per_second(d), p50_us(&d->pair_ns),
+               p50_us(&r->pair_ns), p99_us(&d->pair_ns), p99_us(&r->pair_ns));
+    }
+}
+
+/* The contended scenarios, one row each. */
+static void print_markdown_contended(const struct scenario *scs, int count)
+{
+    const struct scenario *rw = find_scenario(scs, count, &kinds[KIND_READ],
+                                              TARGET_RLOCKD, READERS_WRITER);
+
+    printf("\n| Contended, through rlockd, %d clients on one name | "
+           "Acquisitions/s | p50 | p99 |\n",
+           opt.contended_clients);
+    printf("|---|---:|---:|---:|\n");
+    for (int k = 0; k < KIND_COUNT; k++) {
+        const struct scenario *sc =
+            find_scenario(scs, count, &kinds[k], TARGET_RLOCKD, HANDOFF);
+
+        if (sc != NULL)
+            printf("| %s: hand-off, UNLOCK reply to the next client's grant "
+                   "| %.0f | %.0f µs | %.0f µs |\n",
+                   kinds[k].label, per_second(sc), p50_us(&sc->handoff_ns),
+                   p99_us(&sc->handoff_ns));
+    }
+    if (rw != NULL) {
+        struct readers_writer_figures f = readers_writer_figures(rw);
+
+        printf("| 1 WRITE among %d READ: the writer's wait, LOCK sent to "
+               "`+OK` | writer %.0f; readers %.0f | %.0f µs | %.0f µs |\n",
+               rw->nclients - 1, f.writer_per_s, f.readers_per_s,
+               p50_us(&rw->writer_wait_ns), p99_us(&rw->writer_wait_ns));
+    }
+}
+
+/* scs: direct 1, rlockd 1, direct N, rlockd N, contended, then the other
+ * kinds' scenarios. */
+static void print_markdown(const struct scenario *scs, int count,
                            const struct comparison *cmp,
                            const struct held_result *held)
 {
@@ -1628,6 +2308,8 @@ static void print_markdown(const struct scenario *scs,
            "p50 %.0f µs, p99 %.0f µs.\n",
            con->nclients, per_second(con), p50_us(&con->handoff_ns),
            p99_us(&con->handoff_ns));
+    print_markdown_kinds(scs, count);
+    print_markdown_contended(scs, count);
     if (held->ran)
         print_markdown_held(held);
     printf("---- end ----\n");
@@ -1641,6 +2323,35 @@ static void print_result(const char *scenario, const char *metric,
         printf("result\t%s\t%s\t%s\t%.1f\n", scenario, metric, better, value);
 }
 
+/* One scenario's figures, named as in its own printout. */
+static void print_scenario_results(const struct scenario *sc, const char *name)
+{
+    const struct samples *w = &sc->writer_wait_ns;
+    struct readers_writer_figures f;
+
+    switch (sc->mode) {
+    case UNCONTENDED:
+        print_result(name, "pairs/s", "higher", per_second(sc));
+        print_result(name, "p50 us", "lower", p50_us(&sc->pair_ns));
+        print_result(name, "p99 us", "lower", p99_us(&sc->pair_ns));
+        break;
+    case HANDOFF:
+        print_result(name, "acquisitions/s", "higher", per_second(sc));
+        print_result(name, "handoff p50 us", "lower", p50_us(&sc->handoff_ns));
+        print_result(name, "handoff p99 us", "lower", p99_us(&sc->handoff_ns));
+        break;
+    case READERS_WRITER:
+        f = readers_writer_figures(sc);
+        print_result(name, "writer acquisitions/s", "higher", f.writer_per_s);
+        print_result(name, "writer wait p50 us", "lower", p50_us(w));
+        print_result(name, "writer wait p99 us", "lower", p99_us(w));
+        print_result(name, "reader acquisitions/s", "higher", f.readers_per_s);
+        break;
+    }
+    if (sc->target == TARGET_RLOCKD && sc->cpu_pct[PROC_RLOCKD] >= 0)
+        print_result(name, "rlockd CPU%", "lower", sc->cpu_pct[PROC_RLOCKD]);
+}
+
 /* The figures of every scenario that ran, one --results line each, for
  * bench/run.sh to compare two rlockd builds. A scenario is named by its
  * title and size, a metric as in the report. */
@@ -1652,22 +2363,14 @@ static void print_results(const struct scenario *scs, int count,
     printf("\n");
     for (int i = 0; i < count; i++) {
         const struct scenario *sc = &scs[i];
-        const struct samples *lat =
-            sc->contended ? &sc->handoff_ns : &sc->pair_ns;
 
         if (!sc->ran)
             continue;
-        snprintf(name, sizeof(name), "%s, %d client%s", sc->title, sc->nclients,
+        /* The bound is the title's size; gcc cannot tell it ends there. */
+        snprintf(name, sizeof(name), "%.*s, %d client%s",
+                 (int)sizeof(sc->title), sc->title, sc->nclients,
                  sc->nclients == 1 ? "" : "s");
-        print_result(name, sc->contended ? "acquisitions/s" : "pairs/s",
-                     "higher", per_second(sc));
-        print_result(name, sc->contended ? "handoff p50 us" : "p50 us", "lower",
-                     p50_us(lat));
-        print_result(name, sc->contended ? "handoff p99 us" : "p99 us", "lower",
-                     p99_us(lat));
-        if (sc->target == TARGET_RLOCKD && sc->cpu_pct[PROC_RLOCKD] >= 0)
-            print_result(name, "rlockd CPU%", "lower",
-                         sc->cpu_pct[PROC_RLOCKD]);
+        print_scenario_results(sc, name);
     }
     if (h->ran) {
         struct held_figures f = held_figures(h);
@@ -1696,6 +2399,11 @@ static void usage(FILE *out)
             "  -w, --warmup SEC       unmeasured time before each (0.5)\n"
             "  -c, --clients N        clients of the many-clients case (64)\n"
             "  -C, --contended N      clients on the contended lock (20)\n"
+            "  -k, --kinds LIST       the other lock kinds' scenarios to run:\n"
+            "                         comma-separated fair, read, write,\n"
+            "                         fenced; all (default) or none. READ and\n"
+            "                         WRITE together add 1 writer among "
+            "readers\n"
             "      --redis-pid PID    report this Redis's CPU use\n"
             "      --rlockd-pid PID   report this rlockd's CPU use\n"
             "      --direct-only      Redis direct scenarios only\n"
@@ -1764,7 +2472,7 @@ enum {
     OPT_HELD_WINDOW,
     OPT_HELD_CLIENTS,
     OPT_HELD_RLOCKD,
-    OPT_HELD_RLOCKD_PID
+    OPT_HELD_RLOCKD_PID,
 };
 
 static const struct option long_options[] = {
@@ -1774,6 +2482,7 @@ static const struct option long_options[] = {
     {"warmup", required_argument, NULL, 'w'},
     {"clients", required_argument, NULL, 'c'},
     {"contended", required_argument, NULL, 'C'},
+    {"kinds", required_argument, NULL, 'k'},
     {"redis-pid", required_argument, NULL, OPT_REDIS_PID},
     {"rlockd-pid", required_argument, NULL, OPT_RLOCKD_PID},
     {"direct-only", no_argument, NULL, OPT_DIRECT_ONLY},
@@ -1787,6 +2496,36 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* --kinds: a bit per kind_id. RLock's scenarios always run. */
+static unsigned parse_kinds(const char *arg)
+{
+    char *list = strdup(arg), *save = NULL;
+    unsigned bits = 0;
+
+    if (list == NULL)
+        fatal("out of memory");
+    for (char *w = strtok_r(list, ",", &save); w != NULL;
+         w = strtok_r(NULL, ",", &save)) {
+        int k = KIND_RLOCK + 1;
+
+        if (strcasecmp(w, "all") == 0) {
+            bits |= (1u << KIND_COUNT) - 1;
+            continue;
+        }
+        if (strcasecmp(w, "none") == 0)
+            continue;
+        while (k < KIND_COUNT && strcasecmp(w, kinds[k].word) != 0)
+            k++;
+        if (k == KIND_COUNT)
+            fatal("bad kind '%s' in --kinds: expected fair, read, write, "
+                  "fenced, all or none",
+                  w);
+        bits |= 1u << k;
+    }
+    free(list);
+    return bits | 1u << KIND_RLOCK;
+}
 
 static void parse_option(int c, const char *arg)
 {
@@ -1809,6 +2548,9 @@ static void parse_option(int c, const char *arg)
     case 'C':
         opt.contended_clients =
             (int)parse_integer(arg, "contended", 2, MAX_CLIENTS);
+        break;
+    case 'k':
+        opt.kinds = parse_kinds(arg);
         break;
     case OPT_REDIS_PID:
         opt.pids[PROC_REDIS] = (pid_t)parse_integer(arg, "pid", 1, INT32_MAX);
@@ -1858,8 +2600,8 @@ static void parse_options(int argc, char **argv)
     opt.rlockd_host = strdup("127.0.0.1");
     if (opt.redis_host == NULL || opt.rlockd_host == NULL)
         fatal("out of memory");
-    while ((c = getopt_long(argc, argv, "r:l:d:w:c:C:h", long_options, NULL)) !=
-           -1)
+    while ((c = getopt_long(argc, argv, "r:l:d:w:c:C:k:h", long_options,
+                            NULL)) != -1)
         parse_option(c, optarg);
     if (optind != argc) {
         usage(stderr);
@@ -1925,51 +2667,96 @@ static void scenario_free(struct scenario *sc)
     samples_free(&sc->granted_to);
     samples_free(&sc->unlock_reply_at);
     samples_free(&sc->handoff_ns);
+    samples_free(&sc->writer_wait_ns);
     free(sc->clients);
 }
 
-static struct scenario scenario_new(const char *title, enum target target,
-                                    bool contended, int nclients)
+/* A scenario of `kind`, titled after what it measures. */
+static struct scenario scenario_new(const struct lock_kind *kind,
+                                    enum target target, enum contention mode,
+                                    int nclients)
 {
-    struct scenario sc = {.title = title,
-                          .target = target,
-                          .contended = contended,
-                          .nclients = nclients};
+    struct scenario sc = {
+        .kind = kind, .target = target, .mode = mode, .nclients = nclients};
+    const char *where = target == TARGET_DIRECT ? "Redis direct" : "via rlockd";
 
+    if (mode == UNCONTENDED)
+        snprintf(sc.title, sizeof(sc.title), "uncontended%s%s, %s",
+                 kind_space(kind), kind_word(kind), where);
+    else if (mode == HANDOFF)
+        snprintf(sc.title, sizeof(sc.title), "contended%s%s (one lock), %s",
+                 kind_space(kind), kind_word(kind), where);
+    else
+        snprintf(sc.title, sizeof(sc.title), "contended 1 WRITE + READs, %s",
+                 where);
     return sc;
 }
 
+/* The plain lock's five scenarios, then, for each kind --kinds asks for,
+ * its many-clients pair and, for FAIR, its contended lock; with READ and
+ * WRITE, one writer among readers. Each direct run is followed by its
+ * rlockd twin, so the pairs that are compared are measured back to back.
+ * compare() and print_markdown() rely on the first five's order. Returns
+ * how many there are. */
+static int scenarios_plan(struct scenario *scs)
+{
+    const struct lock_kind *rlock = &kinds[KIND_RLOCK];
+    int n = 0;
+
+    scs[n++] = scenario_new(rlock, TARGET_DIRECT, UNCONTENDED, 1);
+    scs[n++] = scenario_new(rlock, TARGET_RLOCKD, UNCONTENDED, 1);
+    scs[n++] = scenario_new(rlock, TARGET_DIRECT, UNCONTENDED, opt.clients);
+    scs[n++] = scenario_new(rlock, TARGET_RLOCKD, UNCONTENDED, opt.clients);
+    scs[n++] =
+        scenario_new(rlock, TARGET_RLOCKD, HANDOFF, opt.contended_clients);
+    for (int k = KIND_RLOCK + 1; k < KIND_COUNT; k++) {
+        if (!(opt.kinds & 1u << k))
+            continue;
+        scs[n++] =
+            scenario_new(&kinds[k], TARGET_DIRECT, UNCONTENDED, opt.clients);
+        scs[n++] =
+            scenario_new(&kinds[k], TARGET_RLOCKD, UNCONTENDED, opt.clients);
+    }
+    if (opt.kinds & 1u << KIND_FAIR)
+        scs[n++] = scenario_new(&kinds[KIND_FAIR], TARGET_RLOCKD, HANDOFF,
+                                opt.contended_clients);
+    if ((opt.kinds & 1u << KIND_READ) && (opt.kinds & 1u << KIND_WRITE))
+        scs[n++] = scenario_new(&kinds[KIND_READ], TARGET_RLOCKD,
+                                READERS_WRITER, opt.contended_clients);
+    return n;
+}
+
+/* The plain lock's five, two per other kind, FAIR's contended one and the
+ * readers and writer. */
+#define MAX_SCENARIOS (5 + 2 * (KIND_COUNT - 1) + 2)
+
 int main(int argc, char **argv)
 {
-    struct scenario scs[5], held_sc;
+    struct scenario scs[MAX_SCENARIOS], held_sc;
     struct held_result held = {.ran = false};
     bool run_held;
-    int count = (int)(sizeof(scs) / sizeof(scs[0]));
+    int count;
     int leftover;
 
     parse_options(argc, argv);
     run_held = opt.held > 0 && !opt.direct_only;
     /* A closed socket must surface as a hiredis error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
-    /* Each direct run is followed by its rlockd twin, so the pairs that
-     * are compared are measured back to back. compare() and
-     * print_markdown() rely on this order. */
-    scs[0] = scenario_new("uncontended, Redis direct", TARGET_DIRECT, false, 1);
-    scs[1] = scenario_new("uncontended, via rlockd", TARGET_RLOCKD, false, 1);
-    scs[2] = scenario_new("uncontended, Redis direct", TARGET_DIRECT, false,
-                          opt.clients);
-    scs[3] = scenario_new("uncontended, via rlockd", TARGET_RLOCKD, false,
-                          opt.clients);
-    scs[4] = scenario_new("contended (one lock), via rlockd", TARGET_RLOCKD,
-                          true, opt.contended_clients);
-    held_sc = scenario_new("held locks, via rlockd", TARGET_RLOCKD, false,
+    count = scenarios_plan(scs);
+    held_sc = scenario_new(&kinds[KIND_RLOCK], TARGET_RLOCKD, UNCONTENDED,
                            opt.held_clients);
+    snprintf(held_sc.title, sizeof(held_sc.title), "held locks, via rlockd");
     held_sc.held = true;
     redis_setup();
     leftover = run_scenarios(scs, count, run_held ? &held_sc : NULL, &held);
     print_table(scs, count);
     if (!opt.direct_only) {
-        print_contended(&scs[4]);
+        for (int i = 0; i < count; i++) {
+            if (scs[i].ran && scs[i].mode == HANDOFF)
+                print_contended(&scs[i]);
+            else if (scs[i].ran && scs[i].mode == READERS_WRITER)
+                print_readers_writer(&scs[i]);
+        }
         if (held.ran)
             print_held(&held);
     }
@@ -1977,7 +2764,7 @@ int main(int argc, char **argv)
         struct comparison cmp = compare(scs);
 
         print_targets(&cmp);
-        print_markdown(scs, &cmp, &held);
+        print_markdown(scs, count, &cmp, &held);
     }
     if (opt.results)
         print_results(scs, count, &held);

@@ -19,7 +19,8 @@
 #
 # usage: bench/run.sh BUILD_DIR [rlockd-bench options...]
 #   BUILD_DIR holds rlockd and rlockd-bench; extra options go to
-#   rlockd-bench (e.g. --duration 5).
+#   rlockd-bench (e.g. --duration 5, or --kinds none to leave out the
+#   lock kinds other than RLock, about 40 s).
 #
 # RLOCKD_BASELINE=/path/to/old/rlockd (optional) compares that binary
 # with BUILD_DIR's rlockd in the same run. The script then also starts
@@ -30,9 +31,10 @@
 # at least 2), so that drifting machine load falls on both alike. Each
 # of these runs gets a fresh held-locks rlockd of the binary under test,
 # stopped after it. The extra options apply to these runs too (e.g.
-# --duration 2 for shorter rounds). Last comes a table: for each figure,
-# the median over each binary's rounds, new/baseline, and the spread
-# between rounds. It is reported, never enforced.
+# --duration 2 for shorter rounds, --kinds none for fewer scenarios).
+# Last comes a table: for each figure, the median over each binary's
+# rounds, new/baseline, and the spread between rounds. It is reported,
+# never enforced.
 #
 # Functions called only from traps and wait_until are not dead code,
 # whatever shellcheck thinks.
