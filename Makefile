@@ -15,7 +15,8 @@
 CC      ?= cc
 BUILD   ?= build
 # libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c).
-PKGS     = libuv hiredis inih libsystemd libcrypto
+# libmicrohttpd: the metrics and health endpoint (server/front/http.c).
+PKGS     = libuv hiredis inih libsystemd libcrypto libmicrohttpd
 CFLAGS  ?= -O2 -g
 # The project's own flags live apart from CFLAGS, so that `make CFLAGS=...`
 # (as the asan target does) adds optimisation/sanitizer flags without
@@ -204,6 +205,32 @@ uninstall:
 	    $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf \
 	    $(DESTDIR)$(MANDIR)/man8/rlockd.8 $(DESTDIR)$(MANDIR)/man1/rlock.1
 	@echo "left in place: $(INSTALLED_CONF)"
+
+# Debian packages (debian/): rlockd, librlock0, librlock-dev and rlock,
+# with their -dbgsym, the .changes and .buildinfo, in $(BUILD)/deb/; then
+# lintian on them when it is installed (an error fails). dpkg-buildpackage
+# writes next to the tree it builds, so it builds a copy in
+# $(BUILD)/deb-src/: nothing lands outside $(BUILD). The package build
+# runs the unit tests; DEB_BUILD_OPTIONS=nocheck skips them.
+.PHONY: deb
+DEB_DIR = $(BUILD)/deb
+DEB_SRC = $(BUILD)/deb-src
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+	    { echo "make deb: needs dpkg-dev and debhelper (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+	rm -rf $(DEB_DIR) $(DEB_SRC)
+	mkdir -p $(DEB_DIR) $(DEB_SRC)/rlockd
+	tar -cf - --exclude=./.git --exclude=./build --exclude=./run --exclude=./$(BUILD) \
+	    --exclude=__pycache__ . | tar -xf - -C $(DEB_SRC)/rlockd
+	cd $(DEB_SRC)/rlockd && dpkg-buildpackage -us -uc -b -jauto
+	find $(DEB_SRC) -maxdepth 1 -type f -exec mv -t $(DEB_DIR) {} +
+	rm -rf $(DEB_SRC)
+	@if command -v lintian >/dev/null; then \
+	    echo "lintian $(DEB_DIR)/*.changes"; lintian -I --fail-on error $(DEB_DIR)/*.changes; \
+	else \
+	    echo "make deb: lintian not installed, packages not checked (apt-get install lintian)"; \
+	fi
+	@ls -1 $(DEB_DIR)/*.deb
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -17,9 +17,13 @@ set -euo pipefail
 # (python3-redis: the Python example; mandoc: the man pages' lint) and
 # `make run` use.
 # netcat-openbsd and telnet: the README's examples talk to rlockd with them.
+# libmicrohttpd-dev: the metrics endpoint; python3-prometheus-client: its
+# test parses /metrics with Prometheus's own parser. debhelper and lintian:
+# `make deb` and the package test.
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
-    libssl-dev check redis-server redis-tools python3 python3-redis mandoc
-    netcat-openbsd telnet)
+    libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
+    python3-redis python3-prometheus-client mandoc netcat-openbsd telnet
+    debhelper lintian)
 
 is_installed() {
     local status
@@ -31,7 +35,8 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "install-deps: dpkg-query not found: this script supports Debian" \
         "and its derivatives only." >&2
     echo "install-deps: install a C compiler, make, pkg-config and the" \
-        "libuv, hiredis, inih, libsystemd, OpenSSL (libcrypto) and check" \
+        "libuv, hiredis, inih, libsystemd, OpenSSL (libcrypto), libmicrohttpd" \
+        "and check" \
         "development packages," \
         "redis-server, redis-cli, python3 (with redis-py) and mandoc by hand." >&2
     exit 1

@@ -9,8 +9,12 @@
 # loopback port, saves nothing, and is stopped when rlockd ends, whether by
 # Ctrl-C, a signal or on its own. It never touches a system Redis.
 #
+# The metrics and health endpoint, off in the shipped configuration, is
+# turned on at 127.0.0.1:7380 (RLOCKD_HTTP_LISTEN) unless the base
+# configuration sets an address of its own.
+#
 # Environment: RLOCKD_BIN (default build/rlockd), RLOCKD_CONF (the base
-# configuration, default conf/rlockd.ini).
+# configuration, default conf/rlockd.ini), RLOCKD_HTTP_LISTEN.
 set -euo pipefail
 
 # A script started in the background by a non-interactive shell inherits
@@ -146,10 +150,10 @@ start_redis() {
 }
 
 # Writes $conf: the base configuration with [redis] host, port and
-# unix_socket replaced (or added at the end of the section), every other
-# line kept as it is.
+# unix_socket replaced (or added at the end of the section), an empty
+# [server] http_listen set, every other line kept as it is.
 write_conf() {
-    awk -v port="$redis_port" '
+    awk -v port="$redis_port" -v http="${RLOCKD_HTTP_LISTEN:-127.0.0.1:7380}" '
         function add_missing() {
             if (!seen_host) print "host = 127.0.0.1"
             if (!seen_port) print "port = " port
@@ -165,6 +169,11 @@ write_conf() {
         }
         /^[ \t]*$/ { blanks++; next }
         { flush_blanks() }
+        /^[ \t]*\[server\]/ { in_server = 1 }
+        /^[ \t]*\[/ && !/^[ \t]*\[server\]/ { in_server = 0 }
+        in_server && /^[ \t]*http_listen[ \t]*=[ \t]*$/ {
+            print "http_listen = " http; next
+        }
         in_redis && /^[ \t]*host[ \t]*=/ {
             print "host = 127.0.0.1"; seen_host = 1; next
         }
@@ -206,6 +215,7 @@ write_conf
 
 listen=$(conf_value server listen) || listen=127.0.0.1:7379
 unix_socket=$(conf_value server unix_socket) || unix_socket=
+http_listen=$(conf_value server http_listen) || http_listen=
 
 echo "run-dev: redis-server pid $redis_pid on 127.0.0.1:$redis_port" \
     "(data in $run_dir/, log $run_dir/redis.log)"
@@ -231,6 +241,11 @@ fi
 if [ -n "$unix_socket" ]; then
     echo "    redis-cli -s $unix_socket"
     echo "    nc -U $unix_socket"
+fi
+if [ -n "$http_listen" ]; then
+    echo "run-dev: metrics and health:"
+    echo "    curl http://$http_listen/metrics"
+    echo "    curl http://$http_listen/readyz"
 fi
 echo "run-dev: Ctrl-C stops rlockd and this redis-server."
 if [ -z "$listen" ] && [ -z "$unix_socket" ]; then

@@ -41,6 +41,7 @@
 #include "front/client.h"
 #include "front/commands.h"
 #include "front/info.h"
+#include "front/http.h"
 #include "front/listener.h"
 
 #define SHUTDOWN_GRACE_MS 3000
@@ -76,6 +77,7 @@ static void close_everything(void)
     uv_timer_stop(&rlockd.engine_timer);
     uv_close((uv_handle_t *)&rlockd.engine_timer, NULL);
     service_close();
+    http_close();
     client_close_handles();
     redis_backend_close();
 }
@@ -155,6 +157,12 @@ static uint64_t clock_now_ms(void *ctx)
     return loop_now_ms();
 }
 
+static uint64_t clock_now_us(void *ctx)
+{
+    (void)ctx;
+    return uv_hrtime() / 1000;
+}
+
 static void on_engine_timer(uv_timer_t *timer)
 {
     (void)timer;
@@ -173,7 +181,8 @@ static void clock_arm(void *ctx, uint64_t due_ms)
                        due_ms > now ? due_ms - now : 0, 0);
 }
 
-static const struct engine_clock loop_clock = {clock_now_ms, clock_arm, NULL};
+static const struct engine_clock loop_clock = {clock_now_ms, clock_now_us,
+                                               clock_arm, NULL};
 
 /* A Redis connection came or went. READY=1 waits for the whole pool, so
  * that a client let in by systemd finds every lock name's connection up. */
@@ -252,7 +261,8 @@ static int start(void)
     fit_open_files_limit();
     commands_init(&rlockd.cfg);
     info_init(&rlockd.cfg, rlockd.config_path, loop_now_ms);
-    if ((err = listener_start(&rlockd.loop, &rlockd.cfg)) != 0)
+    if ((err = listener_start(&rlockd.loop, &rlockd.cfg)) != 0 ||
+        (err = http_start(&rlockd.loop, &rlockd.cfg)) != 0)
         return err;
     return redis_backend_start();
 }
@@ -291,6 +301,15 @@ int main(int argc, char **argv)
         config_load(&rlockd.cfg, rlockd.config_path, err_text,
                     sizeof(err_text)) != 0) {
         fprintf(stderr, "rlockd: %s\n", err_text);
+        return 1;
+    }
+    if (check_only &&
+        (listener_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
+         http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0)) {
+        fprintf(stderr, "rlockd: %s: %s\n",
+                rlockd.config_path ? rlockd.config_path : "(defaults)",
+                err_text);
+        config_free(&rlockd.cfg);
         return 1;
     }
     if (check_only) {

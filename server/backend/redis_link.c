@@ -583,6 +583,9 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct redis_request *req = privdata;
 
+    if (reply != NULL)
+        histogram_observe(&latency.redis_rtt_seconds,
+                          (uv_hrtime() - req->sent_ns) / 1000);
     note_progress(req->link, ac, true);
     req->on_reply(req, reply);
 }
@@ -703,6 +706,7 @@ static int link_send(struct redis_link *link, struct redis_request *req,
     if (err != 0)
         return err;
     req->link = link;
+    req->sent_ns = uv_hrtime();
     if (link->on_push != NULL) {
         /* Queued without a hiredis callback: push_read answers it. */
         if (redisAppendFormattedCommand(&link->ac->c, link_io.command.data,

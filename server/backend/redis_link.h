@@ -65,6 +65,7 @@ struct redis_request {
     size_t expect_channel_len;
     struct redis_link *link;
     struct list_node pending; /* the link's, with on_push */
+    uint64_t sent_ns;         /* for the round trip's latency */
 };
 
 enum redis_link_state {

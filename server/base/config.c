@@ -97,6 +97,10 @@ static const struct config_row config_rows[] = {
     STR_ROW("server", "listen", 0, listen, "127.0.0.1:7379", KIND_ADDR),
     STR_ROW("server", "unix_socket", 0, unix_socket, "", KIND_STRING),
     MODE_ROW("server", "unix_socket_mode", 0, unix_socket_mode, "0666"),
+    /* The metrics and health endpoint (front/http.h); "" is off. */
+    STR_ROW("server", "http_listen", 0, http_listen, "", KIND_ADDR),
+    INT_ROW("server", "http_max_connections", 0, http_max_connections, "16",
+            1, 1024),
     STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
     INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
             100),

@@ -39,6 +39,8 @@ struct config {
     char listen[128];
     char unix_socket[108];
     int64_t unix_socket_mode;
+    char http_listen[128]; /* "": no HTTP endpoint */
+    int64_t http_max_connections;
     char auth_token[256];
     int64_t max_auth_failures;
     int64_t max_clients;

@@ -1,13 +1,17 @@
 /*
- * stats.c - the figures and their INFO lines, generated from STATS_LIST.
+ * stats.c - the figures, their INFO lines and their Prometheus text,
+ * generated from STATS_LIST and LATENCY_LIST.
  */
 #include "base/stats.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 struct stats stats;
+struct latency latency;
 struct redis_status redis_status = {.topology = "discovering",
                                     .pubsub = "global"};
 
@@ -25,4 +29,72 @@ int stats_append_section(struct buffer *out, enum stats_section section)
     STATS_LIST(STATS_LINE)
 #undef STATS_LINE
     return err ? -ENOMEM : 0;
+}
+
+/* Appends printf's text to out; false when out of memory. */
+static bool append_format(struct buffer *out, const char *format, ...)
+{
+    char line[256];
+    va_list ap;
+    int n;
+
+    va_start(ap, format);
+    n = vsnprintf(line, sizeof(line), format, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < sizeof(line) &&
+           buffer_append(out, line, (size_t)n) == 0;
+}
+
+/* A histogram as Prometheus reads one: cumulative buckets by their upper
+ * bound in seconds, then the sum and the count. */
+static bool append_histogram(struct buffer *out, const char *name,
+                             const char *help, const struct histogram *h)
+{
+    uint64_t below = 0;
+    bool ok = append_format(out,
+                            "# HELP rlockd_%s %s\n# TYPE rlockd_%s "
+                            "histogram\n",
+                            name, help, name);
+
+    for (int i = 0; ok && i < HISTOGRAM_BUCKETS; i++) {
+        below += h->counts[i];
+        ok = append_format(out, "rlockd_%s_bucket{le=\"%g\"} %" PRIu64 "\n",
+                           name, (double)histogram_bounds_us[i] / 1e6, below);
+    }
+    return ok &&
+           append_format(out,
+                         "rlockd_%s_bucket{le=\"+Inf\"} %" PRIu64 "\n"
+                         "rlockd_%s_sum %.6f\nrlockd_%s_count %" PRIu64 "\n",
+                         name, h->count, name, (double)h->sum_us / 1e6, name,
+                         h->count);
+}
+
+static bool append_metric(struct buffer *out, const char *name,
+                          const char *help, enum stats_type type,
+                          uint64_t value)
+{
+    const char *suffix = type == STATS_COUNTER ? "_total" : "";
+
+    return append_format(out,
+                         "# HELP rlockd_%s%s %s\n# TYPE rlockd_%s%s %s\n"
+                         "rlockd_%s%s %" PRIu64 "\n",
+                         name, suffix, help, name, suffix,
+                         type == STATS_COUNTER ? "counter" : "gauge", name,
+                         suffix, value);
+}
+
+int stats_append_prometheus(struct buffer *out)
+{
+    bool ok = true;
+
+    /* A counter's name ends in _total, as Prometheus names them. */
+#define STATS_METRIC(sec, type, name, help)                                    \
+    ok = ok && append_metric(out, #name, help, STATS_##type, stats.name);
+    STATS_LIST(STATS_METRIC)
+#undef STATS_METRIC
+#define LATENCY_METRIC(name, help)                                             \
+    ok = ok && append_histogram(out, #name, help, &latency.name);
+    LATENCY_LIST(LATENCY_METRIC)
+#undef LATENCY_METRIC
+    return ok ? 0 : -ENOMEM;
 }

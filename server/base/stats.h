@@ -17,7 +17,11 @@
 
 #include <stdint.h>
 
+#include "base/histogram.h"
 #include "buffer.h"
+
+/* STATS_LIST's type column. */
+enum stats_type { STATS_COUNTER, STATS_GAUGE };
 
 enum stats_section {
     STATS_SERVER,
@@ -134,6 +138,27 @@ struct stats {
 
 extern struct stats stats;
 
+/* The latencies, each a histogram in seconds, for the metrics endpoint:
+ * name and help, as STATS_LIST. */
+/* clang-format off */
+#define LATENCY_LIST(X)                                                        \
+    X(acquire_seconds,                                                         \
+      "LOCK and TRYLOCK, from the request to the grant, waits included")     \
+    X(wait_seconds,                                                            \
+      "time calls spent queued for a lock, until granted or given up")        \
+    X(handoff_seconds,                                                         \
+      "from a release through this daemon to its next local waiter's grant") \
+    X(redis_rtt_seconds, "Redis commands, from sending to the reply")
+/* clang-format on */
+
+struct latency {
+#define LATENCY_FIELD(name, help) struct histogram name;
+    LATENCY_LIST(LATENCY_FIELD)
+#undef LATENCY_FIELD
+};
+
+extern struct latency latency;
+
 /* The Redis topology as INFO shows it; the Redis backend keeps it. */
 struct redis_status {
     char master[1024]; /* the address in use ("" while none is known); in a
@@ -148,5 +173,8 @@ extern struct redis_status redis_status;
 
 /* Appends "name:value\r\n" for every figure of one section. 0 or -ENOMEM. */
 int stats_append_section(struct buffer *out, enum stats_section section);
+/* Appends every figure and latency in Prometheus's text format (0.0.4),
+ * each named rlockd_<name>. 0 or -ENOMEM. */
+int stats_append_prometheus(struct buffer *out);
 
 #endif

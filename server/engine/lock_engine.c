@@ -77,6 +77,8 @@ struct lock_call {
     /* Its place in the order of every call this daemon started: a reader
      * yields only to writers that asked before it. */
     uint64_t arrival;
+    uint64_t started_us; /* an acquire's start, for its latency */
+    uint64_t queued_us;  /* when it last joined its lock's queue */
     uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
     lock_done_fn *done;
@@ -287,6 +289,7 @@ static void call_enqueue(struct lock_call *call)
     struct lock *lock = call->lock;
 
     waiter_queue_push_tail(&lock->waiters, &call->queue_link);
+    call->queued_us = timers_now_us();
     call->state = CALL_QUEUED;
     call->session->waiting_count++;
     stats.waiting_clients++;
@@ -332,6 +335,8 @@ static void call_dequeue(struct lock_call *call, bool granted)
     struct lock_call *head;
 
     waiter_queue_remove(&lock->waiters, &call->queue_link);
+    histogram_observe(&latency.wait_seconds,
+                      timers_now_us() - call->queued_us);
     call->session->waiting_count--;
     stats.waiting_clients--;
     if (lock->kind->channel_per_waiter)
@@ -340,6 +345,7 @@ static void call_dequeue(struct lock_call *call, bool granted)
     if (was_head) /* the waiters that yielded to it may go on */
         wake_yielding(lock);
     if (head == NULL) {
+        lock->freed_us = 0; /* nobody left to hand it to */
         list_remove(&lock->waiting_link);
         if (!lock->kind->channel_per_waiter)
             engine.backend->unlisten(&lock->listener);
@@ -1163,6 +1169,20 @@ static void acquire_found_hold_gone(struct lock_call *call)
     finish_acquire_of_lost(call, hold);
 }
 
+/* The latencies of a grant: the acquire's, and the hand-off's when a
+ * release through this daemon freed the lock for its waiters. */
+static void observe_grant(struct lock_call *call)
+{
+    uint64_t now = timers_now_us();
+
+    histogram_observe(&latency.acquire_seconds, now - call->started_us);
+    if (call->lock->freed_us != 0) {
+        histogram_observe(&latency.handoff_seconds,
+                          now - call->lock->freed_us);
+        call->lock->freed_us = 0;
+    }
+}
+
 static void acquire_granted(struct lock_call *call)
 {
     struct lock *lock = call->lock;
@@ -1197,6 +1217,7 @@ static void acquire_granted(struct lock_call *call)
         (call->count == 0 || hold->watchdog != was_watchdog))
         record_hold(hold, effective_lease(call));
     lock->last_grant_ttl_ms = effective_lease(call);
+    observe_grant(call);
     stats.locks_acquired++;
     if (lock->kind->acquired != NULL)
         (*lock->kind->acquired)++;
@@ -1399,6 +1420,15 @@ static void call_timer_fired(struct timer *timer)
 
 /* ---- release and queries --------------------------------------------- */
 
+/* A release through this daemon freed lock: its next waiter asks now,
+ * and the hand-off's latency runs from here. */
+static void lock_freed(struct lock *lock)
+{
+    if (lock->waiters.length > 0 && lock->freed_us == 0)
+        lock->freed_us = timers_now_us();
+    wake(lock, 1);
+}
+
 static void on_background_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
@@ -1406,7 +1436,7 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
     enum lock_outcome outcome = call_read(call, call->op, reply, &value);
 
     if (outcome == OUTCOME_RELEASED)
-        wake(call->lock, 1);
+        lock_freed(call->lock);
     else if (reply == NULL && call->op == LOCK_OP_LEAVE_QUEUE)
         leave_later(call->lock, call->field, call->field_len,
                     call->queue_wait_ms);
@@ -1516,7 +1546,7 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     else
         finish_integer(call, value);
     if (outcome == OUTCOME_RELEASED)
-        wake(lock, 1);
+        lock_freed(lock);
     call_unref(call);
 }
 
@@ -1674,6 +1704,7 @@ struct lock_call *lock_engine_start(struct session *session,
     call->ctx = ctx;
     call->thread_id = req->thread_id;
     call->lease_ms = req->lease_ms;
+    call->started_us = timers_now_us();
     call->field_len = owner_field(call->field, req->kind, session->id,
                                   session->id_len, req->thread_id);
     call->refs++; /* ours, so that a call finished at once is still here */

@@ -46,6 +46,9 @@ struct lock {
     struct list_node waiting_link; /* locks with waiters */
     struct list_node holds;        /* struct hold.lock_link */
     int64_t last_grant_ttl_ms;     /* TTL set by this daemon's last acquire */
+    /* When a release through this daemon freed it with waiters queued,
+     * until one is granted (0: not since): the hand-off's start. */
+    uint64_t freed_us;
     struct backend_listener listener; /* while it has waiters */
     char key[];                       /* kind id, then the name */
 };

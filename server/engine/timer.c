@@ -35,6 +35,11 @@ uint64_t timers_now(void)
     return timers.clock->now_ms(timers.clock->ctx);
 }
 
+uint64_t timers_now_us(void)
+{
+    return timers.clock->now_us(timers.clock->ctx);
+}
+
 void timer_init(struct timer *t, void (*fire)(struct timer *timer))
 {
     t->due_ms = TIMER_NEVER;

@@ -20,6 +20,9 @@
 
 struct engine_clock {
     uint64_t (*now_ms)(void *ctx);
+    /* The same clock in microseconds, for latencies: finer than the
+     * loop's millisecond, which deadlines need no more than. */
+    uint64_t (*now_us)(void *ctx);
     /* The earliest deadline is now due_ms (TIMER_NEVER: none): call
      * timers_run_due() at or after it. */
     void (*arm)(void *ctx, uint64_t due_ms);
@@ -35,6 +38,7 @@ struct timer {
 void timers_init(const struct engine_clock *clock);
 void timers_free(void);
 uint64_t timers_now(void);
+uint64_t timers_now_us(void);
 
 void timer_init(struct timer *t, void (*fire)(struct timer *timer));
 /* Arms (or re-arms) t for due_ms. 0 or -ENOMEM. */

@@ -72,22 +72,44 @@ static int start_listening(struct listen_socket *ls, const char *what)
     return 0;
 }
 
+int listener_address(const char *addr, struct sockaddr_storage *sa)
+{
+    char host[128];
+    int port;
+
+    if (config_split_host_port(addr, host, sizeof(host), &port) != 0)
+        return UV_EINVAL;
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)sa) == 0)
+        return 0;
+    return uv_ip6_addr(host, port, (struct sockaddr_in6 *)sa) == 0
+               ? 0
+               : UV_EINVAL;
+}
+
+int listener_check(const struct config *cfg, char *why, size_t size)
+{
+    struct sockaddr_storage sa;
+
+    if (cfg->listen[0] == '\0' && cfg->unix_socket[0] == '\0')
+        snprintf(why, size,
+                 "nothing to listen on: set [server] listen or unix_socket");
+    else if (cfg->listen[0] != '\0' && listener_address(cfg->listen, &sa) != 0)
+        snprintf(why, size,
+                 "[server] listen %s: not a numeric IPv4 or IPv6 host:port",
+                 cfg->listen);
+    else
+        return 0;
+    return -1;
+}
+
 static int listen_tcp(uv_loop_t *loop, const char *addr)
 {
     struct listen_socket *ls = next_socket();
     struct sockaddr_storage sa;
-    char host[128];
-    int port, err;
+    int err;
 
-    if (config_split_host_port(addr, host, sizeof(host), &port) != 0)
-        return UV_EINVAL;
-    err = uv_ip4_addr(host, port, (struct sockaddr_in *)&sa);
-    if (err != 0)
-        err = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&sa);
-    if (err != 0) {
-        log_error("listen %s: not a numeric IPv4 or IPv6 address", addr);
-        return err;
-    }
+    if (listener_address(addr, &sa) != 0)
+        return UV_EINVAL; /* listener_check told why */
     err = uv_tcp_init(loop, &ls->io.tcp);
     if (err != 0)
         return err;
@@ -186,10 +208,11 @@ static int adopt_socket(uv_loop_t *loop, int fd)
 
 static int listen_configured(uv_loop_t *loop, const struct config *cfg)
 {
+    char why[256];
     int err = 0;
 
-    if (cfg->listen[0] == '\0' && cfg->unix_socket[0] == '\0') {
-        log_error("nothing to listen on: set [server] listen or unix_socket");
+    if (listener_check(cfg, why, sizeof(why)) != 0) {
+        log_error("%s", why);
         return UV_EINVAL;
     }
     if (cfg->listen[0] != '\0')

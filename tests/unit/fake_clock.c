@@ -11,6 +11,12 @@ static uint64_t fake_now_ms(void *ctx)
     return fake_clock.now_ms;
 }
 
+static uint64_t fake_now_us(void *ctx)
+{
+    (void)ctx;
+    return fake_clock.now_ms * 1000;
+}
+
 static void fake_arm(void *ctx, uint64_t due_ms)
 {
     (void)ctx;
@@ -18,7 +24,8 @@ static void fake_arm(void *ctx, uint64_t due_ms)
     fake_clock.arms++;
 }
 
-const struct engine_clock fake_engine_clock = {fake_now_ms, fake_arm, NULL};
+const struct engine_clock fake_engine_clock = {fake_now_ms, fake_now_us,
+                                               fake_arm, NULL};
 
 void fake_clock_init(uint64_t now_ms)
 {

@@ -21,6 +21,7 @@
     X(waiter_queue_suite)                                                      \
     X(hashmap_suite)                                                           \
     X(keyslot_suite)                                                           \
+    X(histogram_suite)                                                         \
     X(cluster_map_suite)                                                       \
     X(lock_engine_suite)                                                       \
     X(lock_kinds_suite)                                                        \

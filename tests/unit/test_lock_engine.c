@@ -669,6 +669,31 @@ START_TEST(a_release_through_this_daemon_wakes_the_head_at_once)
 }
 END_TEST
 
+/* The latencies: the waiter's acquire from its request, its wait from
+ * its queueing, the hand-off from the release that freed the lock; the
+ * holder's acquire too. In microseconds of the engine's clock. */
+START_TEST(a_hand_off_observes_its_latencies)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct test_call *w;
+
+    memset(&latency, 0, sizeof(latency));
+    take(a, "L", 1, LEASE_MS);
+    w = queue(b, "L", 1, WAIT_FOREVER, LEASE_MS);
+    advance(40);
+    expect_integer(unlock_answered(a, "L", 1, &one_reply), 1);
+    advance(3);
+    fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
+    expect_result(w, RESULT_GRANTED);
+    ck_assert_uint_eq(latency.handoff_seconds.count, 1);
+    ck_assert_uint_eq(latency.handoff_seconds.sum_us, 3000);
+    ck_assert_uint_eq(latency.wait_seconds.count, 1);
+    ck_assert_uint_eq(latency.wait_seconds.sum_us, 43000);
+    ck_assert_uint_eq(latency.acquire_seconds.count, 2);
+    ck_assert_uint_eq(latency.acquire_seconds.sum_us, 43000);
+}
+END_TEST
+
 START_TEST(the_next_waiter_looks_when_the_head_leaves)
 {
     struct test_call *w[3];
@@ -1288,6 +1313,7 @@ Suite *lock_engine_suite(void)
     tcase_add_test(waiting, the_head_asks_again_when_the_lock_ttl_runs_out);
     tcase_add_test(waiting,
                    a_release_through_this_daemon_wakes_the_head_at_once);
+    tcase_add_test(waiting, a_hand_off_observes_its_latencies);
     tcase_add_test(waiting, the_next_waiter_looks_when_the_head_leaves);
     tcase_add_test(waiting, a_queued_head_without_reply_tries_again_soon);
     tcase_add_test(waiting, backend_ready_wakes_a_head_that_could_not_ask);

@@ -1,0 +1,211 @@
+"""The operators' HTTP endpoint ([server] http_listen): /metrics read by Prometheus's own
+text-format parser (Debian's python3-prometheus-client) with every INFO figure and the
+latency histograms moving under load; /healthz; /readyz 503 with the reason while Redis
+is stopped and 200 once it is back, as the HEALTH command says; bad methods and paths;
+the connection limit. Also what rlockd logs while Redis is away or refuses its
+password: bounded, whatever the outage's length."""
+
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import uuid
+
+from harness import (HOST, Env, Skip, assert_eq, free_port, is_error, parse_info, wait_until)
+
+# Debian's python3-prometheus-client: only the system interpreter sees it (a pyenv
+# `python3` on PATH does not), so the parsing runs there.
+SYSTEM_PYTHON = "/usr/bin/python3"
+PARSE = """
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+print(json.dumps([[f.name, f.type, [[s.name, s.labels, s.value] for s in f.samples]]
+                  for f in text_string_to_metric_families(sys.stdin.read())]))
+"""
+
+
+class Family:
+    def __init__(self, name, type_, samples):
+        self.name, self.type, self.samples = name, type_, samples
+
+
+def _parse(text):
+    """Prometheus's own parser's families of text, by name."""
+    if not os.path.exists(SYSTEM_PYTHON):
+        raise Skip("%s not found (apt-get install python3)" % SYSTEM_PYTHON)
+    r = subprocess.run([SYSTEM_PYTHON, "-c", PARSE], input=text, capture_output=True, text=True)
+    if "No module named 'prometheus_client'" in r.stderr:
+        raise Skip("python3-prometheus-client not installed (scripts/install-deps.sh installs it)")
+    assert r.returncode == 0, "Prometheus's parser refused /metrics: %s" % r.stderr[-800:]
+    return {name: Family(name, type_, samples) for name, type_, samples in json.loads(r.stdout)}
+
+HISTOGRAMS = ("acquire_seconds", "wait_seconds", "handoff_seconds", "redis_rtt_seconds")
+
+
+def _env(extra=None, **kwargs):
+    config = {"server": {"http_listen": "%s:%d" % (HOST, free_port())},
+              "redis": {"retry_timeout_ms": 300}}
+    for section, values in (extra or {}).items():
+        config.setdefault(section, {}).update(values)
+    return Env(config, **kwargs)
+
+
+def _get(env, path, method="GET"):
+    host, port = env.config["server"]["http_listen"].rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=5.0)
+    try:
+        conn.request(method, path)
+        r = conn.getresponse()
+        return r.status, r.getheader("Content-Type"), r.read().decode()
+    finally:
+        conn.close()
+
+
+def _metrics(env):
+    """{sample name (labels folded in): value}, and the families by name."""
+    status, ctype, body = _get(env, "/metrics")
+    assert_eq(status, 200, "GET /metrics status")
+    assert ctype.startswith("text/plain; version=0.0.4"), "GET /metrics Content-Type: %r" % ctype
+    families = _parse(body)
+    samples = {}
+    for f in families.values():
+        for name, labels, value in f.samples:
+            samples[name + "".join('{%s="%s"}' % kv for kv in sorted(labels.items()))] = value
+    return families, samples
+
+
+def test_metrics_parse_and_name_every_info_figure_and_histogram():
+    with _env() as env:
+        families, samples = _metrics(env)
+        info = parse_info(env.client().call("INFO", "all"))
+        figures = [k for k in info if ("rlockd_" + k) in families or ("rlockd_" + k + "_total") in samples]
+        for name in ("locks_acquired", "held_locks", "waiting_clients", "redis_connected",
+                     "total_commands_processed", "locks_lost"):
+            assert name in figures, "INFO's %s is not a metric" % name
+        assert_eq(families["rlockd_locks_acquired"].type, "counter", "locks_acquired's type")
+        assert_eq(families["rlockd_held_locks"].type, "gauge", "held_locks's type")
+        assert_eq(samples["rlockd_redis_connected"], 1.0, "rlockd_redis_connected with Redis up")
+        for h in HISTOGRAMS:
+            f = families.get("rlockd_" + h)
+            assert f is not None and f.type == "histogram", "histogram rlockd_%s missing" % h
+            buckets = [s for s in f.samples if s[0].endswith("_bucket")]
+            assert_eq(buckets[-1][1]["le"], "+Inf", "%s's last bucket" % h)
+            counts = [s[2] for s in buckets]
+            assert counts == sorted(counts), "%s's buckets are not cumulative: %r" % (h, counts)
+
+
+def test_metrics_move_under_load():
+    with _env() as env:
+        _, before = _metrics(env)
+        a, b = env.client(), env.client()
+        n = env.name("metrics")
+        for _ in range(20):
+            assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
+            assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
+        # one hand-off: b waits, a's release wakes it
+        assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by a")
+        b.send("LOCK", n, 2)
+        env.wait_waiting(1, what="b queued")
+        time.sleep(0.05)
+        assert_eq(a.call("UNLOCK", n, 1), 1, "a's UNLOCK")
+        assert_eq(b.read_reply(3.0), "OK", "b's LOCK after the hand-off")
+        _, after = _metrics(env)
+
+        def grew(key):
+            return after[key] - before.get(key, 0)
+
+        assert_eq(grew("rlockd_locks_acquired_total"), 22, "locks_acquired_total's growth")
+        assert_eq(grew("rlockd_acquire_seconds_count"), 22, "acquire_seconds observations")
+        assert_eq(grew("rlockd_handoff_seconds_count"), 1, "handoff_seconds observations")
+        assert_eq(grew("rlockd_wait_seconds_count"), 1, "wait_seconds observations")
+        assert grew("rlockd_redis_rtt_seconds_count") >= 42, "a Redis round trip per LOCK and UNLOCK"
+        assert grew("rlockd_wait_seconds_sum") >= 0.05, "b waited at least 50 ms"
+        assert_eq(after["rlockd_held_locks"], 1.0, "held_locks gauge while b holds")
+        # every observation falls under +Inf, and the sums are sane
+        for h in HISTOGRAMS:
+            assert_eq(after['rlockd_%s_bucket{le="+Inf"}' % h], after["rlockd_%s_count" % h],
+                      "%s: +Inf bucket = count" % h)
+        assert after["rlockd_acquire_seconds_sum"] < 60, "acquire_seconds_sum is in seconds"
+
+
+def test_healthz_readyz_and_health_agree_through_a_redis_outage():
+    with _env() as env:
+        probe = env.client()
+        assert_eq(_get(env, "/healthz")[::2], (200, "ok\n"), "/healthz")
+        assert_eq(_get(env, "/readyz")[::2], (200, "ready\n"), "/readyz with Redis up")
+        env.redis_server.stop()
+        wait_until(lambda: _get(env, "/readyz")[0] == 503, 5.0, what="/readyz 503 with Redis stopped")
+        status, _, body = _get(env, "/readyz")
+        assert "redis unreachable for" in body, "/readyz's reason: %r" % body
+        assert is_error(probe.call("HEALTH"), "UNAVAILABLE"), "HEALTH agrees with /readyz"
+        assert_eq(_get(env, "/healthz")[0], 200, "/healthz: the process is still alive")
+        _, samples = _metrics(env)
+        assert_eq(samples["rlockd_redis_connected"], 0.0, "rlockd_redis_connected with Redis down")
+        env.redis_server.start()
+        wait_until(lambda: _get(env, "/readyz")[0] == 200, 10.0, what="/readyz 200 once Redis is back")
+        assert_eq(probe.call("HEALTH"), "OK", "HEALTH agrees")
+
+
+def test_bad_methods_and_paths_get_clear_answers():
+    with _env() as env:
+        status, _, body = _get(env, "/metrics", method="POST")
+        assert_eq(status, 405, "POST /metrics")
+        assert_eq(_get(env, "/nope")[0], 404, "GET /nope")
+        assert "/metrics" in _get(env, "/nope")[2], "the 404 names the paths there are"
+        assert_eq(_get(env, "/healthz", method="HEAD")[0], 200, "HEAD /healthz")
+
+
+def test_http_connections_are_limited_and_the_lock_port_is_not_affected():
+    """Past http_max_connections a connection waits, unserved, until one closes (MHD
+    stops accepting), while the RESP port serves as ever."""
+    with _env({"server": {"http_max_connections": 2}}) as env:
+        host, port = env.config["server"]["http_listen"].rsplit(":", 1)
+        idle = [socket.create_connection((host, int(port)), timeout=2.0) for _ in range(2)]
+        extra = socket.create_connection((host, int(port)), timeout=1.0)
+        try:
+            extra.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            try:
+                early = extra.recv(100)
+            except socket.timeout:
+                early = None
+            assert early is None, "served past http_max_connections: %r" % (early,)
+            assert_eq(env.client().call("PING"), "PONG", "the RESP port serves all the same")
+            for s in idle:
+                s.close()
+            extra.settimeout(3.0)
+            assert extra.recv(100).startswith(b"HTTP/1.1 200"), "served once the idle ones went"
+        finally:
+            extra.close()
+            for s in idle:
+                s.close()
+
+
+def _log_lines(env):
+    return len(env.rlockd.log_text().splitlines())
+
+
+def test_a_long_redis_outage_is_logged_once_not_per_retry():
+    with _env() as env:
+        settled = _log_lines(env)
+        env.redis_server.stop()
+        time.sleep(10)
+        log = env.rlockd.log_text()
+        assert_eq(len(re.findall(r"WARN redis: unreachable", log)), 1, "the outage's warning")
+        links = int(env.info()["redis_pool_size"]) + 1
+        # each link: one line when it is lost, one for its first failed redial
+        added = _log_lines(env) - settled
+        assert added <= 2 * links + 2, "%d lines logged in 10 s of outage" % added
+
+
+def test_a_refused_redis_password_is_not_logged_per_retry():
+    right = "right-%s" % uuid.uuid4().hex
+    with _env({"redis": {"password": "wrong-" + right}}, redis_args=("--requirepass", right),
+              wait_redis=False) as env:
+        time.sleep(10)
+        links = int(env.info()["redis_pool_size"]) + 1
+        assert int(env.info()["redis_connect_failures"]) >= 2 * links, "every link kept retrying"
+        lines = _log_lines(env)
+        assert lines <= 3 * links + 10, "%d lines logged in 10 s of refused AUTH" % lines
