@@ -1211,8 +1211,12 @@ static void acquire_granted(struct lock_call *call)
         hold->watchdog = true;
     hold->lease_ms =
         hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
-    if (hold->watchdog)
+    if (hold->watchdog) {
+        hold_lease_stop(hold);
         watchdog_start(hold);
+    } else {
+        hold_lease_start(hold, call->lease_ms);
+    }
     if (recording(call->session) &&
         (call->count == 0 || hold->watchdog != was_watchdog))
         record_hold(hold, effective_lease(call));
@@ -2031,6 +2035,24 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
              *s != NULL; s++)
             backend->add_script(*s);
     return 0;
+}
+
+static lock_loss_fn *loss_fn;
+
+static void on_hold_lost(const struct hold *h, const char *why)
+{
+    if (h->session == NULL) /* released meanwhile: nobody to tell */
+        return;
+    loss_fn(&(struct lock_loss){h->session->id, h->session->id_len,
+                                h->lock->kind, h->lock->name,
+                                h->lock->name_len, h->field, h->field_len,
+                                why});
+}
+
+void lock_engine_on_loss(lock_loss_fn *fn)
+{
+    loss_fn = fn;
+    lock_table_on_loss(fn != NULL ? on_hold_lost : NULL);
 }
 
 void lock_engine_free(void)

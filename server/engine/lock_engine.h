@@ -88,8 +88,26 @@ struct lock_result {
 /* Called exactly once per started call, unless it was abandoned first. */
 typedef void lock_done_fn(void *ctx, const struct lock_result *result);
 
+/* A hold its owner lost (its lease ran out, FORCEUNLOCK, gone from Redis
+ * at a renewal, an UNLOCK or after a failover), for the lock-lost events.
+ * Valid during the call only. */
+struct lock_loss {
+    const char *client_id;
+    size_t client_id_len;
+    const struct lock_kind *kind;
+    const char *name;
+    size_t name_len;
+    const char *owner; /* the owner's field, "<client-id>:<thread-id>" */
+    size_t owner_len;
+    const char *reason;
+};
+typedef void lock_loss_fn(const struct lock_loss *loss);
+
 int lock_engine_init(const struct config *cfg, const struct backend *backend,
                      const struct engine_clock *clock);
+/* fn (NULL: nobody) is told of every hold lost from now on, as done is
+ * of a result: it only records, and calls no engine function. */
+void lock_engine_on_loss(lock_loss_fn *fn);
 void lock_engine_free(void);
 
 /*

@@ -128,6 +128,19 @@ struct hold *hold_find(struct lock *lock, const struct session *session,
     return NULL;
 }
 
+static hold_loss_fn *loss_listener;
+
+void lock_table_on_loss(hold_loss_fn *fn)
+{
+    loss_listener = fn;
+}
+
+static void lease_ran_out(struct timer *t)
+{
+    hold_mark_lost(list_entry(t, struct hold, lease_timer),
+                   "its lease ran out");
+}
+
 struct hold *hold_create(struct lock *lock, struct session *session,
                          uint64_t thread_id)
 {
@@ -142,6 +155,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
                                session->id_len, thread_id);
     h->refs = 1;
     list_init(&h->watchdog_link);
+    timer_init(&h->lease_timer, lease_ran_out);
     list_push_tail(&lock->holds, &h->lock_link);
     list_push_tail(&session->holds, &h->session_link);
     session->hold_count++;
@@ -152,6 +166,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
 
 void hold_drop(struct hold *h)
 {
+    timer_stop(&h->lease_timer);
     list_remove(&h->lock_link);
     list_remove(&h->session_link);
     h->session->hold_count--;
@@ -173,7 +188,30 @@ void hold_mark_lost(struct hold *h, const char *why)
     if (h->lost)
         return;
     h->lost = true;
+    timer_stop(&h->lease_timer);
     stats.locks_lost++;
     log_warn("lock '%.*s' held by %s lost: %s", (int)h->lock->name_len,
              h->lock->name, h->field, why);
+    if (loss_listener != NULL)
+        loss_listener(h, why);
+}
+
+void hold_lease_start(struct hold *h, int64_t lease_ms)
+{
+    uint64_t due = timers_now() + (uint64_t)lease_ms;
+
+    /* A shared hold's key (a read-write lock's hash) lives as long as its
+     * longest lease: a shorter one does not bring its end closer. */
+    if (h->lock->kind->shared && timer_armed(&h->lease_timer) &&
+        h->lease_timer.due_ms > due)
+        return;
+    if (timer_start(&h->lease_timer, due) != 0)
+        log_warn("out of memory: '%.*s' is found lost at its next UNLOCK, "
+                 "not when its lease runs out",
+                 (int)h->lock->name_len, h->lock->name);
+}
+
+void hold_lease_stop(struct hold *h)
+{
+    timer_stop(&h->lease_timer);
 }

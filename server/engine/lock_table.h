@@ -25,6 +25,7 @@
 #include "base/list.h"
 #include "client_id.h"
 #include "engine/lock_kind.h"
+#include "engine/timer.h"
 #include "engine/waiter_queue.h"
 
 /* "<client-id>:<thread-id>" and the kind's suffix (":write"): 64 + 1 +
@@ -67,6 +68,9 @@ struct hold {
     bool recheck;     /* to be looked for on a new master */
     unsigned refs;    /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
+    /* Lease mode: fires when the lease set by its last acquire has run
+     * out in Redis, and marks it lost then, not at its next UNLOCK. */
+    struct timer lease_timer;
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
@@ -96,8 +100,19 @@ struct hold *hold_create(struct lock *lock, struct session *session,
  * it off the watchdog's schedule. */
 void hold_drop(struct hold *hold);
 void hold_unref(struct hold *hold);
-/* Marks a hold lost (Redis no longer has it): counted and logged once;
- * the caller has taken it off the watchdog's schedule. */
+/* Marks a hold lost (Redis no longer has it): counted, logged and told to
+ * the loss listener once; the caller has taken it off the watchdog's
+ * schedule. */
 void hold_mark_lost(struct hold *hold, const char *why);
+/* Lease mode: the hold is lost lease_ms from now (its acquire's reply has
+ * come, so its TTL in Redis ends before then; a shared hold's, at its
+ * longest lease), unless acquired again or released first. */
+void hold_lease_start(struct hold *hold, int64_t lease_ms);
+void hold_lease_stop(struct hold *hold);
+
+/* Who is told of each hold marked lost (the engine's lock-lost events);
+ * fn only records. */
+typedef void hold_loss_fn(const struct hold *hold, const char *why);
+void lock_table_on_loss(hold_loss_fn *fn);
 
 #endif

@@ -203,6 +203,51 @@ START_TEST(an_acquire_after_the_hold_was_lost_sends_a_new_hold)
 }
 END_TEST
 
+/* What the loss listener was last told. */
+static struct {
+    unsigned count;
+    char client_id[32], name[32], owner[48], reason[64];
+} told;
+
+static void record_loss(const struct lock_loss *loss)
+{
+    told.count++;
+    snprintf(told.client_id, sizeof(told.client_id), "%.*s",
+             (int)loss->client_id_len, loss->client_id);
+    snprintf(told.name, sizeof(told.name), "%.*s", (int)loss->name_len,
+             loss->name);
+    snprintf(told.owner, sizeof(told.owner), "%.*s", (int)loss->owner_len,
+             loss->owner);
+    snprintf(told.reason, sizeof(told.reason), "%s", loss->reason);
+}
+
+/* A leased hold is lost when its lease runs out (Redis has expired it,
+ * and sends no word of it): the listener is told then, with the owner
+ * and why, and the owner's UNLOCK is -LOCKLOST without asking Redis. A
+ * reentrant acquire starts the lease again. */
+START_TEST(a_leased_hold_is_lost_when_its_lease_runs_out)
+{
+    struct session *a = join("a");
+
+    memset(&told, 0, sizeof(told));
+    lock_engine_on_loss(record_loss);
+    take(a, "L", 1, LEASE_MS);
+    advance(LEASE_MS / 2);
+    take(a, "L", 1, LEASE_MS);
+    advance(LEASE_MS - 1);
+    ck_assert_uint_eq(stats.locks_lost, 0);
+    advance(1);
+    ck_assert_uint_eq(stats.locks_lost, 1);
+    ck_assert_uint_eq(told.count, 1);
+    ck_assert_str_eq(told.client_id, "a");
+    ck_assert_str_eq(told.name, "L");
+    ck_assert_str_eq(told.owner, "a:1");
+    ck_assert_str_eq(told.reason, "its lease ran out");
+    expect_error(unlock_answered(a, "L", 1, &nil_reply), REPLY_LOCKLOST);
+    lock_engine_on_loss(NULL);
+}
+END_TEST
+
 /* Sent again after a lost reply, a reentrant acquire sends the same
  * known count, so Redis counts it once whether the first one ran or not. */
 START_TEST(a_reentrant_acquire_without_reply_is_sent_again_with_its_count)
@@ -1291,6 +1336,7 @@ Suite *lock_engine_suite(void)
     tcase_add_test(acquiring, a_reentrant_acquire_sends_the_count_it_knows);
     tcase_add_test(acquiring,
                    an_acquire_after_the_hold_was_lost_sends_a_new_hold);
+    tcase_add_test(acquiring, a_leased_hold_is_lost_when_its_lease_runs_out);
     tcase_add_test(acquiring,
                    a_reentrant_acquire_abandoned_without_reply_is_settled);
     tcase_add_test(
