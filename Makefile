@@ -72,7 +72,10 @@ BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
-MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share
+MANDIR     ?= $(DATADIR)/man
+# bash-completion looks here for a command's file, by the command's name.
+COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
@@ -165,7 +168,8 @@ INSTALLED_CONF = $(DESTDIR)$(SYSCONFDIR)/rlockd/rlockd.ini
 install: all $(BUILD)/rlockd.service
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/rlockd $(DESTDIR)$(UNITDIR) \
-	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(COMPLETIONDIR)
 	install -m 755 $(BUILD)/rlockd $(DESTDIR)$(SBINDIR)/rlockd
 	install -m 755 $(BUILD)/rlock $(DESTDIR)$(BINDIR)/rlock
 	install -m 755 $(BUILD)/librlock.so.$(RLOCK_SO_VERSION) $(DESTDIR)$(LIBDIR)/
@@ -179,6 +183,7 @@ install: all $(BUILD)/rlockd.service
 	install -m 644 systemd/rlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf
 	install -m 644 docs/rlockd.8 $(DESTDIR)$(MANDIR)/man8/rlockd.8
 	install -m 644 docs/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -m 644 cli/rlock.bash-completion $(DESTDIR)$(COMPLETIONDIR)/rlock
 	@if [ -e $(INSTALLED_CONF) ]; then \
 	    echo "keeping existing $(INSTALLED_CONF)"; \
 	else \
@@ -203,7 +208,8 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/rlock.pc \
 	    $(DESTDIR)$(UNITDIR)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.socket \
 	    $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf \
-	    $(DESTDIR)$(MANDIR)/man8/rlockd.8 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	    $(DESTDIR)$(MANDIR)/man8/rlockd.8 $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+	    $(DESTDIR)$(COMPLETIONDIR)/rlock
 	@echo "left in place: $(INSTALLED_CONF)"
 
 # Debian packages (debian/): rlockd, librlock0, librlock-dev and rlock,

@@ -191,8 +191,6 @@ static int error_reply_code(const redisReply *r)
 
 static int reply_value(const redisReply *r, int want_type, long long *value)
 {
-    if (r->type == REDIS_REPLY_ERROR)
-        return error_reply_code(r);
     if (r->type != want_type)
         return RLOCK_EPROTOCOL;
     if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") != 0)
@@ -215,9 +213,9 @@ static int transport_error(const redisContext *ctx, int saved_errno)
     return RLOCK_ECONNLOST;
 }
 
-int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
-                        const size_t *lens, long long timeout_ms, int want_type,
-                        long long *value)
+int rlock_conn_command(struct rlock_conn *conn, int argc, const char **argv,
+                       const size_t *lens, long long timeout_ms,
+                       redisReply **reply)
 {
     struct sigpipe_guard guard;
     redisReply *r;
@@ -235,6 +233,24 @@ int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
     sigpipe_restore(&guard);
     if (r == NULL)
         return transport_error(conn->ctx, saved_errno);
+    if (r->type == REDIS_REPLY_ERROR) {
+        err = error_reply_code(r);
+        freeReplyObject(r);
+        return err;
+    }
+    *reply = r;
+    return RLOCK_OK;
+}
+
+int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
+                        const size_t *lens, long long timeout_ms, int want_type,
+                        long long *value)
+{
+    redisReply *r;
+    int err = rlock_conn_command(conn, argc, argv, lens, timeout_ms, &r);
+
+    if (err != RLOCK_OK)
+        return err;
     err = reply_value(r, want_type, value);
     freeReplyObject(r);
     return err;

@@ -53,10 +53,16 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
                     bool resume);
 
 /* Sends one command and waits up to timeout_ms (RLOCK_NO_TIMEOUT: for
- * ever) for its reply, which must be of want_type (REDIS_REPLY_INTEGER, or
- * REDIS_REPLY_STATUS for +OK) or an error. Stores an integer reply in
- * *value, 1 for +OK. After a failure, rlock_conn_broken() tells whether
- * the connection can still be used. */
+ * ever) for its reply: RLOCK_OK with *reply (not an error reply; the
+ * caller frees it), or the error, an error reply's mapped. */
+int rlock_conn_command(struct rlock_conn *conn, int argc, const char **argv,
+                       const size_t *lens, long long timeout_ms,
+                       redisReply **reply);
+
+/* rlock_conn_command() of a command whose reply must be of want_type
+ * (REDIS_REPLY_INTEGER, or REDIS_REPLY_STATUS for +OK). Stores an integer
+ * reply in *value, 1 for +OK. After a failure of either,
+ * rlock_conn_broken() tells whether the connection can still be used. */
 int rlock_conn_exchange(struct rlock_conn *conn, int argc, const char **argv,
                         const size_t *lens, long long timeout_ms, int want_type,
                         long long *value);

@@ -72,6 +72,7 @@ enum client_command_id {
     CLIENT_CMD_HOLDCOUNT,
     CLIENT_CMD_PTTL,
     CLIENT_CMD_TOKEN,
+    CLIENT_CMD_OWNERS,
 };
 
 /* The commands the API sends, and how each is sent and answered. */
@@ -79,7 +80,8 @@ static const struct client_command {
     const char *name;
     bool with_thread; /* the caller's thread-id follows the lock name */
     bool blocks;      /* waits with no limit: no reply timeout */
-    int reply_type;   /* REDIS_REPLY_INTEGER, or STATUS for +OK */
+    /* REDIS_REPLY_INTEGER, STATUS for +OK, or ARRAY: handed back whole */
+    int reply_type;
     enum hold_effect effect;
 } client_commands[] = {
     [CLIENT_CMD_LOCK] = {"LOCK", true, true, REDIS_REPLY_STATUS, HOLD_ACQUIRE},
@@ -98,6 +100,8 @@ static const struct client_command {
     [CLIENT_CMD_PTTL] = {"PTTL", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
     [CLIENT_CMD_TOKEN] = {"TOKEN", false, false, REDIS_REPLY_INTEGER,
                           HOLD_NONE},
+    [CLIENT_CMD_OWNERS] = {"OWNERS", false, false, REDIS_REPLY_ARRAY,
+                           HOLD_NONE},
 };
 
 /* The kinds, by enum rlock_kind: the word that names each after a
@@ -440,11 +444,12 @@ static int reply_type(const struct request *rq)
  * reply's value in *value. A broken connection is closed here, and the
  * record of holds follows the outcome. A watchdog lease is sent as no
  * LEASE, rlockd's default; the plain lock's kind as no word, as before
- * there were kinds. A kind not in the table costs no trip.
+ * there were kinds. A kind not in the table costs no trip. An array reply
+ * goes to *array instead (the caller frees it).
  */
 static int execute(rlock_client *c, enum client_command_id id,
                    enum rlock_kind kind, const char *name, long long wait_ms,
-                   long long lease_ms, long long *value)
+                   long long lease_ms, long long *value, redisReply **array)
 {
     const struct request rq = {&client_commands[id], kind, name, wait_ms,
                                lease_ms == RLOCK_WATCHDOG ? OPTION_ABSENT
@@ -479,8 +484,18 @@ static int execute(rlock_client *c, enum client_command_id id,
         add_arg(&b, client_kinds[kind].word);
     add_option(&b, "WAIT", rq.wait_ms);
     add_option(&b, "LEASE", rq.lease_ms);
-    err = rlock_conn_exchange(&t->conn, b.argc, b.argv, b.lens,
-                              reply_timeout(c, &rq), reply_type(&rq), &reply);
+    if (rq.command->reply_type == REDIS_REPLY_ARRAY) {
+        err = rlock_conn_command(&t->conn, b.argc, b.argv, b.lens,
+                                 reply_timeout(c, &rq), array);
+        if (err == RLOCK_OK && (*array)->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(*array);
+            err = RLOCK_EPROTOCOL;
+        }
+    } else {
+        err =
+            rlock_conn_exchange(&t->conn, b.argc, b.argv, b.lens,
+                                reply_timeout(c, &rq), reply_type(&rq), &reply);
+    }
     if (err != RLOCK_OK && rlock_conn_broken(&t->conn))
         thread_state_lost(c, t);
     err = holds_update(c, t, &rq, err, reply, &spare);
@@ -497,7 +512,8 @@ static long long execute_query(rlock_client *c, enum client_command_id id,
                                enum rlock_kind kind, const char *name)
 {
     long long value;
-    int err = execute(c, id, kind, name, OPTION_ABSENT, OPTION_ABSENT, &value);
+    int err =
+        execute(c, id, kind, name, OPTION_ABSENT, OPTION_ABSENT, &value, NULL);
 
     return err != RLOCK_OK ? err : value;
 }
@@ -536,8 +552,8 @@ rlock_client *rlock_connect(const char *addr, const rlock_options *opts,
         e = thread_state_get(c, &t);
     if (e == RLOCK_OK) /* after the session exists: it joins it */
         e = heartbeat_start(&c->heartbeat, &c->target,
-                            &(struct heartbeat_client){
-                                client_holds_any, client_session_lost, c});
+                            &(struct heartbeat_client){client_holds_any,
+                                                       client_session_lost, c});
     if (err != NULL)
         *err = e;
     if (e == RLOCK_OK)
@@ -573,7 +589,7 @@ int rlock_lock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
     if (!valid_lease(lease_ms))
         return RLOCK_EINVAL;
     err = execute(c, CLIENT_CMD_LOCK, kind, name, OPTION_ABSENT, lease_ms,
-                  &reply);
+                  &reply, NULL);
     if (err == RLOCK_OK)
         store_token(kind, reply, token);
     return err;
@@ -590,7 +606,8 @@ int rlock_trylock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
     if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > COMMAND_MAX_MS ||
         !valid_lease(lease_ms))
         return RLOCK_EINVAL;
-    err = execute(c, CLIENT_CMD_TRYLOCK, kind, name, wait_ms, lease_ms, &reply);
+    err = execute(c, CLIENT_CMD_TRYLOCK, kind, name, wait_ms, lease_ms, &reply,
+                  NULL);
     if (err != RLOCK_OK)
         return err;
     store_token(kind, reply, token);
@@ -632,7 +649,7 @@ int rlock_pttl_kind(rlock_client *c, const char *name, enum rlock_kind kind,
         return RLOCK_EINVAL;
     /* -1 and -2 are answers here, not errors */
     return execute(c, CLIENT_CMD_PTTL, kind, name, OPTION_ABSENT, OPTION_ABSENT,
-                   ttl_ms);
+                   ttl_ms, NULL);
 }
 
 int rlock_token(rlock_client *c, const char *name, long long *token)
@@ -641,7 +658,75 @@ int rlock_token(rlock_client *c, const char *name, long long *token)
         return RLOCK_EINVAL;
     /* TOKEN names no kind: only the fenced lock has tokens */
     return execute(c, CLIENT_CMD_TOKEN, RLOCK_LOCK, name, OPTION_ABSENT,
-                   OPTION_ABSENT, token);
+                   OPTION_ABSENT, token, NULL);
+}
+
+/* OWNERS' reply, {pttl, {field, count, field, count...}}, as owners: one
+ * block, the strings after the array. RLOCK_OK, RLOCK_EPROTOCOL for a
+ * reply of another shape, RLOCK_ESYSTEM. */
+static int owners_of_reply(const redisReply *r, long long *pttl_ms,
+                           struct rlock_owner **owners, size_t *count)
+{
+    const redisReply *pairs;
+    struct rlock_owner *out;
+    size_t n, bytes = 0;
+    char *text;
+
+    if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_ARRAY ||
+        r->element[1]->elements % 2 != 0)
+        return RLOCK_EPROTOCOL;
+    pairs = r->element[1];
+    n = pairs->elements / 2;
+    for (size_t i = 0; i < n; i++) {
+        if (pairs->element[2 * i]->type != REDIS_REPLY_STRING ||
+            pairs->element[2 * i + 1]->type != REDIS_REPLY_INTEGER)
+            return RLOCK_EPROTOCOL;
+        bytes += pairs->element[2 * i]->len + 1;
+    }
+    *pttl_ms = r->element[0]->integer;
+    *count = n;
+    *owners = NULL;
+    if (n == 0)
+        return RLOCK_OK;
+    out = malloc(n * sizeof *out + bytes);
+    if (out == NULL)
+        return RLOCK_ESYSTEM;
+    text = (char *)(out + n);
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *field = pairs->element[2 * i];
+
+        out[i].owner = memcpy(text, field->str, field->len);
+        text[field->len] = '\0';
+        text += field->len + 1;
+        out[i].holds = pairs->element[2 * i + 1]->integer;
+    }
+    *owners = out;
+    return RLOCK_OK;
+}
+
+int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
+                      long long *pttl_ms, struct rlock_owner **owners,
+                      size_t *count)
+{
+    redisReply *r;
+    long long unused;
+    int err;
+
+    if (pttl_ms == NULL || owners == NULL || count == NULL)
+        return RLOCK_EINVAL;
+    err = execute(c, CLIENT_CMD_OWNERS, kind, name, OPTION_ABSENT,
+                  OPTION_ABSENT, &unused, &r);
+    if (err != RLOCK_OK)
+        return err;
+    err = owners_of_reply(r, pttl_ms, owners, count);
+    freeReplyObject(r);
+    return err;
+}
+
+void rlock_owners_free(struct rlock_owner *owners)
+{
+    free(owners);
 }
 
 /* The functions from before there were kinds: the plain lock's case. */

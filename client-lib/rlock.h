@@ -35,6 +35,7 @@
 #ifndef RLOCK_H
 #define RLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -257,6 +258,23 @@ RLOCK_API int rlock_pttl_kind(rlock_client *c, const char *name,
 /* Stores in *token the latest fencing token of the RLOCK_FENCED lock name,
  * 0 if it was never taken. RLOCK_OK or an error. */
 RLOCK_API int rlock_token(rlock_client *c, const char *name, long long *token);
+
+/* One owner of a lock, as rlock_owners_kind() lists them. */
+struct rlock_owner {
+    /* Its field in Redis: "<client-id>:<thread-id>" for an rlockd client
+     * (a Java client's "<uuid>:<thread>"; ":write" ends a writer's). */
+    char *owner;
+    long long holds; /* its hold count */
+};
+
+/* Who holds the lock of that kind (rlockd's OWNERS): *pttl_ms its time to
+ * live (-1: none; -2: not locked, and then no owner), *owners an array of
+ * *count owners (NULL when there are none), freed with
+ * rlock_owners_free(). RLOCK_OK or an error. */
+RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
+                                enum rlock_kind kind, long long *pttl_ms,
+                                struct rlock_owner **owners, size_t *count);
+RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
 
 /* The text of an enum rlock_error. Never NULL. */
 RLOCK_API const char *rlock_strerror(int err);

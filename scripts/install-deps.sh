@@ -19,11 +19,12 @@ set -euo pipefail
 # netcat-openbsd and telnet: the README's examples talk to rlockd with them.
 # libmicrohttpd-dev: the metrics endpoint; python3-prometheus-client: its
 # test parses /metrics with Prometheus's own parser. debhelper and lintian:
-# `make deb` and the package test.
+# `make deb` and the package test. bash-completion: rlock's completion's
+# test.
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
     python3-redis python3-prometheus-client mandoc netcat-openbsd telnet
-    debhelper lintian)
+    debhelper lintian bash-completion)
 
 is_installed() {
     local status

@@ -449,6 +449,54 @@ START_TEST(unknown_kind_is_invalid_without_a_round_trip)
 }
 END_TEST
 
+/* rlock_owners_kind(): every owner with its count and the lock's TTL;
+ * none, and -2, for a lock nobody holds. */
+START_TEST(owners_lists_every_holder_with_its_count)
+{
+    rlock_client *a = connect_or_fail(harness_addr(), NULL);
+    rlock_client *b = connect_or_fail(harness_addr(), NULL);
+    struct rlock_owner *owners;
+    char want_a[128], want_b[128];
+    long long pttl;
+    size_t count;
+
+    ck_assert_int_eq(rlock_lock_kind(a, "owned", RLOCK_READ, 5000, NULL),
+                     RLOCK_OK);
+    ck_assert_int_eq(rlock_lock_kind(a, "owned", RLOCK_READ, 5000, NULL),
+                     RLOCK_OK);
+    ck_assert_int_eq(rlock_lock_kind(b, "owned", RLOCK_READ, 5000, NULL),
+                     RLOCK_OK);
+    ck_assert_int_eq(
+        rlock_owners_kind(a, "owned", RLOCK_READ, &pttl, &owners, &count),
+        RLOCK_OK);
+    ck_assert_int_gt(pttl, 4000);
+    ck_assert_uint_eq(count, 2);
+    snprintf(want_a, sizeof want_a, "%s:%ld", rlock_client_id(a),
+             syscall(SYS_gettid));
+    snprintf(want_b, sizeof want_b, "%s:%ld", rlock_client_id(b),
+             syscall(SYS_gettid));
+    for (size_t i = 0; i < count; i++) {
+        bool is_a = strcmp(owners[i].owner, want_a) == 0;
+
+        ck_assert_msg(is_a || strcmp(owners[i].owner, want_b) == 0,
+                      "unexpected owner %s", owners[i].owner);
+        ck_assert_int_eq(owners[i].holds, is_a ? 2 : 1);
+    }
+    rlock_owners_free(owners);
+    ck_assert_int_eq(
+        rlock_owners_kind(a, "nobody's", RLOCK_LOCK, &pttl, &owners, &count),
+        RLOCK_OK);
+    ck_assert_int_eq(pttl, -2);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_ptr_null(owners);
+    ck_assert_int_eq(
+        rlock_owners_kind(a, "owned", RLOCK_READ, NULL, &owners, &count),
+        RLOCK_EINVAL);
+    rlock_close(a);
+    rlock_close(b);
+}
+END_TEST
+
 Suite *kinds_suite(void)
 {
     Suite *s = suite_create("kinds");
@@ -463,6 +511,7 @@ Suite *kinds_suite(void)
     tcase_add_test(
         tc, fenced_tokens_strictly_increase_and_token_answers_the_latest);
     tcase_add_test(tc, unknown_kind_is_invalid_without_a_round_trip);
+    tcase_add_test(tc, owners_lists_every_holder_with_its_count);
     suite_add_tcase(s, tc);
     return s;
 }

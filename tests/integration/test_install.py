@@ -23,6 +23,7 @@ TREE = {
     "usr/local/lib/sysusers.d/rlockd.conf": 0o644,
     "usr/local/share/man/man8/rlockd.8": 0o644,
     "usr/local/share/man/man1/rlock.1": 0o644,
+    "usr/local/share/bash-completion/completions/rlock": 0o644,
     "etc/rlockd/rlockd.ini": 0o644,
 }
 LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.2.0", "usr/local/lib/librlock.so": "librlock.so.0"}

@@ -6,15 +6,19 @@ the ones `rlock -h` documents.
 
 import fcntl
 import os
+import pty
 import re
+import select
 import signal
 import subprocess
 import sys
 import termios
 import time
 
-from harness import (HOST, Env, TempDir, _spawn, assert_eq, free_port, holds_for, rlock_bin,
+from harness import (HOST, Env, Skip, TempDir, _spawn, assert_eq, free_port, holds_for, rlock_bin,
                      wait_until)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 # A short watchdog TTL: "kept alive" and "lost" show within a second or two.
 # rlock then checks the lock every third of it (333 ms).
@@ -104,8 +108,11 @@ def _gone(env, name):
 def test_help_exits_0_and_documents_options_statuses_and_env():
     r = run_rlock(["-h"])
     assert_eq(r.returncode, 0, "rlock -h exit status")
-    for word in ["-s ADDR", "-w MS", "-n", "-l MS", "-k SECS", "status NAME", "force-unlock NAME",
-                 "RLOCK_ADDR", "127.0.0.1:7379", "SIGINT, SIGTERM and SIGHUP", "Exit status:"]:
+    for word in ["-S, --server ADDR", "-w, --wait", "SECS", "-n, --nonblock", "-E, --conflict-exit-code N",
+                 "-c, --command STRING", "-l, --lease MS", "-k, --kill-grace SECS", "-b, --heartbeat MS",
+                 "-h, --help", "-V, --version", "-s, --shared", "-x, --exclusive", "hold NAME", "status NAME",
+                 "force-unlock NAME", "RLOCK_ADDR", "RLOCK_NAME", "RLOCK_OWNER", "127.0.0.1:7379",
+                 "SIGINT, SIGTERM and SIGHUP", "guardian", "Exit status:"]:
         assert word in r.stdout, "rlock -h does not mention %r:\n%s" % (word, r.stdout)
     statuses = r.stdout.split("Exit status:")[1]
     for status in ["N", "128+S", "1", "64", "69", "70", "75", "126/127"]:
@@ -123,14 +130,32 @@ def test_usage_errors_exit_64_with_a_message():
         ["-w", "-1", "n", "--", "true"],
         ["-w", " 5", "n", "--", "true"],
         ["-w", "5ms", "n", "--", "true"],
-        ["-w", "1000000000001", "n", "--", "true"],
+        ["-w", "1000000000.001", "n", "--", "true"],
+        ["-w", "1000000001", "n", "--", "true"],
+        ["-w", "1.2.3", "n", "--", "true"],
+        ["-w", ".", "n", "--", "true"],
+        ["-w", "1e3", "n", "--", "true"],
         ["-w", "99999999999999999999", "n", "--", "true"],
         ["-l", "0", "n", "--", "true"],
         ["-l", "+5", "n", "--", "true"],
         ["-k", "86401", "n", "--", "true"],
         ["-k"],
-        ["-s", "", "n", "--", "true"],
-        ["-x", "n", "--", "true"],
+        ["-S", "", "n", "--", "true"],
+        ["-q", "n", "--", "true"],
+        ["--nonsense", "n", "--", "true"],
+        ["-E", "256", "n", "--", "true"],
+        ["-E", "-1", "n", "--", "true"],
+        ["--conflict-exit-code"],
+        ["-c", "true", "n", "--", "true"],     # -c and -- COMMAND
+        ["-c", "true"],                        # -c without NAME
+        ["n", "-c"],                           # NAME -c without STRING
+        ["n", "-c", "a", "b"],                 # NAME -c takes one STRING
+        ["-k", "1", "hold", "n"],              # -k goes with a COMMAND only
+        ["-c", "true", "hold", "n"],
+        ["-w", "1", "status", "n"],
+        ["--lease", "100", "force-unlock", "n"],
+        ["hold"],
+        ["hold", "a", "b"],
         ["", "--", "true"],                    # empty NAME
         ["status"],
         ["status", "a", "b"],
@@ -138,7 +163,7 @@ def test_usage_errors_exit_64_with_a_message():
         ["force-unlock"],
     ]
     for args in cases:
-        r = run_rlock(["-s", "127.0.0.1:1"] + args)
+        r = run_rlock(["-S", "127.0.0.1:1"] + args)
         assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
         assert r.stderr.startswith("rlock: ") and "rlock -h" in r.stderr, \
             "rlock %r: expected a message and a hint on stderr, got %r" % (args, r.stderr)
@@ -148,9 +173,9 @@ def test_usage_errors_exit_64_with_a_message():
 def test_unreachable_rlockd_exits_69_and_does_not_run_command():
     with TempDir() as d:
         port = free_port()   # nothing listens there
-        for args in (["-s", "%s:%d" % (HOST, port), "n", "--", "touch", "ran"],
-                     ["-s", "unix:" + os.path.join(d, "no.sock"), "n", "--", "touch", "ran"],
-                     ["-s", "%s:%d" % (HOST, port), "status", "n"]):
+        for args in (["-S", "%s:%d" % (HOST, port), "n", "--", "touch", "ran"],
+                     ["-S", "unix:" + os.path.join(d, "no.sock"), "n", "--", "touch", "ran"],
+                     ["-S", "%s:%d" % (HOST, port), "status", "n"]):
             t0 = time.monotonic()
             r = run_rlock(args, cwd=d)
             assert_eq(r.returncode, EXIT_UNAVAILABLE, "exit status of rlock %r" % (args,))
@@ -160,7 +185,7 @@ def test_unreachable_rlockd_exits_69_and_does_not_run_command():
         assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
 
 
-def test_address_comes_from_s_else_rlock_addr(env):
+def test_address_comes_from_capital_s_else_rlock_addr(env):
     n = env.name("addr")
     env.redis("HSET", n, "someone:1", "1")
     env.redis("PEXPIRE", n, 60000)
@@ -168,9 +193,11 @@ def test_address_comes_from_s_else_rlock_addr(env):
     bad = dict(os.environ, RLOCK_ADDR="%s:%d" % (HOST, free_port()))
     r = run_rlock(["status", n], env=good)
     assert_eq(r.returncode, 0, "status via $RLOCK_ADDR")
-    assert re.fullmatch(r"locked pttl_ms=\d+\n", r.stdout), "status via $RLOCK_ADDR: %r" % r.stdout
-    r = run_rlock(["-s", _addr(env), "status", n], env=bad)
-    assert_eq(r.returncode, 0, "-s wins over $RLOCK_ADDR")
+    assert re.fullmatch(r"locked pttl_ms=\d+\nowner=someone:1 holds=1\n", r.stdout), \
+        "status via $RLOCK_ADDR: %r" % r.stdout
+    for option in ("-S", "--server"):
+        r = run_rlock([option, _addr(env), "status", n], env=bad)
+        assert_eq(r.returncode, 0, "%s wins over $RLOCK_ADDR" % option)
     r = run_rlock(["status", n], env=bad)
     assert_eq(r.returncode, EXIT_UNAVAILABLE, "status via a $RLOCK_ADDR where nothing listens")
     # (the built-in default, 127.0.0.1:7379, is only checked in -h: something
@@ -179,7 +206,7 @@ def test_address_comes_from_s_else_rlock_addr(env):
 
 def test_auth_token_comes_from_rlock_auth():
     with Env({"server": {"auth_token": "tok-1"}}) as env, TempDir() as d:
-        args = ["-s", _addr(env), env.name("auth"), "--", "touch", "ran"]
+        args = ["-S", _addr(env), env.name("auth"), "--", "touch", "ran"]
         r = run_rlock(args, cwd=d, env={k: v for k, v in os.environ.items() if k != "RLOCK_AUTH"})
         assert_eq(r.returncode, EXIT_SOFTWARE, "exit status without RLOCK_AUTH")
         assert "auth" in r.stderr.lower(), "message should say it is about auth: %r" % r.stderr
@@ -192,27 +219,52 @@ def test_auth_token_comes_from_rlock_auth():
 # ---------------------------------------------------------------- status, force-unlock
 
 
-def test_status_prints_locked_with_pttl_or_unlocked_and_exits_0(env):
+def test_status_prints_locked_with_pttl_then_each_owner_or_unlocked_and_exits_0(env):
     n = env.name("status")
-    a = env.client()
-    r = run_rlock(["-s", _addr(env), "status", n])
+    a, b = env.client(), env.client()
+    r = run_rlock(["-S", _addr(env), "status", n])
     assert_eq((r.returncode, r.stdout), (0, "unlocked\n"), "status of a free lock")
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
-    r = run_rlock(["-s", _addr(env), "status", n])
-    m = re.match(r"^locked pttl_ms=(\d+)\n$", r.stdout)
+    assert_eq(a.call("LOCK", n, 1), "OK", "reentrant LOCK by another client")
+    r = run_rlock(["-S", _addr(env), "status", n])
+    # the first line as before there were owners: scripts parse it
+    m = re.match(r"^locked pttl_ms=(\d+)\nowner=(\S+) holds=(\d+)\n$", r.stdout)
     assert r.returncode == 0 and m, "status of a held lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
     assert 0 < int(m.group(1)) <= env.watchdog_ms, "pttl_ms %s not within the watchdog TTL" % m.group(1)
-    assert_eq(a.call("HOLDCOUNT", n, 1), 1, "status must not touch the lock")
+    assert_eq((m.group(2), m.group(3)), ("%s:1" % a.call("CLIENTID"), "2"), "the owner and its hold count")
+    assert_eq(a.call("HOLDCOUNT", n, 1), 2, "status must not touch the lock")
+    # a read-write lock read by two owners: both listed
+    rw = env.name("status-rw")
+    assert_eq(a.call("LOCK", rw, 7, "READ"), "OK", "LOCK ... READ by a")
+    assert_eq(b.call("LOCK", rw, 8, "READ"), "OK", "LOCK ... READ by b")
+    r = run_rlock(["-S", _addr(env), "--shared", "status", rw])
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+", lines[0]), "status -s: %r" % r.stdout
+    assert_eq(sorted(lines[1:]), sorted(["owner=%s:7 holds=1" % a.call("CLIENTID"),
+                                         "owner=%s:8 holds=1" % b.call("CLIENTID")]),
+              "owners of the read lock")
+
+
+def test_status_needs_rlock_auth_as_the_other_forms_do():
+    with Env({"server": {"auth_token": "tok-2"}}) as env:
+        n = env.name("status-auth")
+        bare = {k: v for k, v in os.environ.items() if k != "RLOCK_AUTH"}
+        for environment, want in ((bare, EXIT_SOFTWARE), (dict(bare, RLOCK_AUTH="wrong"), EXIT_SOFTWARE),
+                                  (dict(bare, RLOCK_AUTH="tok-2"), 0)):
+            r = run_rlock(["-S", _addr(env), "status", n], env=environment)
+            assert_eq(r.returncode, want, "status with RLOCK_AUTH=%r (stderr %r)"
+                      % (environment.get("RLOCK_AUTH"), r.stderr))
+        assert_eq(r.stdout, "unlocked\n", "status with the right token")
 
 
 def test_force_unlock_deletes_anyones_lock_and_says_whether_it_existed(env):
     n = env.name("force")
     a = env.client()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
-    r = run_rlock(["-s", _addr(env), "force-unlock", n])
+    r = run_rlock(["-S", _addr(env), "force-unlock", n])
     assert_eq((r.returncode, r.stdout), (0, "force-unlocked\n"), "force-unlock of a held lock")
     assert_eq(env.redis("EXISTS", n), 0, "key after force-unlock")
-    r = run_rlock(["-s", _addr(env), "force-unlock", n])
+    r = run_rlock(["-S", _addr(env), "force-unlock", n])
     assert_eq((r.returncode, r.stdout), (0, "not locked\n"), "force-unlock of a free lock")
 
 
@@ -221,7 +273,7 @@ def test_force_unlock_deletes_anyones_lock_and_says_whether_it_existed(env):
 
 def test_command_runs_under_watchdog_lock_kept_past_its_ttl_then_released(env):
     n = env.name("run")
-    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+    with TempDir() as d, Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
         rl.wait_ready()
         h = env.redis_hash(n)
         assert_eq(len(h), 1, "owners in the Redis hash while COMMAND runs")
@@ -254,10 +306,10 @@ def test_exit_status_of_command_passes_through(env):
             ([os.path.join(d, "not-executable")], 126),
         ]
         for command, want in cases:
-            r = run_rlock(["-s", _addr(env), n, "--"] + command, cwd=d)
+            r = run_rlock(["-S", _addr(env), n, "--"] + command, cwd=d)
             assert_eq(r.returncode, want, "rlock's exit status for COMMAND %r (stderr %r)" % (command, r.stderr))
             assert_eq(env.redis("EXISTS", n), 0, "lock key after COMMAND %r" % (command,))
-        r = run_rlock(["-s", _addr(env), n, "--", "no-such-command-rlock-test"], cwd=d)
+        r = run_rlock(["-S", _addr(env), n, "--", "no-such-command-rlock-test"], cwd=d)
         assert "no-such-command-rlock-test" in r.stderr, "no message for a missing COMMAND: %r" % r.stderr
 
 
@@ -271,7 +323,7 @@ def test_command_gets_arguments_stdin_and_no_rlock_file_descriptors(env):
               "        print(fd, os.readlink('/proc/self/fd/%d' % fd))\n"
               "    except OSError:\n"
               "        pass\n")
-    r = subprocess.run([_bin(), "-s", _addr(env), n, "--", sys.executable, "-c", script, "-n", "--", "a b"],
+    r = subprocess.run([_bin(), "-S", _addr(env), n, "--", sys.executable, "-c", script, "-n", "--", "a b"],
                        input="from stdin", capture_output=True, text=True, timeout=10)
     assert_eq(r.returncode, 0, "exit status (stderr %r)" % r.stderr)
     lines = r.stdout.splitlines()
@@ -287,7 +339,7 @@ def test_concurrent_runs_never_overlap(env):
     n, runs = env.name("mx"), 5
     step = 'echo start $1 $(date +%s%N) >> log; sleep 0.3; echo end $1 $(date +%s%N) >> log'
     with TempDir() as d:
-        procs = [subprocess.Popen([_bin(), "-s", _addr(env), n, "--", "sh", "-c", step, "sh", str(i)],
+        procs = [subprocess.Popen([_bin(), "-S", _addr(env), n, "--", "sh", "-c", step, "sh", str(i)],
                                   cwd=d, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT) for i in range(runs)]
         try:
@@ -316,7 +368,7 @@ def test_no_wait_fails_at_once_with_1_while_another_client_holds(env):
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
     with TempDir() as d:
         t0 = time.monotonic()
-        r = run_rlock(["-s", _addr(env), "-n", n, "--", "touch", "ran"], cwd=d)
+        r = run_rlock(["-S", _addr(env), "-n", n, "--", "touch", "ran"], cwd=d)
         dt = time.monotonic() - t0
         assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "exit status of rlock -n")
         assert dt < 0.5, "rlock -n took %.3fs (want at once)" % dt
@@ -331,18 +383,18 @@ def test_wait_gives_up_after_wait_ms_or_runs_once_released(env):
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
     with TempDir() as d:
         t0 = time.monotonic()
-        r = run_rlock(["-s", _addr(env), "-w", "300", n, "--", "touch", "ran"], cwd=d)
+        r = run_rlock(["-S", _addr(env), "-w", "0.3", n, "--", "touch", "ran"], cwd=d)
         dt = time.monotonic() - t0
         assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "exit status of rlock -w 300")
-        assert 0.28 <= dt <= 1.0, "rlock -w 300 gave up after %.3fs (want about 0.3s)" % dt
-        assert "300 ms" in r.stderr, "rlock -w message: %r" % r.stderr
+        assert 0.28 <= dt <= 1.0, "rlock -w 0.3 gave up after %.3fs (want about 0.3s)" % dt
+        assert "0.3 s" in r.stderr, "rlock -w message: %r" % r.stderr
         assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
 
-        with Background(d, ["-s", _addr(env), "-w", "3000", n, "--", "touch", "ran"]) as rl:
-            env.wait_waiting(1, what="rlock -w 3000 queued behind the holder")
-            assert rl.proc.poll() is None and not os.path.exists(rl.path("ran")), "rlock -w 3000 did not wait"
+        with Background(d, ["-S", _addr(env), "-w", "3", n, "--", "touch", "ran"]) as rl:
+            env.wait_waiting(1, what="rlock -w 0.30 queued behind the holder")
+            assert rl.proc.poll() is None and not os.path.exists(rl.path("ran")), "rlock -w 0.30 did not wait"
             assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by the other client")
-            assert_eq(rl.wait(2.0), 0, "rlock -w 3000 after the lock was released")
+            assert_eq(rl.wait(2.0), 0, "rlock -w 0.30 after the lock was released")
             assert os.path.exists(rl.path("ran")), "COMMAND did not run"
 
 
@@ -351,7 +403,7 @@ def test_int_term_hup_are_passed_to_command_which_decides_the_status(env):
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         command = ('trap "echo %s > trapped; exit 42" %s; echo $$ > pid; touch ready; '
                    'while :; do sleep 0.05; done') % (sig.name, sig.name[3:])
-        with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", command]) as rl:
+        with TempDir() as d, Background(d, ["-S", _addr(env), n, "--", "sh", "-c", command]) as rl:
             rl.wait_ready()
             assert_eq(env.redis("EXISTS", n), 1, "lock while COMMAND runs")
             t0 = time.monotonic()
@@ -364,11 +416,61 @@ def test_int_term_hup_are_passed_to_command_which_decides_the_status(env):
 
 def test_command_killed_by_forwarded_signal_gives_128_plus_n(env):
     n = env.name("sig")
-    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+    with TempDir() as d, Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
         rl.wait_ready()
         rl.proc.send_signal(signal.SIGTERM)
         assert_eq(rl.wait(3.0), 128 + signal.SIGTERM, "rlock's exit status, COMMAND killed by SIGTERM")
         assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock exited")
+
+
+class Terminal:
+    """ARGV run as the session leader of a new pseudo-terminal, which is its
+    controlling terminal and its stdin, stdout and stderr, as a login shell
+    runs; stopped by pid."""
+
+    def __init__(self, argv, cwd=None, env=None):
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+                                     start_new_session=True,
+                                     preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        os.close(slave)
+        self.pids = []   # more processes to stop at the end
+        self.seen = b""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for pid in [self.proc.pid] + self.pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(5)
+        os.close(self.master)
+        return False
+
+    def type(self, data):
+        os.write(self.master, data)
+
+    def drain(self):
+        """What the terminal showed so far (it must be read, or writers block)."""
+        while select.select([self.master], [], [], 0)[0]:
+            try:
+                self.seen += os.read(self.master, 4096)
+            except OSError:   # EIO: no process has the terminal open any more
+                break
+        return self.seen.decode(errors="replace")
+
+
+def _stat(pid):
+    """state, pgrp, tpgid (the terminal's foreground group) of pid, or None once gone or a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in "ZX" else (fields[0], int(fields[2]), int(fields[5]))
 
 
 def _children(pid):
@@ -379,43 +481,105 @@ def _children(pid):
         return []
 
 
-def _state(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
+# A script that runs rlock as a shell script would, and then records whether
+# the terminal is back in the script's own group.
+TERMINAL_SCRIPT = (
+    '"$RLOCK" -S "$ADDR" "$NAME" -- sh -c \'"$PYTHON" -c "$IS_FOREGROUND" > foreground; echo $$ > pid; '
+    'read line; echo "got:$line" > out\'\n'
+    'echo $? > status\n'
+    '"$PYTHON" -c "$IS_FOREGROUND" > back\n')
+IS_FOREGROUND = "import os; print(os.tcgetpgrp(0) == os.getpgrp())"
 
 
-def test_ctrl_c_on_the_terminal_reaches_command_through_rlock(env):
-    # rlock is the terminal's foreground process group, COMMAND is not: the
-    # terminal's SIGINT goes to rlock, which passes it on - also to a
-    # COMMAND stopped (SIGTTIN) for reading the terminal.
+def test_command_reading_the_terminal_gets_its_foreground_and_rlock_takes_it_back(env):
     n = env.name("tty")
-    for command, state in ((["sleep", "30"], "S"), (["cat"], "T")):
-        master, slave = os.openpty()
-        proc = subprocess.Popen([_bin(), "-s", _addr(env), n, "--"] + command, stdin=slave,
-                                stdout=slave, stderr=slave, start_new_session=True,
-                                preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-        os.close(slave)
-        kids = []
-        try:
-            kids = wait_until(lambda: _children(proc.pid), 2.0, what="COMMAND started")
-            wait_until(lambda: _state(kids[0]) == state, 2.0, what="%s in state %s" % (command[0], state))
+    with TempDir() as d:
+        with open(os.path.join(d, "script"), "w") as f:
+            f.write(TERMINAL_SCRIPT)
+        script_env = dict(os.environ, RLOCK=_bin(), ADDR=_addr(env), NAME=n, PYTHON=sys.executable,
+                          IS_FOREGROUND=IS_FOREGROUND)
+        with Terminal(["sh", "script"], cwd=d, env=script_env) as term:
+            path = lambda name: os.path.join(d, name)   # noqa: E731
+            wait_until(lambda: os.path.exists(path("pid")) and os.path.getsize(path("pid")) > 0, 3.0,
+                       what="COMMAND started under rlock on a terminal (%r)" % term.drain())
+            pid = int(open(path("pid")).read())
+            term.pids.append(pid)
+            # COMMAND's group is the terminal's foreground from its start, before it reads
+            assert_eq(open(path("foreground")).read(), "True\n", "COMMAND in the terminal's foreground")
+            # COMMAND waits on the terminal as its foreground group, not stopped by SIGTTIN
+            wait_until(lambda: _stat(pid) == ("S", pid, pid), 2.0,
+                       what="COMMAND reading as the terminal's foreground (state, pgrp, tpgid: %r)"
+                       % (_stat(pid),))
+            assert_eq(env.redis("EXISTS", n), 1, "lock while COMMAND reads the terminal")
+            # Ctrl-Z stops COMMAND; no shell could continue this rlock (its group is orphaned),
+            # so rlock lets COMMAND go on, as the kernel would have for the group
+            term.type(b"\x1a")
+            time.sleep(0.2)
+            wait_until(lambda: _stat(pid) == ("S", pid, pid), 2.0,
+                       what="COMMAND reading again after Ctrl-Z (%r)" % (_stat(pid),))
+            term.type(b"hello\n")
+            wait_until(lambda: os.path.exists(path("back")) and os.path.getsize(path("back")) > 0, 3.0,
+                       what="the script ran on after rlock (%r)" % term.drain())
+            assert_eq(open(path("out")).read(), "got:hello\n", "what COMMAND read from the terminal")
+            assert_eq(open(path("status")).read(), "0\n", "rlock's exit status")
+            assert_eq(open(path("back")).read(), "True\n", "terminal's foreground back with rlock's group")
+            assert_eq(env.redis("EXISTS", n), 0, "lock after COMMAND ended")
+
+
+def test_ctrl_z_in_an_interactive_shell_stops_the_job_and_fg_gives_command_the_terminal_again(env):
+    n = env.name("ctrl-z")
+    with TempDir() as d:
+        path = lambda name: os.path.join(d, name)   # noqa: E731
+        shell_env = dict(os.environ, PS1="prompt$ ")
+        with Terminal(["bash", "--norc", "--noprofile", "-i"], cwd=d, env=shell_env) as term:
+            wait_until(lambda: "prompt$" in term.drain(), 5.0, what="bash's prompt")
+            term.type(("%s -S %s %s -- sh -c 'echo $$ > pid; read x; echo \"got:$x\" > out'\n"
+                       % (_bin(), _addr(env), n)).encode())
+            wait_until(lambda: os.path.exists(path("pid")) and os.path.getsize(path("pid")) > 0, 3.0,
+                       what="COMMAND started (%r)" % term.drain())
+            pid = int(open(path("pid")).read())
+            term.pids.append(pid)
+            wait_until(lambda: _stat(pid) == ("S", pid, pid), 2.0, what="COMMAND reading as the foreground")
+            rlock_pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+            term.pids.append(rlock_pid)
+            term.type(b"\x1a")
+            wait_until(lambda: "Stopped" in term.drain(), 3.0, what="bash reporting the job stopped")
+            assert_eq([(_stat(p) or "?")[0] for p in (rlock_pid, pid)], ["T", "T"], "rlock and COMMAND stopped")
+            # stopped past the lock's TTL (1 s): rlockd's watchdog keeps it, and
+            # rlock, continued, asks rlockd before it judges its own deadline
+            time.sleep(1.5)
+            assert_eq(env.redis("EXISTS", n), 1, "lock while the job is stopped")
+            term.type(b"fg\n")
+            wait_until(lambda: _stat(pid) == ("S", pid, pid), 3.0,
+                       what="COMMAND reading as the foreground after fg (%r, %r)" % (_stat(pid), term.drain()))
+            term.type(b"hello\n")
+            wait_until(lambda: os.path.exists(path("out")), 3.0, what="COMMAND's output (%r)" % term.drain())
+            assert_eq(open(path("out")).read(), "got:hello\n", "what COMMAND read after fg")
+            term.type(b"echo status=$?\n")
+            wait_until(lambda: "status=0" in term.drain(), 3.0, what="rlock's exit status 0 (%r)" % term.drain())
+            assert "lost" not in term.drain(), "rlock's output: %r" % term.drain()
+            assert_eq(env.redis("EXISTS", n), 0, "lock after COMMAND ended")
+
+
+def test_ctrl_c_on_the_terminal_reaches_command_and_rlock_reports_it(env):
+    # COMMAND is the terminal's foreground: Ctrl-C's SIGINT goes to it
+    # directly, as under flock(1); rlock exits with COMMAND's 128+2.
+    n = env.name("ctrl-c")
+    for command in (["sleep", "30"], ["cat"]):
+        with Terminal([_bin(), "-S", _addr(env), n, "--"] + command) as term:
+            kids = wait_until(lambda: _children(term.proc.pid), 2.0, what="COMMAND started")
+            term.pids.extend(kids)
+            wait_until(lambda: (_stat(kids[0]) or "?")[0] == "S", 2.0, what="%s waiting" % command[0])
             assert_eq(env.redis("EXISTS", n), 1, "lock while %s runs" % command[0])
-            os.write(master, b"\x03")
-            assert_eq(proc.wait(3), 128 + signal.SIGINT, "rlock's exit status after Ctrl-C, COMMAND %s"
+            term.type(b"\x03")
+            assert_eq(term.proc.wait(3), 128 + signal.SIGINT, "rlock's exit status after Ctrl-C, COMMAND %s"
                       % command[0])
             assert_eq(env.redis("EXISTS", n), 0, "lock after Ctrl-C")
-        finally:
-            if proc.poll() is None:   # the child is not reaped while rlock lives: its pid is its own
-                for pid in kids:
-                    os.kill(pid, signal.SIGKILL)
-                proc.kill()
-                proc.wait()
-            os.close(master)
 
 
 def test_rlock_killed_stops_command_and_lock_is_released(env):
     n = env.name("pdeath")
-    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+    with TempDir() as d, Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
         rl.wait_ready()
         rl.proc.kill()
         rl.proc.wait(2)
@@ -423,12 +587,35 @@ def test_rlock_killed_stops_command_and_lock_is_released(env):
         wait_until(_gone(env, n), 2.0, what="lock released after rlock died")
 
 
+def test_rlock_killed_by_sigkill_takes_the_whole_group_of_command_with_it(env):
+    # The grandchild of `sh -c` ignores SIGTERM: only the guardian's
+    # SIGKILL after the grace (-k 2) ends it. The lock goes at once: the
+    # guardian holds none of rlock's connections to rlockd.
+    n = env.name("guardian")
+    command = 'trap "" TERM; sleep 60 & echo $! > grandchild; echo $$ > pid; touch ready; wait'
+    with TempDir() as d, Background(d, ["-S", _addr(env), "-k", "2", n, "--", "sh", "-c", command]) as rl:
+        rl.wait_ready()
+        pids = [int(open(rl.path("pid")).read()), int(open(rl.path("grandchild")).read())]
+        assert_eq([(_stat(p) or "???")[1] for p in pids], [pids[0]] * 2, "process groups of sh and its child")
+        rl.proc.kill()
+        rl.proc.wait(2)
+        t0 = time.monotonic()
+        wait_until(_gone(env, n), 1.0, what="lock released after rlock was killed")
+        assert all(_stat(p) is not None for p in pids), "COMMAND's group ended before the grace"
+        wait_until(lambda: all(_stat(p) is None for p in pids), 4.0,
+                   what="every process of COMMAND's group gone (%r)" % [_stat(p) for p in pids])
+        dt = time.monotonic() - t0
+        assert 1.5 <= dt <= 3.5, "the group ended %.2fs after rlock died (want the 2 s grace)" % dt
+        out = rl.output()
+        assert "died holding lock '%s'" % n in out and "SIGKILL after 2 s" in out, "guardian's message: %r" % out
+
+
 # ---------------------------------------------------------------- losing the lock
 
 
 def test_force_unlock_while_running_stops_command_and_exits_75(env):
     n = env.name("lost")
-    with TempDir() as d, Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+    with TempDir() as d, Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
         rl.wait_ready()
         t0 = time.monotonic()
         assert_eq(env.client().call("FORCEUNLOCK", n), 1, "FORCEUNLOCK by another client")
@@ -443,7 +630,7 @@ def test_force_unlock_while_running_stops_command_and_exits_75(env):
 
 def test_command_ignoring_sigterm_is_killed_after_the_grace(env):
     n = env.name("lost")
-    with TempDir() as d, Background(d, ["-s", _addr(env), "-k", "1", n, "--", "sh", "-c", IGNORE_TERM]) as rl:
+    with TempDir() as d, Background(d, ["-S", _addr(env), "-k", "1", n, "--", "sh", "-c", IGNORE_TERM]) as rl:
         rl.wait_ready()
         t0 = time.monotonic()
         assert_eq(env.client().call("FORCEUNLOCK", n), 1, "FORCEUNLOCK by another client")
@@ -456,7 +643,7 @@ def test_command_ignoring_sigterm_is_killed_after_the_grace(env):
 
 def test_lease_running_out_while_command_runs_counts_as_lost(env):
     n = env.name("lease")
-    with TempDir() as d, Background(d, ["-s", _addr(env), "-l", "600", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+    with TempDir() as d, Background(d, ["-S", _addr(env), "-l", "600", n, "--", "sh", "-c", TRAP_TERM]) as rl:
         rl.wait_ready()
         pttl = env.redis("PTTL", n)
         assert 0 < pttl <= 600, "PTTL %d should be the -l lease" % pttl
@@ -470,7 +657,7 @@ def test_lease_running_out_while_command_runs_counts_as_lost(env):
 def test_rlockd_unreachable_past_the_lock_ttl_counts_as_lost():
     with Env(CONFIG, label="rlock-crash") as env, TempDir() as d:
         n = env.name("crash")
-        with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
             rl.wait_ready()
             env.rlockd.proc.kill()   # a crash: nobody releases the lock, it stays to its TTL
             env.rlockd.proc.wait(2)
@@ -494,7 +681,7 @@ def test_rlockd_stopped_in_order_counts_as_lost_at_once_not_at_the_ttl():
                        "on_shutdown": "release"}}
     with Env(config, label="rlock-stop") as env, TempDir() as d:
         n = env.name("stop")
-        with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
             rl.wait_ready()
             t0 = time.monotonic()
             env.rlockd.signal(signal.SIGTERM)   # an orderly stop releases the lock in Redis
@@ -510,7 +697,7 @@ def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
     config = {"lock": {"watchdog_timeout_ms": 1500}}
     with Env(config, label="rlock-restart") as env, TempDir() as d:
         n = env.name("restart")
-        with Background(d, ["-s", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
             rl.wait_ready()
             owner = list(env.redis_hash(n))[0]
             env.rlockd.proc.kill()
@@ -533,7 +720,7 @@ def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
 def test_a_stopped_rlock_loses_its_lock_after_its_heartbeat_and_says_so():
     with Env({"lock": {"watchdog_timeout_ms": 30000}}, label="rlock-stopped") as env, TempDir() as d:
         n = env.name("stopped")
-        with Background(d, ["-s", _addr(env), "-b", "300", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        with Background(d, ["-S", _addr(env), "-b", "300", n, "--", "sh", "-c", TRAP_TERM]) as rl:
             rl.wait_ready()
             other = env.client(timeout=10.0)
             assert_eq(other.call("TRYLOCK", n, 1), 0, "held while rlock runs")
@@ -549,8 +736,8 @@ def test_a_stopped_rlock_loses_its_lock_after_its_heartbeat_and_says_so():
 
 # ---------------------------------------------------------------- lock kinds
 
-KIND_OPTIONS = {"--read": "read", "--shared": "read", "--write": "write", "--exclusive": "write",
-                "--fair": "fair", "--fenced": "fenced"}
+KIND_OPTIONS = {"--read": "read", "--shared": "read", "-s": "read", "--write": "write", "--exclusive": "write",
+                "-x": "write", "--fair": "fair", "--fenced": "fenced"}
 
 
 def test_help_documents_the_kind_options_and_rlock_token():
@@ -563,22 +750,22 @@ def test_help_documents_the_kind_options_and_rlock_token():
 def test_two_kinds_are_a_usage_error_naming_both_options():
     with TempDir() as d:
         for first, second in (("--read", "--write"), ("--shared", "--exclusive"), ("--fair", "--fenced"),
-                              ("--read", "--fenced"), ("--write", "--fair")):
+                              ("--read", "--fenced"), ("--write", "--fair"), ("-s", "-x"), ("-x", "--fair")):
             for args in ([first, second, "n", "--", "touch", "ran"], [first, second, "status", "n"],
                          [first, second, "force-unlock", "n"]):
-                r = run_rlock(["-s", "127.0.0.1:1"] + args, cwd=d)
+                r = run_rlock(["-S", "127.0.0.1:1"] + args, cwd=d)
                 assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
                 assert first in r.stderr and second in r.stderr and "rlock -h" in r.stderr, \
                     "rlock %r: the message should name both options: %r" % (args, r.stderr)
         for args in (["--f", "n", "--", "touch", "ran"],        # --fair or --fenced
                      ["--read=1", "n", "--", "touch", "ran"],   # takes no value
                      ["--readers", "n", "--", "touch", "ran"]):
-            r = run_rlock(["-s", "127.0.0.1:1"] + args, cwd=d)
+            r = run_rlock(["-S", "127.0.0.1:1"] + args, cwd=d)
             assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
             assert args[0] in r.stderr, "rlock %r: the message should name the option: %r" % (args, r.stderr)
         assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran after a usage error"
     # an alias of the same kind is no conflict (127.0.0.1:1 refuses: 69, not 64)
-    r = run_rlock(["-s", "127.0.0.1:1", "--read", "--shared", "n", "--", "true"])
+    r = run_rlock(["-S", "127.0.0.1:1", "--read", "--shared", "n", "--", "true"])
     assert_eq(r.returncode, EXIT_UNAVAILABLE, "exit status of rlock --read --shared (stderr %r)" % r.stderr)
 
 
@@ -587,7 +774,7 @@ def test_each_kind_option_takes_and_releases_a_lock_of_that_kind(env):
         n = env.name(kind)
         counter = "%s_locks_acquired" % kind
         before = env.info_int(counter)
-        r = run_rlock(["-s", _addr(env), option, n, "--", "true"])
+        r = run_rlock(["-S", _addr(env), option, n, "--", "true"])
         assert_eq((r.returncode, r.stderr), (0, ""), "rlock %s" % option)
         # rlockd counts acquisitions per kind: this one was of the option's
         assert_eq(env.info_int(counter) - before, 1, "INFO %s after rlock %s" % (counter, option))
@@ -599,7 +786,7 @@ def test_fenced_passes_each_acquisitions_token_to_command_in_rlock_token(env):
     outer = dict(os.environ, RLOCK_TOKEN="from-outside")
     tokens = []
     for _ in range(3):
-        r = run_rlock(["-s", _addr(env), "--fenced", n, "--", "sh", "-c", 'echo "$RLOCK_TOKEN"'], env=outer)
+        r = run_rlock(["-S", _addr(env), "--fenced", n, "--", "sh", "-c", 'echo "$RLOCK_TOKEN"'], env=outer)
         assert_eq((r.returncode, r.stderr), (0, ""), "rlock --fenced")
         assert re.fullmatch(r"[1-9]\d*\n", r.stdout), "RLOCK_TOKEN as COMMAND saw it: %r" % r.stdout
         tokens.append(int(r.stdout))
@@ -609,15 +796,15 @@ def test_fenced_passes_each_acquisitions_token_to_command_in_rlock_token(env):
     assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock --fenced exited")
     # without --fenced, COMMAND's environment is rlock's own
     bare = {k: v for k, v in os.environ.items() if k != "RLOCK_TOKEN"}
-    r = run_rlock(["-s", _addr(env), n, "--", "sh", "-c", 'echo "${RLOCK_TOKEN-unset}"'], env=bare)
+    r = run_rlock(["-S", _addr(env), n, "--", "sh", "-c", 'echo "${RLOCK_TOKEN-unset}"'], env=bare)
     assert_eq((r.returncode, r.stdout), (0, "unset\n"), "RLOCK_TOKEN of a plain lock's COMMAND")
 
 
 def test_two_read_runs_hold_the_lock_at_once_and_keep_a_writer_out(env):
     n = env.name("read")
     with TempDir() as d1, TempDir() as d2, \
-            Background(d1, ["-s", _addr(env), "--read", n, "--", "sh", "-c", WAIT_FOR_GO]) as r1, \
-            Background(d2, ["-s", _addr(env), "--shared", n, "--", "sh", "-c", WAIT_FOR_GO]) as r2:
+            Background(d1, ["-S", _addr(env), "--read", n, "--", "sh", "-c", WAIT_FOR_GO]) as r1, \
+            Background(d2, ["-S", _addr(env), "--shared", n, "--", "sh", "-c", WAIT_FOR_GO]) as r2:
         r1.wait_ready()
         r2.wait_ready()   # both COMMANDs run at once
         h = env.redis_hash(n)
@@ -626,7 +813,7 @@ def test_two_read_runs_hold_the_lock_at_once_and_keep_a_writer_out(env):
         # kept alive past the watchdog's TTL, both of them
         holds_for(lambda: len(env.redis_hash(n)) == 3, env.watchdog_ms / 1000.0 * 1.6,
                   what="both read holds kept while the COMMANDs run")
-        r = run_rlock(["-s", _addr(env), "--write", "-n", n, "--", "touch", "ran"], cwd=d1)
+        r = run_rlock(["-S", _addr(env), "--write", "-n", n, "--", "touch", "ran"], cwd=d1)
         assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "rlock --write -n while two read (stderr %r)" % r.stderr)
         assert not os.path.exists(os.path.join(d1, "ran")), "the writer's COMMAND ran"
         r1.go()
@@ -640,11 +827,11 @@ def test_two_read_runs_hold_the_lock_at_once_and_keep_a_writer_out(env):
 
 def test_write_run_keeps_readers_out_until_it_ends(env):
     n = env.name("write")
-    with TempDir() as d, Background(d, ["-s", _addr(env), "--exclusive", n, "--", "sh", "-c", WAIT_FOR_GO]) as w:
+    with TempDir() as d, Background(d, ["-S", _addr(env), "--exclusive", n, "--", "sh", "-c", WAIT_FOR_GO]) as w:
         w.wait_ready()
-        r = run_rlock(["-s", _addr(env), "--read", "-n", n, "--", "touch", "ran"], cwd=d)
+        r = run_rlock(["-S", _addr(env), "--read", "-n", n, "--", "touch", "ran"], cwd=d)
         assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "rlock --read -n while written (stderr %r)" % r.stderr)
-        with Background(d, ["-s", _addr(env), "--read", "-w", "5000", n, "--", "touch", "ran"]) as reader:
+        with Background(d, ["-S", _addr(env), "--read", "-w", "5", n, "--", "touch", "ran"]) as reader:
             env.wait_waiting(1, what="the reader queued behind the writer")
             assert not os.path.exists(os.path.join(d, "ran")), "the reader's COMMAND ran beside the writer"
             w.go()
@@ -658,15 +845,194 @@ def test_kind_applies_to_status_and_force_unlock(env):
     n = env.name("rwstatus")
     a = env.client()
     assert_eq(a.call("LOCK", n, 1, "READ"), "OK", "LOCK ... READ by another client")
-    r = run_rlock(["-s", _addr(env), "--read", "status", n])
-    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\n", r.stdout), \
+    r = run_rlock(["-S", _addr(env), "--read", "status", n])
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nowner=\S+:1 holds=1\n", r.stdout), \
         "rlock --read status of a read lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
     # the plain lock of that name: there is none, the name is a read-write lock
-    r = run_rlock(["-s", _addr(env), "status", n])
+    r = run_rlock(["-S", _addr(env), "status", n])
     assert_eq((r.returncode, r.stdout), (0, "unlocked\n"), "rlock status (plain) of a read lock")
-    r = run_rlock(["-s", _addr(env), "--write", "force-unlock", n])
+    r = run_rlock(["-S", _addr(env), "--write", "force-unlock", n])
     assert_eq((r.returncode, r.stdout), (0, "not locked\n"), "rlock --write force-unlock of a read lock")
     assert_eq(env.redis("HGET", n, "mode"), "read", "the read lock after --write force-unlock")
-    r = run_rlock(["-s", _addr(env), "--shared", "force-unlock", n])
+    r = run_rlock(["-S", _addr(env), "--shared", "force-unlock", n])
     assert_eq((r.returncode, r.stdout), (0, "force-unlocked\n"), "rlock --shared force-unlock of a read lock")
     assert_eq(env.redis("EXISTS", n), 0, "key after force-unlock")
+
+
+# ---------------------------------------------------------------- as flock(1) and etcdctl lock
+
+
+def test_version_and_long_help():
+    r = run_rlock(["--version"])
+    assert_eq(r.returncode, 0, "rlock --version exit status")
+    assert re.fullmatch(r"rlock \(librlock \d+\.\d+\.\d+\)\n", r.stdout), "rlock --version: %r" % r.stdout
+    assert_eq(run_rlock(["-V"]).stdout, r.stdout, "rlock -V")
+    assert_eq(run_rlock(["--help"]).stdout, run_rlock(["-h"]).stdout, "rlock --help")
+
+
+def test_old_s_address_is_a_usage_error_that_points_at_capital_s():
+    # -s is --shared now: a command line of the old kind has one word too
+    # many, so it never takes a lock named after the address.
+    with TempDir() as d:
+        for args in (["-s", "127.0.0.1:1", "n", "--", "touch", "ran"], ["-s", "unix:/x.sock", "status", "n"],
+                     ["-s", "[::1]:7379", "n", "-c", "touch ran"]):
+            r = run_rlock(args, cwd=d)
+            assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
+            assert "-S ADDR" in r.stderr and "CHANGELOG" in r.stderr, "rlock %r: %r" % (args, r.stderr)
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran"
+
+
+def test_long_options_run_a_command(env):
+    n = env.name("long")
+    r = run_rlock(["--server", _addr(env), "--wait", "1", "--lease", "5000", "--kill-grace", "1",
+                   "--heartbeat", "1000", "--exclusive", n, "--", "sh", "-c", "exit 5"])
+    assert_eq((r.returncode, r.stderr), (5, ""), "rlock with long options")
+    for args in (["--lease", "0"], ["--heartbeat", "50"], ["--kill-grace", "x"], ["--wait", "-1"],
+                 ["--server", ""], ["--wait"]):
+        r = run_rlock(args + [n, "--", "true"])
+        assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %r" % (args,))
+        assert args[0] in r.stderr, "the message should name %s: %r" % (args[0], r.stderr)
+
+
+def test_wait_seconds_with_a_fraction_and_conflict_exit_code(env):
+    n = env.name("conflict")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
+    with TempDir() as d:
+        for args, want, least, most in ((["-n", "-E", "42"], 42, 0, 0.5),
+                                        (["--nonblock", "--conflict-exit-code", "0"], 0, 0, 0.5),
+                                        (["--nb"], EXIT_NOT_ACQUIRED, 0, 0.5),
+                                        (["-w", ".2", "-E", "9"], 9, 0.18, 1.0),
+                                        (["--timeout", "0.25"], EXIT_NOT_ACQUIRED, 0.23, 1.0)):
+            t0 = time.monotonic()
+            r = run_rlock(["-S", _addr(env)] + args + [n, "--", "touch", "ran"], cwd=d)
+            dt = time.monotonic() - t0
+            assert_eq(r.returncode, want, "exit status of rlock %r (stderr %r)" % (args, r.stderr))
+            assert least <= dt <= most, "rlock %r gave up after %.3fs" % (args, dt)
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+    # -E is for a lock not acquired only: COMMAND's own status passes through
+    r = run_rlock(["-S", _addr(env), "-n", "-E", "42", env.name("free"), "--", "sh", "-c", "exit 1"])
+    assert_eq(r.returncode, 1, "COMMAND's exit 1 under -E 42")
+
+
+def test_c_runs_a_string_through_sh_before_or_after_name_as_flock_does(env):
+    n = env.name("dash-c")
+    string = 'echo "x $RLOCK_NAME" | sed s/x/y/; exit 3'
+    for args in (["-c", string, n], [n, "-c", string], [n, "--command", string], ["--command", string, n]):
+        r = run_rlock(["-S", _addr(env)] + args)
+        assert_eq((r.returncode, r.stdout, r.stderr), (3, "y %s\n" % n, ""), "rlock %r" % (args,))
+        assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock %r" % (args,))
+
+
+def test_command_gets_rlock_name_owner_and_token_in_place_of_inherited_ones(env):
+    n = env.name("env")
+    outer = dict(os.environ, RLOCK_NAME="outer", RLOCK_OWNER="outer:1", RLOCK_TOKEN="9")
+    show = 'echo "$RLOCK_NAME|$RLOCK_OWNER|${RLOCK_TOKEN-unset}"'
+    for option in ([], ["--fenced"]):
+        p = subprocess.Popen([_bin(), "-S", _addr(env)] + option + [n, "--", "sh", "-c", show], env=outer,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate(timeout=10)
+        assert_eq((p.returncode, err), (0, ""), "rlock %r" % option)
+        name, owner, token = out.strip().split("|")
+        assert_eq(name, n, "RLOCK_NAME")
+        assert re.match(OWNER_RE % p.pid, owner), "RLOCK_OWNER %r is not <uuid>:<rlock pid %d>" % (owner, p.pid)
+        if option:
+            assert_eq(token, str(env.client().call("TOKEN", n)), "RLOCK_TOKEN of --fenced")
+        else:
+            assert_eq(token, "unset", "RLOCK_TOKEN of a plain lock (an outer one's removed)")
+
+
+class Hold:
+    """rlock ... hold NAME, its stdin a pipe; stopped by pid on exit."""
+
+    def __init__(self, env, args):
+        self.proc = subprocess.Popen([_bin(), "-S", _addr(env)] + args, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        return False
+
+    def first_line(self, timeout=3.0):
+        ready = select.select([self.proc.stdout], [], [], timeout)[0]
+        assert ready, "rlock hold printed nothing within %.1fs" % timeout
+        return self.proc.stdout.readline()
+
+    def end(self, timeout=3.0):
+        """rlock's exit status and stderr."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("rlock hold still running after %.1fs" % timeout)
+        return self.proc.returncode, self.proc.stderr.read()
+
+
+def test_hold_prints_the_owner_and_holds_until_stdin_ends(env):
+    n = env.name("hold")
+    with Hold(env, ["hold", n]) as h:
+        owner = h.first_line().strip()
+        assert re.match(OWNER_RE % h.proc.pid, owner), "rlock hold printed %r, not <uuid>:<its pid>" % owner
+        assert_eq(env.redis_hash(n), {owner: "1"}, "the lock in Redis")
+        h.proc.stdin.write("input is read and dropped\n")
+        h.proc.stdin.flush()
+        # past the watchdog's TTL: renewed while rlock holds it
+        holds_for(lambda: env.redis_hash(n) == {owner: "1"}, env.watchdog_ms / 1000.0 * 1.6,
+                  what="lock held while stdin is open")
+        assert_eq(env.client().call("TRYLOCK", n, 1), 0, "TRYLOCK by another client during the hold")
+        h.proc.stdin.close()
+        assert_eq(h.end(), (0, ""), "rlock hold's exit status and stderr once stdin ended")
+    assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock hold")
+
+
+def test_hold_ends_on_a_signal_and_fenced_prints_the_token(env):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        n = env.name("hold-sig")
+        with Hold(env, ["--fenced", "hold", n]) as h:
+            owner, token = h.first_line().split()
+            assert_eq(int(token), env.client().call("TOKEN", n), "the token rlock hold --fenced printed")
+            assert_eq(env.redis_hash(n), {owner: "1"}, "the lock in Redis")
+            h.proc.send_signal(sig)
+            assert_eq(h.end(), (0, ""), "rlock hold's exit status and stderr after %s" % sig.name)
+        assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock hold got %s" % sig.name)
+
+
+def test_hold_not_acquired_or_lost(env):
+    n = env.name("hold-lost")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK by another client")
+    r = run_rlock(["-S", _addr(env), "-n", "-E", "3", "hold", n])
+    assert_eq((r.returncode, r.stdout), (3, ""), "rlock -n -E 3 hold of a held lock")
+    assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK by the other client")
+    with Hold(env, ["hold", n]) as h:
+        h.first_line()
+        t0 = time.monotonic()
+        assert_eq(env.client().call("FORCEUNLOCK", n), 1, "FORCEUNLOCK by another client")
+        status, err = h.end()
+        assert_eq(status, EXIT_LOCK_LOST, "rlock hold's exit status once the lock was lost")
+        assert time.monotonic() - t0 < 1.0, "rlock hold noticed the loss late (checks every 333 ms)"
+        assert "lost" in err and n in err, "rlock hold's warning: %r" % err
+
+
+BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
+
+
+def test_bash_completion_offers_options_subcommands_and_commands_after_dashdash():
+    if not os.path.exists(BASH_COMPLETION):
+        raise Skip("bash-completion not installed (apt-get install bash-completion)")
+    script = ('source %s; source "$1"\n'
+              'comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE};\n'
+              '         COMPREPLY=(); _rlock 2>/dev/null; echo "${COMPREPLY[*]}"; }\n'
+              'comp rlock --conf; comp rlock -S x --fe; comp rlock -x st; comp rlock -w 1 -n h;\n'
+              'comp rlock --fair name -- true; comp rlock -E 3 name "";\n' % BASH_COMPLETION)
+    r = subprocess.run(["bash", "-c", script, "bash", os.path.join(ROOT, "cli", "rlock.bash-completion")],
+                       capture_output=True, text=True, timeout=10)
+    assert_eq(r.returncode, 0, "bash (stderr %r)" % r.stderr)
+    lines = r.stdout.split("\n")
+    assert_eq(lines[:4], ["--conflict-exit-code", "--fenced", "status", "hold"], "completions")
+    assert "true" in lines[4].split(), "a COMMAND after --: %r" % lines[4]
+    assert_eq(lines[5], "", "after NAME")

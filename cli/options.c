@@ -1,0 +1,422 @@
+/*
+ * options.c - rlock's command line, read as flock(1) users expect it:
+ * -w in seconds with fractions, -n, -E, -c, -s/-x, long options for
+ * everything. The forms:
+ *
+ *     rlock [OPTION...] NAME -- COMMAND [ARG...]
+ *     rlock [OPTION...] NAME -c STRING       (or -c STRING before NAME)
+ *     rlock [OPTION...] hold NAME
+ *     rlock [OPTION...] status NAME
+ *     rlock [OPTION...] force-unlock NAME
+ *
+ * -s was rlockd's address in earlier versions; it is --shared now, as in
+ * flock(1), and the address is -S (CHANGELOG.md says why). An old command line never
+ * runs anything: it always has one word too many, and its usage error
+ * says where the address went.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "command.h" /* COMMAND_MAX_MS, COMMAND_HEARTBEAT_*: rlockd's bounds */
+#include "options.h"
+#include "report.h"
+
+#define DEFAULT_ADDR "127.0.0.1:7379"
+#define DEFAULT_KILL_GRACE_S 5
+#define MAX_KILL_GRACE_S 86400
+#define SHELL "/bin/sh"
+
+static const char usage_text[] =
+    "Usage: rlock [OPTION...] [KIND] NAME -- COMMAND [ARG...]\n"
+    "       rlock [OPTION...] [KIND] NAME -c STRING\n"
+    "       rlock [OPTION...] [KIND] hold NAME\n"
+    "       rlock [-S ADDR] [KIND] status NAME\n"
+    "       rlock [-S ADDR] [KIND] force-unlock NAME\n"
+    "\n"
+    "Runs COMMAND while holding the rlockd lock NAME, as flock(1) does with a\n"
+    "file: waits for the lock, runs COMMAND in a process group of its own,\n"
+    "releases the lock when COMMAND ends and exits with COMMAND's status.\n"
+    "\n"
+    "Options:\n"
+    "  -S, --server ADDR   rlockd's address, HOST:PORT or unix:PATH\n"
+    "                      (default: $RLOCK_ADDR, else " DEFAULT_ADDR ")\n"
+    "  -w, --wait, --timeout SECS\n"
+    "                      wait at most SECS seconds for the lock, fractions\n"
+    "                      allowed (-w 0.5); default: forever\n"
+    "  -n, --nonblock      do not wait: give up at once if the lock is held\n"
+    "  -E, --conflict-exit-code N\n"
+    "                      exit N (0 to 255) when the lock was not acquired\n"
+    "                      (-n, -w); default 1\n"
+    "  -c, --command STRING\n"
+    "                      run STRING with " SHELL " -c, as COMMAND\n"
+    "  -l, --lease MS      the lock expires MS ms after it is taken, even if\n"
+    "                      COMMAND still runs (default: rlockd's watchdog\n"
+    "                      keeps it alive until COMMAND ends)\n"
+    "  -k, --kill-grace SECS\n"
+    "                      after the lock is lost, SIGKILL COMMAND's process\n"
+    "                      group SECS seconds after its SIGTERM (default 5;\n"
+    "                      0: at once)\n"
+    "  -b, --heartbeat MS  if rlock itself stops (SIGSTOP, hung) for MS ms,\n"
+    "                      rlockd releases the lock (default 10000; 0: never,\n"
+    "                      the lock is held while rlock's connection lives)\n"
+    "  -h, --help          print this help and exit 0\n"
+    "  -V, --version       print rlock's version and exit 0\n"
+    "SECS: -w 0 to 10^9, -k 0 to 86400; MS: -l 1 to 10^12, -b 0 or 100 to\n"
+    "86400000; digits only (and one '.' in -w).\n"
+    "\n"
+    "KIND, the kind of lock NAME is (at most one; default: a plain lock,\n"
+    "Redisson's RLock); hold, status and force-unlock use it too:\n"
+    "  -s, --shared, --read      the read side of the read-write lock NAME:\n"
+    "                            shared with other readers, never a writer\n"
+    "  -x, --exclusive, --write  its write side: no other writer, no reader\n"
+    "  --fair                    a fair lock: waiters get it in the order\n"
+    "                            they asked, on every host\n"
+    "  --fenced                  a fenced lock: each acquisition gets a\n"
+    "                            fencing token, COMMAND sees it in\n"
+    "                            $RLOCK_TOKEN\n"
+    "\n"
+    "  hold NAME          take the lock, print its owner (and its token with\n"
+    "                     --fenced), hold it until standard input ends or\n"
+    "                     SIGINT, SIGTERM or SIGHUP; release it, exit 0\n"
+    "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left)\n"
+    "                     then \"owner=OWNER holds=N\" for each holder, or\n"
+    "                     \"unlocked\"; exit 0 either way\n"
+    "  force-unlock NAME  delete the lock, whoever holds it; print\n"
+    "                     \"force-unlocked\" or \"not locked\"; exit 0\n"
+    "\n"
+    "While COMMAND runs:\n"
+    "  - If rlock's standard input is the terminal and rlock runs in its\n"
+    "    foreground, COMMAND gets the terminal's foreground: it can read\n"
+    "    the terminal, and Ctrl-C and Ctrl-Z reach it. rlock takes the\n"
+    "    terminal back when COMMAND ends or is stopped (then it stops too).\n"
+    "  - SIGINT, SIGTERM and SIGHUP sent to rlock go to COMMAND's process\n"
+    "    group; rlock exits when COMMAND does, having released the lock.\n"
+    "  - rlock asks rlockd every third of the lease (at most every second)\n"
+    "    whether it still holds the lock. If rlockd says it does not (the\n"
+    "    lease ran out, someone force-unlocked it, rlockd restarted and it\n"
+    "    was released), or if the lock's TTL runs out before rlockd could\n"
+    "    confirm it again (rlockd or Redis unreachable), rlock prints a\n"
+    "    warning, sends SIGTERM to COMMAND's process group, SIGKILL after\n"
+    "    -k seconds, and exits 75.\n"
+    "  - If rlock's connection to rlockd breaks and the lock outlives it\n"
+    "    (rlockd crashed and was restarted, or runs with on_disconnect =\n"
+    "    expire), rlock takes it again once reconnected, so that rlockd's\n"
+    "    watchdog renews it, and releases both holds at the end.\n"
+    "  - If rlock itself dies, by any signal, SIGKILL too, a guardian\n"
+    "    process sends SIGTERM to COMMAND's process group (its children\n"
+    "    too), SIGKILL after -k seconds: rlockd releases the lock when\n"
+    "    rlock's connection closes.\n"
+    "\n"
+    "Exit status:\n"
+    "  N        COMMAND's own status, the lock held throughout;\n"
+    "           128+S if COMMAND was killed by signal S\n"
+    "  1        the lock was not acquired: held elsewhere (-n) or the -w\n"
+    "           time ran out (as flock(1); COMMAND did not run); -E sets it\n"
+    "  64       usage error\n"
+    "  69       rlockd cannot be reached, or cannot serve (Redis down,\n"
+    "           shutting down, a limit reached)\n"
+    "  70       any other error\n"
+    "  75       the lock was lost while COMMAND ran (or was held): COMMAND's\n"
+    "           work may not have been exclusive\n"
+    "  126/127  COMMAND could not be executed / was not found\n"
+    "\n"
+    "Environment:\n"
+    "  RLOCK_ADDR  rlockd's address when -S is not given\n"
+    "  RLOCK_AUTH  the token sent with AUTH, for an rlockd with\n"
+    "              [server] auth_token set (an environment variable, so\n"
+    "              that it never shows in ps)\n"
+    "COMMAND gets, in place of any it inherited:\n"
+    "  RLOCK_NAME   NAME\n"
+    "  RLOCK_OWNER  the lock's owner in rlockd: CLIENT-ID:THREAD-ID\n"
+    "  RLOCK_TOKEN  with --fenced: the fencing token of the acquisition,\n"
+    "               larger than every earlier holder's of NAME\n";
+
+/* The values of long options that have no short one lie past every
+ * character; the kinds: OPT_KIND plus the enum rlock_kind. */
+enum { OPT_VERSION = 256, OPT_KIND };
+
+static const struct option long_options[] = {
+    {"server", required_argument, NULL, 'S'},
+    {"wait", required_argument, NULL, 'w'},
+    {"timeout", required_argument, NULL, 'w'}, /* flock(1)'s alias */
+    {"nonblock", no_argument, NULL, 'n'},
+    {"nb", no_argument, NULL, 'n'}, /* flock(1)'s alias */
+    {"conflict-exit-code", required_argument, NULL, 'E'},
+    {"command", required_argument, NULL, 'c'},
+    {"lease", required_argument, NULL, 'l'},
+    {"kill-grace", required_argument, NULL, 'k'},
+    {"heartbeat", required_argument, NULL, 'b'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"shared", no_argument, NULL, 's'},
+    {"read", no_argument, NULL, OPT_KIND + RLOCK_READ},
+    {"exclusive", no_argument, NULL, 'x'},
+    {"write", no_argument, NULL, OPT_KIND + RLOCK_WRITE},
+    {"fair", no_argument, NULL, OPT_KIND + RLOCK_FAIR},
+    {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
+    {NULL, 0, NULL, 0},
+};
+/* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
+ * report errors ourselves. */
+static const char short_options[] = "+:S:w:nE:c:l:k:b:hVsx";
+
+/* Digits only (no sign, no spaces, nothing after), within [min, max]. */
+static int parse_number(const char *option, const char *text, long long min,
+                        long long max, long long *out)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 ||
+        v < min || v > max)
+        return usage_error("%s: '%s' is not a whole number from %lld to %lld",
+                           option, text, min, max);
+    *out = v;
+    return 0;
+}
+
+/* Seconds as flock(1) takes them: digits, then at most one '.' and more
+ * digits ("10", "0.5", ".25"), from 0 to COMMAND_MAX_MS / 1000. In whole
+ * ms, rounded up, so that a wait asked for never becomes -n. */
+static int parse_seconds(const char *option, const char *text, long long *ms)
+{
+    const long long max_s = COMMAND_MAX_MS / 1000;
+    const char *p = text;
+    long long whole = 0, fraction_ms = 0, scale = 100;
+    bool digits = false, rest = false;
+
+    for (; *p >= '0' && *p <= '9' && whole <= max_s; p++, digits = true)
+        whole = whole * 10 + (*p - '0');
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++, digits = true, scale /= 10) {
+            fraction_ms += (*p - '0') * scale;
+            rest |= scale == 0 && *p != '0';
+        }
+    if (!digits || *p != '\0' || whole > max_s ||
+        (whole == max_s && (fraction_ms > 0 || rest)))
+        return usage_error("%s: '%s' is not a number of seconds from 0 to "
+                           "%lld",
+                           option, text, max_s);
+    *ms = whole * 1000 + fraction_ms + rest;
+    return 0;
+}
+
+/* The option's name as the user wrote it, for messages: "-w" or "--wait".
+ * long_index: getopt_long()'s, -1 for a short option. */
+static void option_name(int opt, int long_index, char *buf, size_t size)
+{
+    if (long_index >= 0)
+        snprintf(buf, size, "--%s", long_options[long_index].name);
+    else
+        snprintf(buf, size, "-%c", opt);
+}
+
+/* A kind option: a lock has one kind, so a second option naming another
+ * is an error (an alias of the first, --read --shared, is not). given:
+ * the first one's name, or "". */
+static int choose_kind(struct options *o, int opt, const char *name,
+                       char *given, size_t size)
+{
+    enum rlock_kind kind = opt == 's'   ? RLOCK_READ
+                           : opt == 'x' ? RLOCK_WRITE
+                                        : (enum rlock_kind)(opt - OPT_KIND);
+
+    if (*given != '\0' && kind != o->kind)
+        return usage_error("%s and %s exclude each other: a lock has one kind",
+                           given, name);
+    o->kind = kind;
+    snprintf(given, size, "%s", name);
+    return 0;
+}
+
+/* getopt_long()'s '?' (with ':' first in the short options, it prints
+ * nothing itself): an unknown short option (optopt); a long option given
+ * a value it does not take (--read=x, optopt its value); or an unknown or
+ * ambiguous (--f) long option. The long ones it has stepped over. */
+static int unknown_option(char **argv)
+{
+    const char *arg = argv[optind - 1];
+
+    if (optopt != 0 && strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+        return usage_error("%s: takes no value", arg);
+    if (optopt != 0)
+        return usage_error("unknown option -%c", optopt);
+    return usage_error("unknown or ambiguous option %s", arg);
+}
+
+/* getopt_long()'s ':': the option before optind needs a value. */
+static int missing_value(char **argv)
+{
+    const char *arg = argv[optind - 1];
+
+    if (strncmp(arg, "--", 2) == 0)
+        return usage_error("%s needs a value", arg);
+    return usage_error("-%c needs a value", optopt);
+}
+
+static void print_version(void)
+{
+    printf("rlock (librlock %d.%d.%d)\n", RLOCK_VERSION_MAJOR,
+           RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
+}
+
+/* What the options seen so far ask for, beyond struct options: which were
+ * given, for the checks that need the whole command line. */
+struct given {
+    char kind[32];     /* the first kind option's name, or "" */
+    char lock_opt[32]; /* -w, -n, -E, -l or -b: how to take the lock */
+    char run_opt[32];  /* -k or -c: how to run COMMAND */
+    bool short_s;      /* -s, which was the address in earlier versions */
+};
+
+/* One option; 0 or the exit status to leave with. */
+static int parse_option(struct options *o, struct given *g, int opt,
+                        const char *name)
+{
+    long long v;
+    int err = 0;
+
+    switch (opt) {
+    case 'S':
+        o->addr = optarg;
+        if (*optarg == '\0')
+            err = usage_error("%s: empty address", name);
+        return err;
+    case 'w':
+        o->wait_arg = optarg;
+        return parse_seconds(name, optarg, &o->wait_ms);
+    case 'n':
+        o->wait_ms = 0;
+        return 0;
+    case 'E':
+        err = parse_number(name, optarg, 0, 255, &v);
+        o->conflict_status = (int)v;
+        return err;
+    case 'c':
+        o->shell_argv[2] = optarg;
+        return 0;
+    case 'l':
+        return parse_number(name, optarg, 1, COMMAND_MAX_MS, &o->lease_ms);
+    case 'k':
+        err = parse_number(name, optarg, 0, MAX_KILL_GRACE_S, &v);
+        o->kill_grace_ms = (int)(v * 1000);
+        return err;
+    case 'b':
+        err = parse_number(name, optarg, 0, COMMAND_HEARTBEAT_MAX_MS, &v);
+        if (err == 0 && v > 0 && v < COMMAND_HEARTBEAT_MIN_MS)
+            err =
+                usage_error("%s: 0, or %d to %d ms", name,
+                            COMMAND_HEARTBEAT_MIN_MS, COMMAND_HEARTBEAT_MAX_MS);
+        o->heartbeat_ms = v == 0 ? RLOCK_NO_HEARTBEAT : (int)v;
+        return err;
+    case 'h':
+        fputs(usage_text, stdout);
+        exit(0);
+    case 'V':
+    case OPT_VERSION:
+        print_version();
+        exit(0);
+    default: /* a kind */
+        g->short_s |= strcmp(name, "-s") == 0;
+        return choose_kind(o, opt, name, g->kind, sizeof g->kind);
+    }
+}
+
+/* Which form the words after the options are; sets mode, name, command. */
+static int parse_form(struct options *o, const struct given *g, int rest,
+                      char **words)
+{
+    bool shell = o->shell_argv[2] != NULL;
+
+    if (rest == 3 && !shell &&
+        (!strcmp(words[1], "-c") || !strcmp(words[1], "--command"))) {
+        o->shell_argv[2] = words[2]; /* flock(1)'s NAME -c STRING */
+        o->name = words[0];
+    } else if (rest >= 2 && strcmp(words[1], "--") == 0) {
+        if (shell)
+            return usage_error("-c STRING and -- COMMAND exclude each other");
+        if (words[2] == NULL)
+            return usage_error("no COMMAND after --");
+        o->name = words[0];
+        o->command = words + 2;
+        return 0;
+    } else if (rest == 1 && shell) {
+        o->name = words[0];
+    } else if (rest == 2 && !strcmp(words[0], "hold")) {
+        o->mode = MODE_HOLD;
+    } else if (rest == 2 && !strcmp(words[0], "status")) {
+        o->mode = MODE_STATUS;
+    } else if (rest == 2 && !strcmp(words[0], "force-unlock")) {
+        o->mode = MODE_FORCE_UNLOCK;
+    } else {
+        return usage_error(
+            "expected NAME -- COMMAND, NAME -c STRING, hold NAME, status "
+            "NAME or force-unlock NAME%s",
+            g->short_s ? "\n(-s is --shared now, as in flock(1); rlockd's "
+                         "address is -S ADDR: see CHANGELOG.md)"
+                       : "");
+    }
+    if (o->mode == MODE_RUN) {
+        o->command = o->shell_argv;
+        return 0;
+    }
+    o->name = words[1];
+    return 0;
+}
+
+/* The options that make no sense for the form given. */
+static int check_form(const struct options *o, const struct given *g)
+{
+    if (o->mode == MODE_RUN)
+        return 0;
+    if (g->run_opt[0] != '\0')
+        return usage_error("%s goes with a COMMAND only", g->run_opt);
+    if (o->mode != MODE_HOLD && g->lock_opt[0] != '\0')
+        return usage_error("%s goes with a COMMAND or hold only", g->lock_opt);
+    return 0;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+    const char *env_addr = getenv("RLOCK_ADDR");
+    struct given g = {.kind = ""};
+    char name[32];
+    int opt, long_index = -1, err = 0;
+
+    *o = (struct options){
+        .addr = env_addr && *env_addr ? env_addr : DEFAULT_ADDR,
+        .kind = RLOCK_LOCK,
+        .shell_argv = {SHELL, "-c", NULL, NULL},
+        .wait_ms = RLOCK_WAIT_FOREVER,
+        .conflict_status = EXIT_NOT_ACQUIRED,
+        .lease_ms = RLOCK_WATCHDOG,
+        .kill_grace_ms = DEFAULT_KILL_GRACE_S * 1000,
+    };
+    while (err == 0 && (opt = getopt_long(argc, argv, short_options,
+                                          long_options, &long_index)) != -1) {
+        if (opt == '?')
+            return unknown_option(argv);
+        if (opt == ':')
+            return missing_value(argv);
+        option_name(opt, long_index, name, sizeof name);
+        long_index = -1;
+        err = parse_option(o, &g, opt, name);
+        if (opt < OPT_VERSION && strchr("wnElb", opt) != NULL)
+            memcpy(g.lock_opt, name, sizeof name);
+        else if (opt == 'k' || opt == 'c')
+            memcpy(g.run_opt, name, sizeof name);
+    }
+    if (err == 0)
+        err = parse_form(o, &g, argc - optind, argv + optind);
+    if (err == 0)
+        err = check_form(o, &g);
+    if (err == 0 && o->name[0] == '\0')
+        err = usage_error("empty lock NAME");
+    return err;
+}

@@ -1,0 +1,32 @@
+/*
+ * options.h - rlock's command line: what it asks for, checked and in
+ * rlock's units. Only options.c reads argv; nothing in it talks to
+ * rlockd or starts a process.
+ */
+#ifndef RLOCK_CLI_OPTIONS_H
+#define RLOCK_CLI_OPTIONS_H
+
+#include "rlock.h"
+
+enum mode { MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_FORCE_UNLOCK };
+
+struct options {
+    enum mode mode;
+    const char *addr;
+    const char *name;
+    enum rlock_kind kind;
+    char **command;       /* NULL-terminated, MODE_RUN only */
+    char *shell_argv[4];  /* -c STRING: command points here */
+    long long wait_ms;    /* RLOCK_WAIT_FOREVER, or 0 for -n */
+    const char *wait_arg; /* -w as given, for messages */
+    int conflict_status;  /* -E: when the lock was not acquired */
+    long long lease_ms;
+    int kill_grace_ms;
+    int heartbeat_ms; /* as rlock_options wants it */
+};
+
+/* Fills o from the command line; 0, or the exit status to leave with
+ * (usage errors are reported here). -h and --version print and exit 0. */
+int options_parse(int argc, char **argv, struct options *o);
+
+#endif
