@@ -57,6 +57,26 @@ def test_bad_config_values_stop_startup_with_file_and_line():
             _expect_refused(d, "bad%d.ini" % i, text, line, what)
 
 
+def test_check_flag_refuses_what_start_up_refuses():
+    """rlockd -t applies start-up's checks of the addresses too: nothing to listen on,
+    a listen or http_listen address that is not numeric; start-up refuses them alike."""
+    cases = [
+        ("[server]\nlisten =\n", "nothing to listen on"),
+        ("[server]\nlisten = localhost:7379\n", "not a numeric"),
+        ("[server]\nlisten = 127.0.0.1:1\nhttp_listen = localhost:9\n", "http_listen"),
+    ]
+    with TempDir() as d:
+        for i, (text, why) in enumerate(cases):
+            path = os.path.join(d, "addr%d.ini" % i)
+            with open(path, "w") as f:
+                f.write(text + "[redis]\nhost = 127.0.0.1\nport = 1\n")
+            for args in (["-t", "-c", path], ["-c", path]):
+                r = _run(args)
+                assert r.returncode != 0, "rlockd %s with %r exited 0" % (" ".join(args[:-1]), text)
+                assert why in r.stderr, "rlockd %s: stderr should say %r, got %r" % (
+                    " ".join(args[:-1]), why, r.stderr)
+
+
 def test_version_and_help_flags_exit_0_without_starting():
     for flag in ("-V", "-h"):
         r = _run([flag])
