@@ -51,6 +51,10 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_CLIENTID:
     case SYNTAX_AUTH:
     case SYNTAX_CLIENT:
+    case SYNTAX_HELLO:
+    case SYNTAX_SELECT:
+    case SYNTAX_COMMAND:
+    case SYNTAX_CHANNELS:
         return false;
     case SYNTAX_NAME:
     case SYNTAX_NAME_KIND:
@@ -235,16 +239,133 @@ static int parse_clientid(size_t argc, char *const *argv,
     return 0;
 }
 
-/* CLIENT HEARTBEAT <ms>, the one subcommand, in Redis's words otherwise. */
-static int parse_client(size_t argc, char *const *argv, const size_t *argv_len,
+/* A signed decimal, as Redis reads an integer argument. */
+static int parse_i64(const char *s, size_t len, int64_t *value)
+{
+    bool negative = len > 0 && s[0] == '-';
+    uint64_t v;
+
+    if (parse_u64(s + negative, len - negative, &v) != 0 ||
+        v > (uint64_t)INT64_MAX)
+        return -ERANGE;
+    *value = negative ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
+/* The subcommands, with their arity counting the command and its
+ * subcommand, and the name Redis gives them ("client|setname"). */
+static const struct subcommand_spec {
+    enum command_id parent;
+    const char *word;
+    enum command_sub sub;
+    int min_argc, max_argc;
+    const char *full_name;
+} subcommand_specs[] = {
+    {CMD_CLIENT, "heartbeat", SUB_CLIENT_HEARTBEAT, 3, 3, "client|heartbeat"},
+    {CMD_CLIENT, "setname", SUB_CLIENT_SETNAME, 3, 3, "client|setname"},
+    {CMD_CLIENT, "getname", SUB_CLIENT_GETNAME, 2, 2, "client|getname"},
+    {CMD_CLIENT, "id", SUB_CLIENT_ID, 2, 2, "client|id"},
+    {CMD_CLIENT, "setinfo", SUB_CLIENT_SETINFO_LIB_NAME, 4, 4,
+     "client|setinfo"},
+    {CMD_CLIENT, "info", SUB_CLIENT_INFO, 2, 2, "client|info"},
+    {CMD_CLIENT, "list", SUB_CLIENT_LIST, 2, 2, "client|list"},
+    {CMD_COMMAND, "count", SUB_COMMAND_COUNT, 2, 2, "command|count"},
+    {CMD_COMMAND, "list", SUB_COMMAND_LIST, 2, 2, "command|list"},
+    {CMD_COMMAND, "info", SUB_COMMAND_INFO, 2, COMMAND_ARGC_ANY,
+     "command|info"},
+    {CMD_COMMAND, "docs", SUB_COMMAND_DOCS, 2, COMMAND_ARGC_ANY,
+     "command|docs"},
+};
+
+#define SUBCOMMAND_COUNT (sizeof subcommand_specs / sizeof *subcommand_specs)
+
+const char *command_sub_name(enum command_sub sub)
+{
+    if (sub == SUB_CLIENT_SETINFO_LIB_VER)
+        sub = SUB_CLIENT_SETINFO_LIB_NAME;
+    for (size_t i = 0; i < SUBCOMMAND_COUNT; i++)
+        if (subcommand_specs[i].sub == sub)
+            return subcommand_specs[i].full_name;
+    return NULL;
+}
+
+/* Whether argc is within min..max (max COMMAND_ARGC_ANY: no bound). */
+static bool arity_ok(size_t argc, int min_argc, int max_argc)
+{
+    return argc >= (size_t)min_argc &&
+           (max_argc == COMMAND_ARGC_ANY || argc <= (size_t)max_argc);
+}
+
+/* argv[1] among cmd's subcommands, with its arity, in Redis's words. */
+static int parse_subcommand(const struct command *cmd, size_t argc,
+                            char *const *argv, const size_t *argv_len,
+                            struct command_args *out, char *err,
+                            size_t err_size)
+{
+    for (size_t i = 0; i < SUBCOMMAND_COUNT; i++) {
+        const struct subcommand_spec *spec = &subcommand_specs[i];
+
+        if (spec->parent != cmd->id ||
+            !word_is(spec->word, argv[1], argv_len[1]))
+            continue;
+        if (!arity_ok(argc, spec->min_argc, spec->max_argc))
+            return parse_error(err, err_size,
+                               "wrong number of arguments for '%s' command",
+                               spec->full_name);
+        out->sub = spec->sub;
+        return 0;
+    }
+    return parse_error(err, err_size, "unknown subcommand '%.*s'. Try %s HELP.",
+                       (int)(argv_len[1] < 32 ? argv_len[1] : 32), argv[1],
+                       cmd->id == CMD_CLIENT ? "CLIENT" : "COMMAND");
+}
+
+/* Redis's rule for a client's name and library: printable ASCII, no
+ * space, so that CLIENT LIST stays one line of words. what: the error's
+ * subject. */
+static int parse_client_attr(const char *s, size_t len, const char *what,
+                             struct command_args *out, char *err,
+                             size_t err_size)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < '!' || s[i] > '~')
+            return parse_error(err, err_size,
+                               "%s cannot contain spaces, newlines or special "
+                               "characters.",
+                               what);
+    out->value = s;
+    out->value_len = len;
+    return 0;
+}
+
+/* CLIENT HEARTBEAT <ms> | SETNAME <name> | GETNAME | ID | SETINFO
+ * <LIB-NAME|LIB-VER> <value> | INFO | LIST. */
+static int parse_client(const struct command *cmd, size_t argc,
+                        char *const *argv, const size_t *argv_len,
                         struct command_args *out, char *err, size_t err_size)
 {
     uint64_t ms;
+    int rc = parse_subcommand(cmd, argc, argv, argv_len, out, err, err_size);
 
-    if (argc != 3 || !word_is("heartbeat", argv[1], argv_len[1]))
-        return parse_error(err, err_size,
-                           "unknown CLIENT subcommand or wrong number of "
-                           "arguments: CLIENT HEARTBEAT <ms> is the one");
+    if (rc != 0)
+        return rc;
+    if (out->sub == SUB_CLIENT_SETNAME)
+        return parse_client_attr(argv[2], argv_len[2], "Client names", out, err,
+                                 err_size);
+    if (out->sub == SUB_CLIENT_SETINFO_LIB_NAME) {
+        if (word_is("lib-ver", argv[2], argv_len[2]))
+            out->sub = SUB_CLIENT_SETINFO_LIB_VER;
+        else if (!word_is("lib-name", argv[2], argv_len[2]))
+            return parse_error(err, err_size, "Unrecognized option '%.*s'",
+                               (int)(argv_len[2] < 32 ? argv_len[2] : 32),
+                               argv[2]);
+        return parse_client_attr(
+            argv[3], argv_len[3],
+            out->sub == SUB_CLIENT_SETINFO_LIB_VER ? "lib-ver" : "lib-name",
+            out, err, err_size);
+    }
+    if (out->sub != SUB_CLIENT_HEARTBEAT)
+        return 0;
     if (parse_u64(argv[2], argv_len[2], &ms) != 0 ||
         (ms != 0 &&
          (ms < COMMAND_HEARTBEAT_MIN_MS || ms > COMMAND_HEARTBEAT_MAX_MS)))
@@ -256,12 +377,72 @@ static int parse_client(size_t argc, char *const *argv, const size_t *argv_len,
     return 0;
 }
 
+/* HELLO [protover [AUTH <user> <pass>] [SETNAME <name>]], options in any
+ * order, as Redis 7 parses it. Which versions are spoken is the
+ * handler's to say (-NOPROTO). */
+static int parse_hello(size_t argc, char *const *argv, const size_t *argv_len,
+                       struct command_args *out, char *err, size_t err_size)
+{
+    if (argc == 1)
+        return 0;
+    if (parse_i64(argv[1], argv_len[1], &out->protocol) != 0)
+        return parse_error(err, err_size,
+                           "Protocol version is not an integer or out of "
+                           "range");
+    for (size_t i = 2; i < argc; i++) {
+        size_t more = argc - 1 - i;
+        int rc = 0;
+
+        if (word_is("auth", argv[i], argv_len[i]) && more >= 2) {
+            out->name = argv[i + 1];
+            out->name_len = argv_len[i + 1];
+            out->password = argv[i + 2];
+            out->password_len = argv_len[i + 2];
+            i += 2;
+        } else if (word_is("setname", argv[i], argv_len[i]) && more >= 1) {
+            rc = parse_client_attr(argv[i + 1], argv_len[i + 1], "Client names",
+                                   out, err, err_size);
+            i++;
+        } else {
+            return parse_error(
+                err, err_size, "Syntax error in HELLO option '%.*s'",
+                (int)(argv_len[i] < 32 ? argv_len[i] : 32), argv[i]);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* SELECT <index>: rlockd has one database, 0, as Redis Cluster. */
+static int parse_select(char *const *argv, const size_t *argv_len, char *err,
+                        size_t err_size)
+{
+    int64_t index;
+
+    if (parse_i64(argv[1], argv_len[1], &index) != 0)
+        return parse_error(err, err_size,
+                           "value is not an integer or out of range");
+    if (index != 0)
+        return parse_error(err, err_size, "DB index is out of range");
+    return 0;
+}
+
+/* The words after the command (or its subcommand): channels, names. */
+static void take_list(size_t first, size_t argc, char *const *argv,
+                      const size_t *argv_len, struct command_args *out)
+{
+    out->list = argv + first;
+    out->list_len = argv_len + first;
+    out->list_count = argc - first;
+}
+
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
                        size_t max_name_len, struct command_args *out, char *err,
                        size_t err_size)
 {
-    if (argc < (size_t)cmd->min_argc || argc > (size_t)cmd->max_argc)
+    if (!arity_ok(argc, cmd->min_argc, cmd->max_argc))
         return parse_error(err, err_size,
                            "wrong number of arguments for '%s' command",
                            cmd->name);
@@ -274,7 +455,23 @@ int command_parse_args(const struct command *cmd, size_t argc,
     if (cmd->syntax == SYNTAX_CLIENTID)
         return parse_clientid(argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_CLIENT)
-        return parse_client(argc, argv, argv_len, out, err, err_size);
+        return parse_client(cmd, argc, argv, argv_len, out, err, err_size);
+    if (cmd->syntax == SYNTAX_HELLO)
+        return parse_hello(argc, argv, argv_len, out, err, err_size);
+    if (cmd->syntax == SYNTAX_SELECT)
+        return parse_select(argv, argv_len, err, err_size);
+    if (cmd->syntax == SYNTAX_CHANNELS) {
+        take_list(1, argc, argv, argv_len, out);
+        return 0;
+    }
+    if (cmd->syntax == SYNTAX_COMMAND) {
+        int rc = argc == 1 ? 0
+                           : parse_subcommand(cmd, argc, argv, argv_len, out,
+                                              err, err_size);
+        if (rc == 0 && argc > 1)
+            take_list(2, argc, argv, argv_len, out);
+        return rc;
+    }
     if (cmd->syntax == SYNTAX_OPTIONAL_TEXT) {
         if (argc == 2) {
             out->name = argv[1];

@@ -26,7 +26,28 @@ enum command_syntax {
     SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> [kind] */
     SYNTAX_LOCK,          /* <name> <thread-id> [kind] [LEASE ms] */
     SYNTAX_TRYLOCK,       /* <name> <thread-id> [kind] [WAIT ms] [LEASE ms] */
-    SYNTAX_CLIENT,        /* CLIENT HEARTBEAT <ms> */
+    SYNTAX_CLIENT,        /* CLIENT <subcommand> [...] (enum command_sub) */
+    SYNTAX_HELLO,         /* HELLO [ver [AUTH <user> <pass>] [SETNAME <name>]] */
+    SYNTAX_SELECT,        /* SELECT <index>: 0, the one database */
+    SYNTAX_COMMAND,       /* COMMAND [COUNT | LIST | INFO .. | DOCS ..] */
+    SYNTAX_CHANNELS,      /* SUBSCRIBE and its kin: [<channel>...] */
+};
+
+/* The subcommands of CLIENT and COMMAND, as their parser decodes them. */
+enum command_sub {
+    SUB_NONE,
+    SUB_CLIENT_HEARTBEAT,
+    SUB_CLIENT_SETNAME,
+    SUB_CLIENT_GETNAME,
+    SUB_CLIENT_ID,
+    SUB_CLIENT_SETINFO_LIB_NAME, /* CLIENT SETINFO LIB-NAME <value> */
+    SUB_CLIENT_SETINFO_LIB_VER,  /* CLIENT SETINFO LIB-VER <value> */
+    SUB_CLIENT_INFO,
+    SUB_CLIENT_LIST,
+    SUB_COMMAND_COUNT,
+    SUB_COMMAND_LIST,
+    SUB_COMMAND_INFO,
+    SUB_COMMAND_DOCS,
 };
 
 /* command flags */
@@ -35,6 +56,12 @@ enum command_syntax {
 #define CMD_ALONE 0x1
 /* Allowed before AUTH, and to every user whatever its permissions. */
 #define CMD_BEFORE_AUTH 0x2
+/* Allowed on a connection subscribed to its lock-lost channel (the
+ * commands Redis allows in RESP2's subscribed mode). */
+#define CMD_SUBSCRIBED 0x4
+
+/* A max_argc: any number of arguments (SUBSCRIBE's channels). */
+#define COMMAND_ARGC_ANY (-1)
 
 /*
  * One row per command: its id, its name, its handler (the server's
@@ -54,12 +81,25 @@ enum command_syntax {
     X(OWNERS,      "owners",      request,     2, 3, SYNTAX_NAME_KIND,     0)         \
     X(TOKEN,       "token",       request,     2, 2, SYNTAX_NAME,          0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
-    X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
-    X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
+    X(CLIENT,      "client",      client,      2, 4, SYNTAX_CLIENT,        0)         \
+    X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH | CMD_SUBSCRIBED) \
     X(INFO,        "info",        info,        1, 2, SYNTAX_OPTIONAL_TEXT, 0)         \
     X(HEALTH,      "health",      health,      1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH) \
     X(AUTH,        "auth",        auth,        2, 3, SYNTAX_AUTH,          CMD_BEFORE_AUTH) \
-    X(QUIT,        "quit",        quit,        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH)
+    X(QUIT,        "quit",        quit,        1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH | CMD_SUBSCRIBED) \
+    /* what Redis clients send besides commands: connection and pub/sub */ \
+    X(HELLO,        "hello",        hello,       1, 7, SYNTAX_HELLO,         CMD_BEFORE_AUTH) \
+    X(SELECT,       "select",       select,      2, 2, SYNTAX_SELECT,        0) \
+    X(ECHO,         "echo",         echo,        2, 2, SYNTAX_OPTIONAL_TEXT, 0) \
+    X(COMMAND,      "command",      command,     1, COMMAND_ARGC_ANY, SYNTAX_COMMAND, 0) \
+    X(TIME,         "time",         time,        1, 1, SYNTAX_NONE,          0) \
+    X(RESET,        "reset",        reset,       1, 1, SYNTAX_NONE,          CMD_BEFORE_AUTH | CMD_SUBSCRIBED | CMD_ALONE) \
+    X(SUBSCRIBE,    "subscribe",    subscribe,   2, COMMAND_ARGC_ANY, SYNTAX_CHANNELS, CMD_SUBSCRIBED | CMD_ALONE) \
+    X(UNSUBSCRIBE,  "unsubscribe",  unsubscribe, 1, COMMAND_ARGC_ANY, SYNTAX_CHANNELS, CMD_SUBSCRIBED) \
+    X(PSUBSCRIBE,   "psubscribe",   subscribe,   2, COMMAND_ARGC_ANY, SYNTAX_CHANNELS, CMD_SUBSCRIBED) \
+    X(PUNSUBSCRIBE, "punsubscribe", unsubscribe, 1, COMMAND_ARGC_ANY, SYNTAX_CHANNELS, CMD_SUBSCRIBED) \
+    X(SSUBSCRIBE,   "ssubscribe",   subscribe,   2, COMMAND_ARGC_ANY, SYNTAX_CHANNELS, CMD_SUBSCRIBED) \
+    X(SUNSUBSCRIBE, "sunsubscribe", unsubscribe, 1, COMMAND_ARGC_ANY, SYNTAX_CHANNELS, CMD_SUBSCRIBED)
 
 /* (clang-format takes COMMAND_COUNT for a continuation of the macro) */
 enum command_id {
@@ -74,7 +114,7 @@ struct command {
     enum command_id id;
     const char *name; /* lower case */
     int min_argc;     /* counting the command name itself */
-    int max_argc;
+    int max_argc;     /* or COMMAND_ARGC_ANY */
     enum command_syntax syntax;
     unsigned flags;
 };
@@ -108,7 +148,8 @@ enum command_kind {
  * What a command's arguments decode to. Pointers point into the request.
  * An absent optional text leaves name NULL and name_len 0, so that an
  * empty one (CLIENTID "") can be told apart from none. AUTH's username
- * is the name (NULL for AUTH <password>), its password the password.
+ * is the name (NULL for AUTH <password>), its password the password;
+ * HELLO's AUTH option the same.
  */
 struct command_args {
     const char *name; /* lock name, or the optional text */
@@ -117,12 +158,22 @@ struct command_args {
     size_t password_len;
     uint64_t thread_id;
     enum command_kind kind;
-    int64_t wait_ms;  /* TRYLOCK default 0, LOCK: forever */
-    int64_t lease_ms; /* COMMAND_LEASE_WATCHDOG or > 0 */
+    int64_t wait_ms;    /* TRYLOCK default 0, LOCK: forever */
+    int64_t lease_ms;   /* COMMAND_LEASE_WATCHDOG or > 0 */
     const char *secret; /* CLIENTID's SECRET, or NULL */
     size_t secret_len;
-    bool resume;        /* CLIENTID ... RESUME */
+    bool resume;          /* CLIENTID ... RESUME */
     int64_t heartbeat_ms; /* CLIENT HEARTBEAT */
+    enum command_sub sub; /* CLIENT's and COMMAND's subcommand */
+    int64_t protocol;     /* HELLO's protocol version; 0: none given */
+    /* HELLO's SETNAME, CLIENT SETNAME's name, CLIENT SETINFO's value:
+     * printable ASCII without spaces (Redis's rule); NULL: none */
+    const char *value;
+    size_t value_len;
+    /* SUBSCRIBE's channels, COMMAND INFO's and DOCS's names */
+    char *const *list;
+    const size_t *list_len;
+    size_t list_count;
 };
 
 /* Case-insensitive lookup; NULL when unknown. */
@@ -132,6 +183,9 @@ const struct command *command_by_id(enum command_id id);
 /* Whether the command's first argument is a lock name (what a user's
  * permitted names are checked against). */
 bool command_has_lock_name(const struct command *cmd);
+/* What CLIENT LIST's cmd= shows for a subcommand ("client|list"); NULL
+ * for SUB_NONE. */
+const char *command_sub_name(enum command_sub sub);
 
 /*
  * Checks arity and decodes argv[1..] per the command's syntax. Names must

@@ -139,6 +139,13 @@ int reply_null(struct buffer *out)
     return buffer_append(out, "$-1\r\n", 5);
 }
 
+int reply_noproto(struct buffer *out)
+{
+    static const char text[] = "-NOPROTO unsupported protocol version\r\n";
+
+    return buffer_append(out, text, sizeof(text) - 1);
+}
+
 int reply_array_header(struct buffer *out, size_t count)
 {
     return reply_line(out, '*', (int64_t)count, 0);

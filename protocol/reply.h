@@ -50,6 +50,10 @@ int reply_error(struct buffer *out, enum reply_error code, const char *fmt, ...)
 int reply_integer(struct buffer *out, int64_t value);
 int reply_bulk(struct buffer *out, const char *data, size_t len);
 int reply_null(struct buffer *out);
+/* Redis's refusal of HELLO 3, which clients know by its code (they fall
+ * back to RESP2): outside enum reply_error, since no rlockd command fails
+ * with it, so that the codes a client of rlockd must handle stay those. */
+int reply_noproto(struct buffer *out);
 int reply_array_header(struct buffer *out, size_t count);
 
 #endif

@@ -14,16 +14,22 @@
 set -euo pipefail
 
 # What the build (libssl-dev: libcrypto's SHA-256 for the daemon), the tests
-# (python3-redis: the Python example; mandoc: the man pages' lint) and
+# (python3-redis: the Python example and package; python3-pytest and
+# python3-venv: the package's tests and its pip install; mandoc: the man
+# pages' lint) and
 # `make run` use.
 # netcat-openbsd and telnet: the README's examples talk to rlockd with them.
+# ruby and ruby-redis: the compatibility suite drives rlockd through
+# ruby-redis (tests/integration/test_compat.py).
 # libmicrohttpd-dev: the metrics endpoint; python3-prometheus-client: its
 # test parses /metrics with Prometheus's own parser. debhelper and lintian:
 # `make deb` and the package test. bash-completion: rlock's completion's
 # test.
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
-    python3-redis python3-prometheus-client mandoc netcat-openbsd telnet
+    python3-redis python3-pytest python3-venv python3-setuptools
+    python3-wheel python3-prometheus-client mandoc
+    netcat-openbsd telnet ruby ruby-redis
     debhelper lintian bash-completion)
 
 is_installed() {

@@ -2,9 +2,12 @@
 #
 # install-npm-deps.sh [DIR] - installs the npm packages the tests use, pinned,
 # under DIR (default build/npm), unless those versions are there already:
-# ioredis (the Node example's test) and node-redisson (a Redisson-format
-# Node client on a Redis Cluster, tests/integration/test_cluster.py). Silent
-# when nothing is missing.
+# ioredis (the Node example's test), node-redisson (a Redisson-format
+# Node client on a Redis Cluster, tests/integration/test_cluster.py) and
+# node-redis, npm's `redis` (tests/integration/test_compat.py: it must work
+# with its default options; 5.x, whose default is RESP2: 6.x asks for RESP3,
+# which rlockd refuses with -NOPROTO, and does not fall back). Silent when
+# nothing is missing.
 #
 # Never fails the build: without node and npm, or when npm cannot fetch
 # (offline), it says so loudly and exits 0, and the tests that need the
@@ -13,6 +16,7 @@ set -uo pipefail
 
 IOREDIS_VERSION=5.10.1
 NODE_REDISSON_VERSION=1.0.4
+NODE_REDIS_VERSION=5.9.0
 
 dir=${1:-build/npm}
 
@@ -32,14 +36,16 @@ version_of() {
         'node_modules', process.env.PKG, 'package.json')).version" 2>/dev/null
 }
 if [ "$(version_of ioredis)" = "$IOREDIS_VERSION" ] &&
-    [ "$(version_of node-redisson)" = "$NODE_REDISSON_VERSION" ]; then
+    [ "$(version_of node-redisson)" = "$NODE_REDISSON_VERSION" ] &&
+    [ "$(version_of redis)" = "$NODE_REDIS_VERSION" ]; then
     exit 0
 fi
 
-wanted="ioredis@$IOREDIS_VERSION node-redisson@$NODE_REDISSON_VERSION"
+wanted="ioredis@$IOREDIS_VERSION node-redisson@$NODE_REDISSON_VERSION
+    redis@$NODE_REDIS_VERSION"
 echo "install-npm-deps: installing $wanted under $dir" >&2
 mkdir -p "$dir"
-# Bounded: an offline npm would otherwise retry for minutes. Both in one
+# Bounded: an offline npm would otherwise retry for minutes. All in one
 # install: npm drops what a later --no-save install does not name.
 # shellcheck disable=SC2086
 if ! timeout 300 npm install --prefix "$dir" --no-save --no-package-lock \

@@ -43,6 +43,7 @@
 #include "front/info.h"
 #include "front/http.h"
 #include "front/listener.h"
+#include "front/pubsub.h"
 
 #define SHUTDOWN_GRACE_MS 3000
 #define SHUTDOWN_POLL_MS 10
@@ -260,6 +261,7 @@ static int start(void)
         return err;
     fit_open_files_limit();
     commands_init(&rlockd.cfg);
+    lock_engine_on_loss(pubsub_on_loss); /* lock-lost events */
     info_init(&rlockd.cfg, rlockd.config_path, loop_now_ms);
     if ((err = listener_start(&rlockd.loop, &rlockd.cfg)) != 0 ||
         (err = http_start(&rlockd.loop, &rlockd.cfg)) != 0)

@@ -4,8 +4,10 @@
  *
  * Command categories are a table here rather than a column of the
  * command table: they are an access-control notion, and the unit tests
- * check that every command but the always-allowed ones is in exactly
- * one of @lock and @admin, so a new command cannot be left out.
+ * check that every command but the always-allowed ones is in one of
+ * @lock, @admin and @connection (and none in both @lock and @admin), so a
+ * new command cannot be left out. CLIENT is in @lock (a lock client
+ * declares its heartbeat with it) and in @connection, as in Redis.
  */
 #include "base/acl.h"
 
@@ -18,22 +20,28 @@
 #include "base/glob.h"
 #include "base/log.h"
 
-_Static_assert(COMMAND_COUNT <= 32, "struct acl_user.commands is 32 bits");
+_Static_assert(COMMAND_COUNT < 64, "struct acl_user.commands is 64 bits");
 
-#define COMMAND_BIT(id) (UINT32_C(1) << CMD_##id)
-#define ALL_COMMANDS ((UINT32_C(1) << COMMAND_COUNT) - 1)
+#define COMMAND_BIT(id) (UINT64_C(1) << CMD_##id)
+#define ALL_COMMANDS ((UINT64_C(1) << COMMAND_COUNT) - 1)
 
 static const struct acl_category {
     const char *name; /* after the '@' */
-    uint32_t commands;
+    uint64_t commands;
 } acl_categories[] = {
     {"all", ALL_COMMANDS},
     {"lock", COMMAND_BIT(LOCK) | COMMAND_BIT(TRYLOCK) | COMMAND_BIT(UNLOCK) |
                  COMMAND_BIT(ISLOCKED) | COMMAND_BIT(ISHELD) |
                  COMMAND_BIT(HOLDCOUNT) | COMMAND_BIT(PTTL) |
                  COMMAND_BIT(OWNERS) | COMMAND_BIT(TOKEN) |
-                 COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT)},
+                 COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT) |
+                 COMMAND_BIT(SUBSCRIBE) | COMMAND_BIT(UNSUBSCRIBE) |
+                 COMMAND_BIT(PSUBSCRIBE) | COMMAND_BIT(PUNSUBSCRIBE) |
+                 COMMAND_BIT(SSUBSCRIBE) | COMMAND_BIT(SUNSUBSCRIBE)},
     {"admin", COMMAND_BIT(FORCEUNLOCK) | COMMAND_BIT(INFO)},
+    {"connection", COMMAND_BIT(CLIENT) | COMMAND_BIT(SELECT) |
+                       COMMAND_BIT(ECHO) | COMMAND_BIT(COMMAND) |
+                       COMMAND_BIT(TIME)},
 };
 
 const struct acl_user acl_default_user = {
@@ -114,7 +122,7 @@ static struct acl_user *user_add(struct acl **acl, const char *name, int line)
 }
 
 /* The commands a rule's word (after its sign) stands for; 0: none. */
-static uint32_t rule_commands(const char *word, size_t len)
+static uint64_t rule_commands(const char *word, size_t len)
 {
     const struct command *cmd;
 
@@ -129,7 +137,7 @@ static uint32_t rule_commands(const char *word, size_t len)
         return 0;
     }
     cmd = command_lookup(word, len);
-    return cmd != NULL ? UINT32_C(1) << cmd->id : 0;
+    return cmd != NULL ? UINT64_C(1) << cmd->id : 0;
 }
 
 /* Applies "+x -y ..." left to right, as Redis ACL rules are. */
@@ -141,7 +149,7 @@ static int apply_command_rules(struct acl_user *u, const char *value, char *err,
 
     while (glob_list_next(value, &pos, &rule, &len)) {
         const struct command *cmd = command_lookup(rule + 1, len - 1);
-        uint32_t bits;
+        uint64_t bits;
 
         if (rule[0] != '+' && rule[0] != '-')
             return acl_error(err, err_size,
@@ -157,7 +165,7 @@ static int apply_command_rules(struct acl_user *u, const char *value, char *err,
         if (bits == 0)
             return acl_error(err, err_size,
                              "commands: unknown command or category '%.*s' "
-                             "(categories: @all, @lock, @admin)",
+                             "(categories: @all, @lock, @admin, @connection)",
                              (int)len - 1, rule + 1);
         if (rule[0] == '+')
             u->commands |= bits;
@@ -329,10 +337,23 @@ enum acl_verdict acl_allows(const struct acl_user *user, enum command_id id,
 
     if (cmd->flags & CMD_BEFORE_AUTH)
         return ACL_ALLOWED;
-    if (!(user->commands & (UINT32_C(1) << id)))
+    if (!(user->commands & (UINT64_C(1) << id)))
         return ACL_DENIED_COMMAND;
     if (command_has_lock_name(cmd) &&
         !glob_list_match(user->names, name, name_len))
         return ACL_DENIED_NAME;
     return ACL_ALLOWED;
+}
+
+size_t acl_command_categories(enum command_id id, const char **names,
+                              size_t max)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < sizeof(acl_categories) / sizeof(*acl_categories);
+         i++)
+        if ((acl_categories[i].commands & (UINT64_C(1) << id)) &&
+            strcmp(acl_categories[i].name, "all") != 0 && n < max)
+            names[n++] = acl_categories[i].name;
+    return n;
 }

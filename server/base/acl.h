@@ -10,8 +10,8 @@
  * the lock names it may touch (a glob list, see glob.h). The `default`
  * user is not in the table: it is who `AUTH <password>` authenticates
  * as, its password is [server] auth_token, and it may do everything, as
- * Redis's default user does. PING, AUTH and QUIT (CMD_BEFORE_AUTH) are
- * allowed to every user.
+ * Redis's default user does. PING, AUTH, HELLO, HEALTH, QUIT and RESET
+ * (CMD_BEFORE_AUTH) are allowed to every user.
  *
  * Never touches a connection: callers keep a pointer to the user a
  * connection authenticated as, and after a reload look it up again by
@@ -33,7 +33,7 @@ struct acl_user {
     char *name;
     unsigned char password[DIGEST_SIZE]; /* SHA-256 */
     bool has_password;
-    uint32_t commands; /* bit (1 << enum command_id) per command allowed */
+    uint64_t commands; /* bit (1 << enum command_id) per command allowed */
     char *names;       /* blank-separated glob patterns; "" allows none */
     int line;          /* its first key's line in the file, for errors */
 };
@@ -91,5 +91,10 @@ enum acl_verdict {
  * authenticated) for the commands allowed before AUTH. */
 enum acl_verdict acl_allows(const struct acl_user *user, enum command_id id,
                             const char *name, size_t name_len);
+
+/* The categories command id is in, without "all" (COMMAND INFO): up to
+ * max names, without the '@'; how many. */
+size_t acl_command_categories(enum command_id id, const char **names,
+                              size_t max);
 
 #endif

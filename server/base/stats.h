@@ -39,6 +39,8 @@ enum stats_section {
     X(CLIENTS, GAUGE,   blocked_clients,                                       \
       "connections whose LOCK or TRYLOCK waits for its lock")                  \
     X(CLIENTS, GAUGE,   client_sessions, "client-ids with a connection")       \
+    X(CLIENTS, GAUGE,   pubsub_clients,                                        \
+      "connections subscribed to their lock-lost channel")                    \
     X(CLIENTS, GAUGE,   commands_in_flight,                                    \
       "client commands waiting for Redis")                                     \
     X(CLIENTS, GAUGE,   client_buffers_bytes,                                  \
@@ -77,6 +79,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, acquires_settled,                                      \
       "owners' counts set after an acquire's reply was lost")                 \
     X(COUNTS,  COUNTER, locks_lost, "holds found gone from Redis")            \
+    X(COUNTS,  COUNTER, lost_events_sent,                                      \
+      "lock-lost messages pushed to subscribed connections")                  \
     X(COUNTS,  COUNTER, failover_locks_kept,                                   \
       "holds found on a new master after a failover")                         \
     X(COUNTS,  COUNTER, failover_locks_lost,                                   \

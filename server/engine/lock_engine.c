@@ -72,6 +72,7 @@ struct lock_call {
      * out. */
     bool in_redis_queue;
     bool may_wait;         /* its wait has not run out at its start */
+    const char *no_wait;   /* its caller can wait no more: why (static) */
     int64_t queue_wait_ms; /* how long its place there is kept */
     int64_t token;         /* a fenced grant's fencing token */
     /* Its place in the order of every call this daemon started: a reader
@@ -1241,6 +1242,10 @@ static void acquire_refused(struct lock_call *call, int64_t pttl)
         finish_shutdown(call);
         return;
     }
+    if (call->no_wait != NULL) {
+        finish_error(call, REPLY_ERR, call->no_wait);
+        return;
+    }
     if (call->woken) {
         call_attempt(call);
         return;
@@ -1716,6 +1721,13 @@ struct lock_call *lock_engine_start(struct session *session,
     in_progress = call->state == CALL_FINISHED ? NULL : call;
     call_unref(call);
     return in_progress;
+}
+
+void lock_engine_stop_waiting(struct lock_call *call, const char *why)
+{
+    call->no_wait = why;
+    if (call_queued(call))
+        finish_error(call, REPLY_ERR, why);
 }
 
 void lock_engine_abandon(struct lock_call *call)

@@ -121,6 +121,11 @@ struct lock_call *lock_engine_start(struct session *session,
 /* The caller went: stop waiting, forget done, and undo an acquire that
  * Redis grants later. */
 void lock_engine_abandon(struct lock_call *call);
+/* The caller can wait no more (it half-closed its connection): an
+ * acquire that waits now, or is refused later, ends with -ERR why (a
+ * static string); one granted is answered as ever. done may be called
+ * before this returns. */
+void lock_engine_stop_waiting(struct lock_call *call, const char *why);
 
 /* A connection joins its own new session under a client-id nobody else
  * can know (made at random): 0 or -ENOMEM. */

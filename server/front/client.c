@@ -15,6 +15,13 @@
  * buffers are over max_client_buffers_bytes, so that closing one never
  * happens inside another's stack either.
  *
+ * A half-closed client (EOF read) is read no more, and closes once what
+ * it sent has run and been answered. An acquire it sent does not wait for
+ * a lock meanwhile: nobody would act on the grant, and a grant to one
+ * connection of a session that others keep open would stay held. The
+ * engine is told it may not wait (lock_engine_stop_waiting): one that
+ * would wait is answered -ERR, one granted at once as ever.
+ *
  * The penalty box holds penalized connections in one FIFO per delay:
  * every connection in a FIFO waits the same delay, so each FIFO is in
  * due order, and one timer armed at the earliest head serves them all
@@ -62,6 +69,7 @@
 /* At most one log line about refusals this often, so that a flood of
  * guesses cannot flood the log; the next line counts those not logged. */
 #define PENALTY_LOG_INTERVAL_MS 1000
+/* How often a half-closed client's acquire is looked at (above). */
 
 /* One command in flight, or answered while one before it is not. */
 struct client_slot {
@@ -95,12 +103,13 @@ static struct {
     uint64_t penalty_log_next_ms; /* no refusal logged before then */
     uint64_t penalty_unlogged;    /* refusals not logged since the last */
     uint64_t next_id;
-    uint64_t fd_max_clients;     /* what the open files limit allows */
-    struct list_node partial;    /* struct client.partial_link, oldest first */
-    uv_timer_t partial_timer;    /* at the oldest's request_timeout_ms */
-    struct list_node heartbeats; /* struct client.heartbeat_link, by due */
-    uv_timer_t heartbeat_timer;  /* at the first one's due time */
-    bool stopped;                /* shutting down: no new commands */
+    uint64_t fd_max_clients;      /* what the open files limit allows */
+    struct list_node partial;     /* struct client.partial_link, oldest first */
+    uv_timer_t partial_timer;     /* at the oldest's request_timeout_ms */
+    struct list_node heartbeats;  /* struct client.heartbeat_link, by due */
+    uv_timer_t heartbeat_timer;   /* at the first one's due time */
+    struct list_node subscribers; /* struct client.subscriber_link */
+    bool stopped;                 /* shutting down: no new commands */
 } clients;
 
 static void client_flush(struct client *c);
@@ -230,7 +239,7 @@ static void slot_answer(struct client_slot *slot,
     /* A lost reply would misalign every later one: the ready list closes
      * the connection instead (not here, inside the engine's call). */
     if (write_result(&slot->reply, result, slot->granted_is_ok) != 0)
-        c->reply_failed = true;
+        c->doomed = "out of memory writing a reply";
     slot_count(slot);
     mark_ready(c);
 }
@@ -298,6 +307,9 @@ static void on_closed(uv_handle_t *handle)
     request_parser_free(&c->parser);
     buffer_free(&c->in);
     buffer_free(&c->out);
+    free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
     free(c);
 }
 
@@ -337,6 +349,7 @@ void client_close(struct client *c, const char *why)
         list_remove(&c->partial_link);
     if (list_linked(&c->heartbeat_link))
         list_remove(&c->heartbeat_link);
+    client_set_subscribed(c, false);
     if (c->peer != NULL)
         peer_detach(c->peer);
     c->peer = NULL;
@@ -382,7 +395,7 @@ static void client_update_reading(struct client *c)
 {
     bool over = unsent(c) >= output_pause() || c->yielded;
 
-    if (over == c->read_paused || c->quitting || c->closing)
+    if (over == c->read_paused || c->quitting || c->closing || c->half_closed)
         return;
     c->read_paused = over;
     if (over)
@@ -404,7 +417,7 @@ static void on_written(uv_write_t *req, int status)
         return;
     }
     client_flush(c);
-    if (c->read_paused && unsent(c) < output_pause())
+    if ((c->read_paused || c->half_closed) && unsent(c) < output_pause())
         client_process(c); /* runs what waited, and reads again */
     else
         client_account(c);
@@ -775,6 +788,106 @@ static bool run_requests(struct client *c)
     return incomplete;
 }
 
+/* ---- half-closed clients ------------------------------------------------- */
+
+/* The acquire in flight (it runs alone), if any; NULL for a CLIENTID's
+ * join, which never waits for a lock. */
+static struct client_slot *acquire_in_flight(struct client *c)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &c->pending) {
+        struct client_slot *slot = list_entry(pos, struct client_slot, link);
+
+        if (slot->alone && !slot->answered && slot->call != NULL)
+            return slot;
+    }
+    return NULL;
+}
+
+/*
+ * After a half-closed client's turn: once nothing it sent can still run
+ * (no reply awaited, no complete request left; a request cut by the EOF
+ * never completes), it quits, and closes when its replies are written.
+ * Until then, an acquire in flight may not wait (see the top).
+ */
+static void half_closed_progress(struct client *c, bool incomplete)
+{
+    struct client_slot *slot;
+
+    if (c->closing || c->quitting)
+        return;
+    if (list_empty(&c->pending) && !c->parked && !c->yielded && !penalized(c) &&
+        (c->in.len == 0 || incomplete)) {
+        client_quit(c);
+        client_flush(c);
+        return;
+    }
+    if ((slot = acquire_in_flight(c)) != NULL)
+        lock_engine_stop_waiting(slot->call,
+                                 "cancelled: the client closed its sending "
+                                 "side while waiting for the lock");
+}
+
+/* ---- pushed messages (pub/sub) -------------------------------------------- */
+
+void client_set_subscribed(struct client *c, bool subscribed)
+{
+    if (subscribed == list_linked(&c->subscriber_link))
+        return;
+    if (subscribed) {
+        list_push_tail(&clients.subscribers, &c->subscriber_link);
+        stats.pubsub_clients++;
+    } else {
+        list_remove(&c->subscriber_link);
+        stats.pubsub_clients--;
+    }
+}
+
+bool client_subscribed(const struct client *c)
+{
+    return list_linked(&c->subscriber_link);
+}
+
+void client_foreach_subscriber(void (*fn)(struct client *c, void *arg),
+                               void *arg)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &clients.subscribers)
+        fn(list_entry(pos, struct client, subscriber_link), arg);
+}
+
+void client_foreach(void (*fn)(struct client *c, void *arg), void *arg)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &clients.all)
+        fn(list_entry(pos, struct client, link), arg);
+}
+
+uint64_t client_now_ms(void)
+{
+    return uv_now(clients.loop);
+}
+
+void client_push(struct client *c, const char *data, size_t len)
+{
+    char label[CLIENT_LABEL_MAX];
+
+    if (c->closing || c->doomed != NULL)
+        return;
+    if (unsent(c) + len > (size_t)clients.cfg->max_output_buffer_bytes) {
+        log_warn("%s: a subscriber over max_output_buffer_bytes (not reading "
+                 "its messages); closing it",
+                 client_label(c, label, sizeof(label)));
+        c->doomed = "output limit";
+    } else if (buffer_append(&c->out, data, len) != 0) {
+        c->doomed = "out of memory";
+    }
+    mark_ready(c);
+}
+
 /*
  * Runs what the client sent and sends the replies, again while sending
  * made room under the output pause and requests are left; then updates
@@ -791,11 +904,16 @@ static void client_process(struct client *c)
             client_flush(c);
         if (c->closing)
             return;
-    } while (!incomplete && !c->yielded && c->in.len > 0 && can_run(c));
+        /* a parked request waits for the calls in flight: the ready list
+         * comes back once one is answered */
+    } while (!incomplete && !c->yielded && !c->parked && c->in.len > 0 &&
+             can_run(c));
     client_note_partial(
         c, incomplete && (request_parser_started(&c->parser) || c->in.len > 0));
     client_update_reading(c);
     client_account(c);
+    if (c->half_closed)
+        half_closed_progress(c, incomplete);
 }
 
 /* Once per loop turn: clients whose calls were answered go on. */
@@ -826,8 +944,8 @@ static void on_ready_check(uv_check_t *check)
         struct client *c = list_entry(node, struct client, ready_link);
 
         list_remove(node);
-        if (c->reply_failed)
-            client_close(c, "out of memory writing a reply");
+        if (c->doomed != NULL)
+            client_close(c, c->doomed);
         else
             client_process(c);
     }
@@ -942,9 +1060,14 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     struct buffer *out;
 
     (void)buf;
+    if (nread == UV_EOF) {
+        c->half_closed = true;
+        uv_read_stop(stream);
+        client_process(c);
+        return;
+    }
     if (nread < 0) {
-        client_close(c,
-                     nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
+        client_close(c, uv_strerror((int)nread));
         return;
     }
     c->in.len += (size_t)nread;
@@ -1027,6 +1150,9 @@ static int client_new(struct client **out, uv_stream_t *server)
     list_init(&c->penalty_link);
     list_init(&c->partial_link);
     list_init(&c->heartbeat_link);
+    list_init(&c->subscriber_link);
+    c->created_ms = uv_now(clients.loop);
+    c->heard_ms = c->created_ms;
     list_push_tail(&clients.all, &c->link);
     stats.connected_clients++;
     *out = c;
@@ -1050,9 +1176,22 @@ static void client_tune_tcp(struct client *c)
                  client_label(c, label, sizeof(label)), uv_strerror(err));
 }
 
-void client_accept(uv_stream_t *server)
+int client_new_session(struct client *c)
 {
     char id[CLIENT_ID_RANDOM_SIZE];
+    struct session *fresh;
+
+    if (client_id_random(id) != 0 ||
+        lock_engine_join_new(id, strlen(id), &fresh) != 0)
+        return -ENOMEM;
+    if (c->session != NULL)
+        lock_engine_leave(c->session);
+    c->session = fresh;
+    return 0;
+}
+
+void client_accept(uv_stream_t *server)
+{
     const char *refusal;
     struct client *c;
     int err = client_new(&c, server);
@@ -1079,8 +1218,7 @@ void client_accept(uv_stream_t *server)
         client_refuse(c, refusal);
         return;
     }
-    if (client_id_random(id) != 0 ||
-        lock_engine_join_new(id, strlen(id), &c->session) != 0) {
+    if (client_new_session(c) != 0) {
         client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
@@ -1189,6 +1327,7 @@ int client_init(uv_loop_t *loop, const struct config *cfg,
     list_init(&clients.ready);
     list_init(&clients.partial);
     list_init(&clients.heartbeats);
+    list_init(&clients.subscribers);
     clients.fd_max_clients = UINT64_MAX;
     stats.max_clients_effective = max_clients();
     for (size_t i = 0; i < PENALTY_LEVELS; i++)

@@ -25,6 +25,16 @@
  * the connections with the most unsent output are closed first, as
  * Redis's maxmemory-clients does.
  *
+ * A client that shuts down its sending side (half-close) is read no more;
+ * the requests it sent before are run and answered in order, except that
+ * a lock acquisition does not wait for it (see client.c), and the
+ * connection closes once every reply is written: its session then ends
+ * as on any close.
+ *
+ * A connection subscribed to its lock-lost channel is kept on a list of
+ * subscribers, and takes pushed messages (client_push) between its
+ * replies; the same output limits apply to them.
+ *
  * A connection that sent wrong credentials is penalized: it is parked
  * in the penalty box (no request runs and no reply is sent) for a delay
  * that doubles with each refusal, and closed after max_auth_failures.
@@ -80,13 +90,22 @@ struct client {
     uint64_t heard_ms;               /* bytes came, or a wait ended */
     uint64_t heartbeat_due_ms;       /* when it is looked at next */
     struct list_node heartbeat_link; /* while heartbeat_ms > 0 */
-    bool read_paused;  /* not read: see client_update_reading */
-    bool yielded;      /* used its share of the turn with requests left */
-    bool alone;        /* a command that runs alone is in flight */
-    bool parked;       /* the parser holds a request waiting for idle */
-    bool closing;      /* uv_close called */
-    bool quitting;     /* close once the replies are written */
-    bool reply_failed; /* a reply could not be written: close */
+    bool read_paused;                /* not read: see client_update_reading */
+    bool yielded;       /* used its share of the turn with requests left */
+    bool alone;         /* a command that runs alone is in flight */
+    bool parked;        /* the parser holds a request waiting for idle */
+    bool closing;       /* uv_close called */
+    bool quitting;      /* close once the replies are written */
+    bool half_closed;   /* the client sent EOF: nothing more to read */
+    const char *doomed; /* set: the ready list closes it, for this reason */
+    struct list_node subscriber_link; /* while subscribed (client_push) */
+    /* What CLIENT SETNAME and SETINFO set, owned here (freed at close);
+     * NULL: none. */
+    char *name;
+    char *lib_name;
+    char *lib_ver;
+    const char *last_command; /* CLIENT LIST's cmd=: a static name */
+    uint64_t created_ms;
 };
 
 /*
@@ -120,6 +139,30 @@ void client_close(struct client *c, const char *why);
  * command. */
 void client_set_id(struct client *c, const char *id, size_t len,
                    const char *secret, size_t secret_len, bool resume);
+/* RESET: the connection leaves its session (which ends if it was the
+ * last connection, as on close) for a new one of its own, under a random
+ * client-id, as a new connection gets. 0 or -ENOMEM (then unchanged). */
+int client_new_session(struct client *c);
+/*
+ * Pub/sub: a subscribed connection is on the subscribers list, which
+ * client_foreach_subscriber walks. Its messages are pushed with
+ * client_push: appended to its output, sent from the ready list (never
+ * from the caller's stack, so that the lock engine may push from its
+ * loss callback), and past max_output_buffer_bytes unsent the connection
+ * is closed there, as Redis's client-output-buffer-limit pubsub. A
+ * subscribed connection has no command in flight (only commands
+ * answered at once run while subscribed), so a message never comes
+ * between a request and its reply.
+ */
+void client_set_subscribed(struct client *c, bool subscribed);
+bool client_subscribed(const struct client *c);
+void client_foreach_subscriber(void (*fn)(struct client *c, void *arg),
+                               void *arg);
+void client_push(struct client *c, const char *data, size_t len);
+/* Every connection, for CLIENT LIST. */
+void client_foreach(void (*fn)(struct client *c, void *arg), void *arg);
+/* The loop's time in ms (connection age and idle time). */
+uint64_t client_now_ms(void);
 /* CLIENT HEARTBEAT: when nothing arrives on the connection for ms (0: no
  * heartbeat) while none of its commands is being served, its session ends
  * as if the client had gone: every connection of the client-id closes. */

@@ -1,10 +1,12 @@
 /*
  * commands.c - dispatch from the command table's handler column, and
- * every command's handler.
+ * the handlers of the lock commands, AUTH, CLIENTID, PING, INFO, HEALTH
+ * and QUIT (connection.c and pubsub.c have the others).
  *
- * Every request passes three gates before its handler, in this order:
- * authentication (-NOAUTH), its arguments (-ERR), and its user's
- * permissions (-NOPERM, acl_allows).
+ * Every request passes four gates before its handler, in this order:
+ * authentication (-NOAUTH), subscribed mode (only what Redis allows
+ * there), its arguments (-ERR), and its user's permissions (-NOPERM,
+ * acl_allows).
  */
 #include "front/commands.h"
 
@@ -19,15 +21,14 @@
 #include "client_id.h"
 #include "command.h"
 #include "engine/session.h"
+#include "front/connection.h"
 #include "front/info.h"
+#include "front/pubsub.h"
 #include "reply.h"
 
-/* An unknown command's name is quoted in the error up to this length. */
-#define QUOTED_NAME_MAX 64
-
-/* 0, or -ENOMEM when the reply could not be written. */
-typedef int command_handler(struct client *c, const struct command *cmd,
-                            const struct command_args *a);
+/* An unknown command's name is quoted in the error up to this length,
+ * and its arguments up to about as much, as Redis does. */
+#define QUOTED_NAME_MAX 128
 
 static struct {
     const struct config *cfg;
@@ -38,11 +39,14 @@ void commands_init(const struct config *cfg)
 {
     commands.cfg = cfg;
     buffer_init(&commands.key);
+    connection_init(cfg);
+    pubsub_init(cfg);
 }
 
 void commands_free(void)
 {
     buffer_free(&commands.key);
+    pubsub_free();
 }
 
 /* ---- lock commands: requests for the engine ---------------------------- */
@@ -139,43 +143,54 @@ static int command_clientid(struct client *c, const struct command *cmd,
                        "0-9 . _ -");
 }
 
-/* CLIENT HEARTBEAT: the parser took any value the protocol allows; this
- * rlockd may allow less ([server] min_heartbeat_ms, max_heartbeat_ms). */
-static int command_client(struct client *c, const struct command *cmd,
-                          const struct command_args *a)
-{
-    const struct config *cfg = commands.cfg;
-    struct buffer *out = client_reply_buffer(c);
-
-    (void)cmd;
-    if (out == NULL)
-        return -ENOMEM;
-    if (a->heartbeat_ms != 0 && (a->heartbeat_ms < cfg->min_heartbeat_ms ||
-                                 a->heartbeat_ms > cfg->max_heartbeat_ms))
-        return reply_error(out, REPLY_ERR,
-                           "HEARTBEAT must be 0 (off) or %lld to %lld "
-                           "milliseconds in this rlockd (min_heartbeat_ms, "
-                           "max_heartbeat_ms)",
-                           (long long)cfg->min_heartbeat_ms,
-                           (long long)cfg->max_heartbeat_ms);
-    client_set_heartbeat(c, a->heartbeat_ms);
-    return reply_simple(out, "OK");
-}
-
 /* Whether connections must AUTH: a token or a user is configured. */
 static bool auth_configured(void)
 {
     return commands.cfg->auth_token[0] != '\0' || commands.cfg->acl != NULL;
 }
 
-/* A refusal costs the connection time (client_penalize), so that
+const struct acl_user *commands_user(const struct client *c)
+{
+    if (c->user != NULL)
+        return c->user;
+    return auth_configured() ? NULL : &acl_default_user;
+}
+
+/* Without AUTH configured, only HELLO asks, and the default user (who
+ * needs no password then, as Redis's nopass default) is the one that
+ * passes. A refusal costs the connection time (client_penalize), so that
  * guessing is slow. */
+bool commands_login(struct client *c, struct buffer *out, const char *user,
+                    size_t user_len, const char *password, size_t password_len,
+                    int *err)
+{
+    const struct config *cfg = commands.cfg;
+    const struct acl_user *found;
+
+    if (auth_configured())
+        found = acl_authenticate(cfg->acl, cfg->auth_token, user, user_len,
+                                 password, password_len);
+    else
+        found = user_len == strlen(ACL_DEFAULT_USER) &&
+                        memcmp(user, ACL_DEFAULT_USER, user_len) == 0
+                    ? &acl_default_user
+                    : NULL;
+    if (found != NULL) {
+        c->user = found;
+        return true;
+    }
+    stats.auth_failures++;
+    *err = reply_error(out, REPLY_ERR, "%s",
+                       user != NULL ? "invalid username-password pair"
+                                    : "invalid auth token");
+    client_penalize(c, "AUTH");
+    return false;
+}
+
 static int command_auth(struct client *c, const struct command *cmd,
                         const struct command_args *a)
 {
-    const struct config *cfg = commands.cfg;
     struct buffer *out = client_reply_buffer(c);
-    const struct acl_user *user;
     int err;
 
     (void)cmd;
@@ -185,28 +200,29 @@ static int command_auth(struct client *c, const struct command *cmd,
         return reply_error(out, REPLY_ERR,
                            "AUTH called without any auth token or user "
                            "configured");
-    user = acl_authenticate(cfg->acl, cfg->auth_token, a->name, a->name_len,
-                            a->password, a->password_len);
-    if (user == NULL) {
-        stats.auth_failures++;
-        err = reply_error(out, REPLY_ERR, "%s",
-                          a->name != NULL ? "invalid username-password pair"
-                                          : "invalid auth token");
-        client_penalize(c, "AUTH");
+    if (!commands_login(c, out, a->name, a->name_len, a->password,
+                        a->password_len, &err))
         return err;
-    }
-    c->user = user;
     return reply_simple(out, "OK");
 }
 
+/* A subscribed connection's PING is answered ["pong", msg or ""], as
+ * Redis does in RESP2, so that a client can tell it from a message. */
 static int command_ping(struct client *c, const struct command *cmd,
                         const struct command_args *a)
 {
     struct buffer *out = client_reply_buffer(c);
+    int err;
 
     (void)cmd;
     if (out == NULL)
         return -ENOMEM;
+    if (client_subscribed(c)) {
+        err = reply_array_header(out, 2);
+        err |= reply_bulk(out, "pong", 4);
+        err |= reply_bulk(out, a->name ? a->name : "", a->name_len);
+        return err ? -ENOMEM : 0;
+    }
     if (a->name == NULL)
         return reply_simple(out, "PONG");
     return reply_bulk(out, a->name, a->name_len);
@@ -290,15 +306,6 @@ static int refuse(struct client *c, enum reply_error code, const char *text)
     return out ? reply_error(out, code, "%s", text) : -ENOMEM;
 }
 
-/* Who the connection runs commands as: the user it authenticated as;
- * while it has not, the default user when no AUTH is needed, else NULL. */
-static const struct acl_user *acting_user(const struct client *c)
-{
-    if (c->user != NULL)
-        return c->user;
-    return auth_configured() ? NULL : &acl_default_user;
-}
-
 /* The -NOPERM reply, in Redis's words where Redis has them. */
 /* -NOPERM, counted; why says what the name (a command's or a lock's,
  * quoted printable) may not be used for. */
@@ -316,17 +323,28 @@ static int refuse_noperm(struct client *c, const char *name, size_t len,
 static int execute(struct client *c, const struct command *cmd, size_t argc,
                    char *const *argv, const size_t *argv_len)
 {
-    const struct acl_user *user = acting_user(c);
+    const struct acl_user *user = commands_user(c);
     struct command_args args;
     enum acl_verdict verdict;
     char err[256];
 
+    c->last_command = cmd->name;
     if (user == NULL && !(cmd->flags & CMD_BEFORE_AUTH))
         return refuse(c, REPLY_NOAUTH, "Authentication required.");
+    if (client_subscribed(c) && !(cmd->flags & CMD_SUBSCRIBED)) {
+        snprintf(err, sizeof(err),
+                 "Can't execute '%s': only (P|S)SUBSCRIBE / "
+                 "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+                 "context",
+                 cmd->name);
+        return refuse(c, REPLY_ERR, err);
+    }
     if (command_parse_args(cmd, argc, argv, argv_len,
                            (size_t)commands.cfg->max_name_length, &args, err,
                            sizeof(err)) != 0)
         return refuse(c, REPLY_ERR, err);
+    if (args.sub != SUB_NONE)
+        c->last_command = command_sub_name(args.sub);
     verdict = acl_allows(user, cmd->id, args.name, args.name_len);
     if (verdict == ACL_DENIED_COMMAND)
         return refuse_noperm(
@@ -343,19 +361,35 @@ static int execute(struct client *c, const struct command *cmd, size_t argc,
     return command_handlers[cmd->id](c, cmd, &args);
 }
 
+/* Redis's words: "unknown command 'x', with args beginning with: 'a' 'b' ",
+ * the arguments quoted until about QUOTED_NAME_MAX bytes of them. */
+static int refuse_unknown(struct client *c, size_t argc, char *const *argv,
+                          const size_t *argv_len)
+{
+    char word[QUOTED_NAME_MAX + 1], text[4 * QUOTED_NAME_MAX + 64];
+    size_t len, args;
+
+    len = (size_t)snprintf(text, sizeof(text),
+                           "unknown command '%s', with args beginning with: ",
+                           printable(argv[0], argv_len[0], word, sizeof(word)));
+    args = len;
+    for (size_t i = 1; i < argc && len - args < QUOTED_NAME_MAX; i++)
+        len += (size_t)snprintf(
+            text + len, sizeof(text) - len, "'%s' ",
+            printable(argv[i], argv_len[i], word, sizeof(word)));
+    return refuse(c, REPLY_ERR, text);
+}
+
 enum client_run commands_execute(struct client *c, size_t argc,
                                  char *const *argv, const size_t *argv_len)
 {
     const struct command *cmd = command_lookup(argv[0], argv_len[0]);
-    char name[QUOTED_NAME_MAX + 1], text[128];
     int err;
 
     if (cmd != NULL && (cmd->flags & CMD_ALONE) && c->in_flight > 0)
         return CLIENT_RUN_LATER;
     if (cmd == NULL) {
-        snprintf(text, sizeof(text), "unknown command '%s'",
-                 printable(argv[0], argv_len[0], name, sizeof(name)));
-        err = refuse(c, REPLY_ERR, text);
+        err = refuse_unknown(c, argc, argv, argv_len);
     } else {
         err = execute(c, cmd, argc, argv, argv_len);
     }

@@ -166,8 +166,14 @@ static void check_name(const struct request_parser *p,
     case SYNTAX_NONE:
         CHECK(a->name == NULL && a->name_len == 0);
         break;
-    case SYNTAX_CLIENT: /* HEARTBEAT <ms>: no name */
+    case SYNTAX_CLIENT: /* <subcommand> ...: no name */
+    case SYNTAX_SELECT:
+    case SYNTAX_COMMAND:
+    case SYNTAX_CHANNELS:
         CHECK(a->name == NULL && a->name_len == 0);
+        break;
+    case SYNTAX_HELLO: /* AUTH's username, when given */
+        CHECK(a->name == NULL || (a->password != NULL && p->argc >= 5));
         break;
     case SYNTAX_OPTIONAL_TEXT:
     case SYNTAX_CLIENTID: /* [<id> [SECRET <secret> [RESUME]]] */
@@ -195,6 +201,34 @@ static void check_name(const struct request_parser *p,
     }
 }
 
+/* What the connection and pub/sub syntaxes promise: a subcommand only for
+ * CLIENT and COMMAND, a client name or library of printable ASCII without
+ * spaces, SELECT 0 only, a list within the request. */
+static void check_connection_args(const struct request_parser *p,
+                                  const struct command *cmd,
+                                  const struct command_args *a)
+{
+    CHECK((a->sub != SUB_NONE) ==
+          (cmd->syntax == SYNTAX_CLIENT ||
+           (cmd->syntax == SYNTAX_COMMAND && p->argc > 1)));
+    if (a->sub != SUB_NONE)
+        CHECK(command_sub_name(a->sub) != NULL);
+    if (cmd->syntax != SYNTAX_HELLO)
+        CHECK(a->protocol == 0);
+    if (a->value != NULL) {
+        CHECK(cmd->syntax == SYNTAX_HELLO || cmd->syntax == SYNTAX_CLIENT);
+        for (size_t i = 0; i < a->value_len; i++)
+            CHECK(a->value[i] >= '!' && a->value[i] <= '~');
+    }
+    if (a->list != NULL)
+        CHECK(a->list >= p->argv + 1 &&
+              a->list + a->list_count == p->argv + p->argc);
+    else
+        CHECK(a->list_count == 0);
+    if (cmd->syntax == SYNTAX_SELECT)
+        CHECK(p->argc == 2 && p->argv_len[1] >= 1);
+}
+
 /* What command.h promises about a successful decode. */
 static void check_args(const struct request_parser *p,
                        const struct command *cmd, const struct command_args *a)
@@ -212,8 +246,9 @@ static void check_args(const struct request_parser *p,
         check_thread_id(p->argv[2], p->argv_len[2], a->thread_id);
     if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK)
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
-    if (cmd->syntax != SYNTAX_AUTH)
+    if (cmd->syntax != SYNTAX_AUTH && cmd->syntax != SYNTAX_HELLO)
         CHECK(a->password == NULL && a->password_len == 0);
+    check_connection_args(p, cmd, a);
     /* a kind word only where the grammar has one, and then one of them */
     CHECK(a->kind <= COMMAND_KIND_FENCED);
     if (cmd->syntax != SYNTAX_NAME_KIND && cmd->syntax != SYNTAX_NAME_THREAD &&

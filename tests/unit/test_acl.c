@@ -124,11 +124,11 @@ END_TEST
 
 /* Loads "[user u]\npassword_sha256 = <hash of p>\n" + rules and returns
  * u's command bits. */
-static uint32_t commands_of(const char *rules)
+static uint64_t commands_of(const char *rules)
 {
     struct config cfg;
     char text[512], err[256] = "";
-    uint32_t bits;
+    uint64_t bits;
 
     snprintf(text, sizeof(text), "[user u]\npassword_sha256 = %s\n%s",
              sha256_hex("p"), rules);
@@ -139,18 +139,23 @@ static uint32_t commands_of(const char *rules)
     return bits;
 }
 
-#define BIT(id) (UINT32_C(1) << CMD_##id)
+#define BIT(id) (UINT64_C(1) << CMD_##id)
 
 START_TEST(command_rules_apply_left_to_right)
 {
-    uint32_t lock = BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) |
+    uint64_t lock = BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) |
                     BIT(ISHELD) | BIT(HOLDCOUNT) | BIT(PTTL) | BIT(OWNERS) |
-                    BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT);
+                    BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT) | BIT(SUBSCRIBE) |
+                    BIT(UNSUBSCRIBE) | BIT(PSUBSCRIBE) | BIT(PUNSUBSCRIBE) |
+                    BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);
     ck_assert_uint_eq(commands_of("commands = +@admin\n"),
                       BIT(FORCEUNLOCK) | BIT(INFO));
+    ck_assert_uint_eq(commands_of("commands = +@connection\n"),
+                      BIT(CLIENT) | BIT(SELECT) | BIT(ECHO) | BIT(COMMAND) |
+                          BIT(TIME));
     ck_assert_uint_eq(commands_of("commands = +@all -forceunlock\n") &
                           (lock | BIT(FORCEUNLOCK) | BIT(INFO)),
                       lock | BIT(INFO));
@@ -165,26 +170,45 @@ START_TEST(command_rules_apply_left_to_right)
 }
 END_TEST
 
-/* Every command but the always-allowed ones is in exactly one of @lock
- * and @admin, so a new command cannot be left out of both. */
+/* Every command but the always-allowed ones is in @lock, @admin or
+ * @connection, and none in both @lock and @admin, so a new command cannot
+ * be left out; the always-allowed ones are in none. */
 START_TEST(categories_cover_every_command_once)
 {
-    uint32_t lock = commands_of("commands = +@lock\n");
-    uint32_t admin = commands_of("commands = +@admin\n");
-    uint32_t all = commands_of("commands = +@all\n");
+    uint64_t lock = commands_of("commands = +@lock\n");
+    uint64_t admin = commands_of("commands = +@admin\n");
+    uint64_t connection = commands_of("commands = +@connection\n");
+    uint64_t all = commands_of("commands = +@all\n");
 
     for (int id = 0; id < COMMAND_COUNT; id++) {
         const struct command *cmd = command_by_id((enum command_id)id);
-        bool in_lock = lock & (UINT32_C(1) << id);
-        bool in_admin = admin & (UINT32_C(1) << id);
+        uint64_t bit = UINT64_C(1) << id;
+        bool in_lock = lock & bit, in_admin = admin & bit;
 
-        ck_assert_msg(all & (UINT32_C(1) << id), "%s not in @all", cmd->name);
+        ck_assert_msg(all & bit, "%s not in @all", cmd->name);
         if (cmd->flags & CMD_BEFORE_AUTH)
-            ck_assert_msg(!in_lock && !in_admin, "%s", cmd->name);
+            ck_assert_msg(!in_lock && !in_admin && !(connection & bit), "%s",
+                          cmd->name);
         else
-            ck_assert_msg(in_lock != in_admin, "%s in %s", cmd->name,
-                          in_lock ? "both" : "neither");
+            ck_assert_msg(!(in_lock && in_admin) &&
+                              (in_lock || in_admin || (connection & bit)),
+                          "%s in %s", cmd->name,
+                          in_lock ? "both @lock and @admin" : "none");
     }
+}
+END_TEST
+
+/* COMMAND INFO's categories come from the same table. */
+START_TEST(categories_of_a_command)
+{
+    const char *names[4];
+
+    ck_assert_uint_eq(acl_command_categories(CMD_CLIENT, names, 4), 2);
+    ck_assert_str_eq(names[0], "lock");
+    ck_assert_str_eq(names[1], "connection");
+    ck_assert_uint_eq(acl_command_categories(CMD_INFO, names, 4), 1);
+    ck_assert_str_eq(names[0], "admin");
+    ck_assert_uint_eq(acl_command_categories(CMD_PING, names, 4), 0);
 }
 END_TEST
 
@@ -316,6 +340,7 @@ Suite *acl_suite(void)
     tcase_add_test(tc, permissions_by_command_and_name);
     tcase_add_test(tc, command_rules_apply_left_to_right);
     tcase_add_test(tc, categories_cover_every_command_once);
+    tcase_add_test(tc, categories_of_a_command);
     tcase_add_test(tc, names_lines_add_up);
     tcase_add_loop_test(tc, bad_users_name_line_and_reason, 0,
                         (int)(sizeof(bad_users) / sizeof(bad_users[0])));

@@ -135,14 +135,18 @@ START_TEST(arity_of_every_command)
         char expected[80];
         snprintf(expected, sizeof expected,
                  "wrong number of arguments for '%s' command", cmd->name);
-        for (size_t argc = 0; argc <= (size_t)cmd->max_argc + 2; argc++) {
+        size_t top = cmd->max_argc == COMMAND_ARGC_ANY
+                         ? MAX_WORDS
+                         : (size_t)cmd->max_argc + 2;
+        for (size_t argc = 0; argc <= top && argc <= MAX_WORDS; argc++) {
             struct command_args out;
             char err[128] = "";
             int rc =
                 command_parse_args(cmd, argc, argv, argv_len, TEST_MAX_NAME_LEN,
                                    &out, err, sizeof err);
-            bool outside =
-                argc < (size_t)cmd->min_argc || argc > (size_t)cmd->max_argc;
+            bool outside = argc < (size_t)cmd->min_argc ||
+                           (cmd->max_argc != COMMAND_ARGC_ANY &&
+                            argc > (size_t)cmd->max_argc);
             ck_assert_msg(outside == (strcmp(err, expected) == 0),
                           "%s argc %zu: '%s'", cmd->name, argc, err);
             if (outside)
@@ -279,9 +283,8 @@ START_TEST(syntax_client_heartbeat)
 {
     static const char bad_ms[] =
         "HEARTBEAT must be 0 (off) or 100 to 86400000 milliseconds";
-    static const char unknown[] = "unknown CLIENT subcommand or wrong number "
-                                  "of arguments: CLIENT HEARTBEAT <ms> is "
-                                  "the one";
+    static const char arity[] =
+        "wrong number of arguments for 'client|heartbeat' command";
 
     ck_assert_int_eq(
         expect_ok((const char *[]){"CLIENT", "heartbeat", "10000", NULL})
@@ -300,8 +303,112 @@ START_TEST(syntax_client_heartbeat)
                  bad_ms);
     expect_error((const char *[]){"CLIENT", "HEARTBEAT", "-1", NULL}, bad_ms);
     expect_error((const char *[]){"CLIENT", "HEARTBEAT", "1e4", NULL}, bad_ms);
-    expect_error((const char *[]){"CLIENT", "HEARTBEAT", NULL}, unknown);
-    expect_error((const char *[]){"CLIENT", "SETNAME", "x", NULL}, unknown);
+    expect_error((const char *[]){"CLIENT", "HEARTBEAT", NULL}, arity);
+    expect_error((const char *[]){"CLIENT", "SETNAME", "x", "y", NULL},
+                 "wrong number of arguments for 'client|setname' command");
+    expect_error((const char *[]){"CLIENT", "KILL", "x", NULL},
+                 "unknown subcommand 'KILL'. Try CLIENT HELP.");
+}
+END_TEST
+
+/* CLIENT's other subcommands, with Redis's rule for names. */
+START_TEST(syntax_client_subcommands)
+{
+    static const char spaces[] = "Client names cannot contain spaces, "
+                                 "newlines or special characters.";
+    struct command_args a =
+        expect_ok((const char *[]){"client", "SetName", "w-1", NULL});
+
+    ck_assert_int_eq(a.sub, SUB_CLIENT_SETNAME);
+    ck_assert_mem_eq(a.value, "w-1", 3);
+    ck_assert_str_eq(command_sub_name(a.sub), "client|setname");
+    a = expect_ok((const char *[]){"CLIENT", "SETNAME", "", NULL});
+    ck_assert_uint_eq(a.value_len, 0);
+    expect_error((const char *[]){"CLIENT", "SETNAME", "a b", NULL}, spaces);
+    expect_error((const char *[]){"CLIENT", "SETNAME", "a\n", NULL}, spaces);
+    a = expect_ok(
+        (const char *[]){"CLIENT", "SETINFO", "lib-ver", "1.0", NULL});
+    ck_assert_int_eq(a.sub, SUB_CLIENT_SETINFO_LIB_VER);
+    ck_assert_str_eq(command_sub_name(a.sub), "client|setinfo");
+    a = expect_ok(
+        (const char *[]){"CLIENT", "SETINFO", "LIB-NAME", "redis-py", NULL});
+    ck_assert_int_eq(a.sub, SUB_CLIENT_SETINFO_LIB_NAME);
+    expect_error((const char *[]){"CLIENT", "SETINFO", "x", "y", NULL},
+                 "Unrecognized option 'x'");
+    expect_error((const char *[]){"CLIENT", "SETINFO", "lib-ver", "1 0", NULL},
+                 "lib-ver cannot contain spaces, newlines or special "
+                 "characters.");
+    ck_assert_int_eq(expect_ok((const char *[]){"CLIENT", "ID", NULL}).sub,
+                     SUB_CLIENT_ID);
+    ck_assert_int_eq(expect_ok((const char *[]){"CLIENT", "list", NULL}).sub,
+                     SUB_CLIENT_LIST);
+    ck_assert_int_eq(expect_ok((const char *[]){"CLIENT", "INFO", NULL}).sub,
+                     SUB_CLIENT_INFO);
+    ck_assert_int_eq(expect_ok((const char *[]){"CLIENT", "GETNAME", NULL}).sub,
+                     SUB_CLIENT_GETNAME);
+}
+END_TEST
+
+/* HELLO [protover [AUTH user pass] [SETNAME name]], as Redis 7 parses. */
+START_TEST(syntax_hello)
+{
+    struct command_args a = expect_ok((const char *[]){"HELLO", NULL});
+
+    ck_assert_int_eq(a.protocol, 0);
+    a = expect_ok((const char *[]){"hello", "3", NULL});
+    ck_assert_int_eq(a.protocol, 3);
+    a = expect_ok(
+        (const char *[]){"HELLO", "2", "setname", "n", "AUTH", "u", "p", NULL});
+    ck_assert_int_eq(a.protocol, 2);
+    ck_assert_mem_eq(a.name, "u", 1);
+    ck_assert_mem_eq(a.password, "p", 1);
+    ck_assert_mem_eq(a.value, "n", 1);
+    expect_error((const char *[]){"HELLO", "two", NULL},
+                 "Protocol version is not an integer or out of range");
+    expect_error((const char *[]){"HELLO", "2", "AUTH", "u", NULL},
+                 "Syntax error in HELLO option 'AUTH'");
+    expect_error((const char *[]){"HELLO", "2", "SETNAME", "a b", NULL},
+                 "Client names cannot contain spaces, newlines or special "
+                 "characters.");
+}
+END_TEST
+
+START_TEST(syntax_select_and_command)
+{
+    struct command_args a;
+
+    expect_ok((const char *[]){"SELECT", "0", NULL});
+    expect_ok((const char *[]){"SELECT", "-0", NULL});
+    expect_error((const char *[]){"SELECT", "1", NULL},
+                 "DB index is out of range");
+    expect_error((const char *[]){"SELECT", "x", NULL},
+                 "value is not an integer or out of range");
+    ck_assert_int_eq(expect_ok((const char *[]){"COMMAND", NULL}).sub,
+                     SUB_NONE);
+    ck_assert_int_eq(expect_ok((const char *[]){"command", "count", NULL}).sub,
+                     SUB_COMMAND_COUNT);
+    a = expect_ok((const char *[]){"COMMAND", "DOCS", "lock", "ping", NULL});
+    ck_assert_int_eq(a.sub, SUB_COMMAND_DOCS);
+    ck_assert_uint_eq(a.list_count, 2);
+    expect_error((const char *[]){"COMMAND", "COUNT", "x", NULL},
+                 "wrong number of arguments for 'command|count' command");
+    expect_error((const char *[]){"COMMAND", "GETKEYS", "x", NULL},
+                 "unknown subcommand 'GETKEYS'. Try COMMAND HELP.");
+}
+END_TEST
+
+/* SUBSCRIBE and its kin take any number of channels; which ones may be
+ * subscribed to is the server's rule. */
+START_TEST(syntax_channels)
+{
+    struct command_args a =
+        expect_ok((const char *[]){"SUBSCRIBE", "a", "b", "c", NULL});
+
+    ck_assert_uint_eq(a.list_count, 3);
+    ck_assert_uint_eq(
+        expect_ok((const char *[]){"UNSUBSCRIBE", NULL}).list_count, 0);
+    expect_error((const char *[]){"SUBSCRIBE", NULL},
+                 "wrong number of arguments for 'subscribe' command");
 }
 END_TEST
 
@@ -587,6 +694,10 @@ Suite *command_suite(void)
     tcase_add_test(args, trylock_option_errors);
     tcase_add_test(args, name_checked_before_thread_and_options);
     tcase_add_test(args, error_text_truncated_to_buffer);
+    tcase_add_test(args, syntax_client_subcommands);
+    tcase_add_test(args, syntax_hello);
+    tcase_add_test(args, syntax_select_and_command);
+    tcase_add_test(args, syntax_channels);
     suite_add_tcase(s, args);
     return s;
 }

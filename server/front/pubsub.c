@@ -1,0 +1,269 @@
+/*
+ * pubsub.c - the lock-lost channel: SUBSCRIBE and its kin, and the
+ * message each lost hold becomes.
+ *
+ * There is one channel per client-id, rlockd:lost:<client-id>, and a
+ * connection may subscribe only to its own client-id's: knowing another
+ * client's id must not tell what it holds, just as it gives no access to
+ * its locks (docs/protocol.md, section 5). The subscription belongs to
+ * the connection, which stays one of its session's connections.
+ *
+ * Every Redis client's pub/sub API reads the message, since it is the
+ * standard ["message", channel, payload], and the payload is one JSON
+ * object. It is made once per loss, here, inside the engine's loss
+ * callback; client_push only appends it to each subscriber's output and
+ * leaves the sending (and closing a subscriber over its output limit) to
+ * the client's ready list, so the engine's stack runs nothing else.
+ */
+#include "front/pubsub.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "engine/session.h"
+#include "reply.h"
+
+#define PREFIX_LEN (sizeof(PUBSUB_LOST_PREFIX) - 1)
+
+static struct {
+    const struct config *cfg;
+    struct buffer payload; /* the JSON of the loss being told */
+    struct buffer message; /* its RESP message */
+} pubsub;
+
+void pubsub_init(const struct config *cfg)
+{
+    pubsub.cfg = cfg;
+    buffer_init(&pubsub.payload);
+    buffer_init(&pubsub.message);
+}
+
+void pubsub_free(void)
+{
+    buffer_free(&pubsub.payload);
+    buffer_free(&pubsub.message);
+}
+
+/* ---- the message ---------------------------------------------------------- */
+
+/* A JSON string: " and \ escaped, and every byte that is not printable
+ * ASCII as \u00XX, so that any lock name makes valid JSON in ASCII. */
+static int json_string(struct buffer *b, const char *s, size_t len)
+{
+    char esc[8];
+    int err = buffer_append(b, "\"", 1);
+
+    for (size_t i = 0; i < len && err == 0; i++) {
+        unsigned char ch = (unsigned char)s[i];
+
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            err = buffer_append(b, esc, 2);
+        } else if (ch < 0x20 || ch >= 0x7f) {
+            snprintf(esc, sizeof(esc), "\\u%04x", ch);
+            err = buffer_append(b, esc, 6);
+        } else {
+            err = buffer_append(b, s + i, 1);
+        }
+    }
+    return err ? err : buffer_append(b, "\"", 1);
+}
+
+static int json_key(struct buffer *b, const char *key, bool first)
+{
+    int err = buffer_append(b, first ? "{" : ", ", first ? 1 : 2);
+
+    err |= json_string(b, key, strlen(key));
+    err |= buffer_append(b, ": ", 2);
+    return err ? -ENOMEM : 0;
+}
+
+/* The thread-id that ends the owner's field, "<client-id>:<thread-id>". */
+static uint64_t owner_thread_id(const char *owner, size_t len)
+{
+    uint64_t id = 0;
+    size_t i = len;
+
+    while (i > 0 && owner[i - 1] >= '0' && owner[i - 1] <= '9')
+        i--;
+    for (; i < len; i++)
+        id = id * 10 + (uint64_t)(owner[i] - '0');
+    return id;
+}
+
+/* The lock's name as its client named it: the engine's is the Redis key,
+ * [lock] name_prefix included. */
+static void client_lock_name(const struct lock_loss *loss, const char **name,
+                             size_t *len)
+{
+    size_t prefix = strlen(pubsub.cfg->name_prefix);
+
+    *name = loss->name;
+    *len = loss->name_len;
+    if (prefix <= *len && memcmp(*name, pubsub.cfg->name_prefix, prefix) == 0) {
+        *name += prefix;
+        *len -= prefix;
+    }
+}
+
+/* {"name", "kind", "owner", "thread_id", "reason"}, in that order. */
+static int write_payload(struct buffer *b, const struct lock_loss *loss)
+{
+    char digits[24];
+    const char *name;
+    size_t name_len;
+    int err;
+
+    client_lock_name(loss, &name, &name_len);
+    b->len = 0;
+    err = json_key(b, "name", true);
+    err |= json_string(b, name, name_len);
+    err |= json_key(b, "kind", false);
+    err |= json_string(b, loss->kind->word, strlen(loss->kind->word));
+    err |= json_key(b, "owner", false);
+    err |= json_string(b, loss->owner, loss->owner_len);
+    err |= json_key(b, "thread_id", false);
+    err |= buffer_append(
+        b, digits,
+        format_uint64(digits, owner_thread_id(loss->owner, loss->owner_len)));
+    err |= json_key(b, "reason", false);
+    err |= json_string(b, loss->reason, strlen(loss->reason));
+    err |= buffer_append(b, "}", 1);
+    return err ? -ENOMEM : 0;
+}
+
+/* ["message", "rlockd:lost:<client-id>", payload] */
+static int write_message(struct buffer *b, const struct lock_loss *loss,
+                         const struct buffer *payload)
+{
+    int err;
+
+    b->len = 0;
+    err = reply_array_header(b, 3);
+    err |= reply_bulk(b, "message", 7);
+    err |= buffer_append_resp_line(b, '$',
+                                   (int64_t)(PREFIX_LEN + loss->client_id_len));
+    err |= buffer_append(b, PUBSUB_LOST_PREFIX, PREFIX_LEN);
+    err |= buffer_append(b, loss->client_id, loss->client_id_len);
+    err |= buffer_append(b, "\r\n", 2);
+    err |= reply_bulk(b, payload->data, payload->len);
+    return err ? -ENOMEM : 0;
+}
+
+static void push_if_its_own(struct client *c, void *arg)
+{
+    const struct lock_loss *loss = arg;
+
+    if (c->session->id_len != loss->client_id_len ||
+        memcmp(c->session->id, loss->client_id, loss->client_id_len) != 0)
+        return;
+    stats.lost_events_sent++;
+    client_push(c, pubsub.message.data, pubsub.message.len);
+}
+
+void pubsub_on_loss(const struct lock_loss *loss)
+{
+    if (stats.pubsub_clients == 0)
+        return;
+    if (write_payload(&pubsub.payload, loss) != 0 ||
+        write_message(&pubsub.message, loss, &pubsub.payload) != 0) {
+        log_error("out of memory: the loss of '%.*s' is not told to its "
+                  "subscribers",
+                  (int)loss->name_len, loss->name);
+        return;
+    }
+    client_foreach_subscriber(push_if_its_own, (void *)loss);
+}
+
+/* ---- SUBSCRIBE and its kin -------------------------------------------------- */
+
+/* Whether channel is the connection's own lock-lost channel. */
+static bool own_channel(const struct client *c, const char *channel, size_t len)
+{
+    const struct session *s = c->session;
+
+    return len == PREFIX_LEN + s->id_len &&
+           memcmp(channel, PUBSUB_LOST_PREFIX, PREFIX_LEN) == 0 &&
+           memcmp(channel + PREFIX_LEN, s->id, s->id_len) == 0;
+}
+
+/* One confirmation: [kind, channel (NULL: nil), subscriptions left]. */
+static int write_confirmation(struct buffer *out, const char *kind,
+                              const char *channel, size_t len, int64_t count)
+{
+    int err = reply_array_header(out, 3);
+
+    err |= reply_bulk(out, kind, strlen(kind));
+    err |= channel ? reply_bulk(out, channel, len) : reply_null(out);
+    err |= reply_integer(out, count);
+    return err ? -ENOMEM : 0;
+}
+
+/* SUBSCRIBE of the connection's own channel only; all or nothing.
+ * PSUBSCRIBE and SSUBSCRIBE have nothing to match. */
+int command_subscribe(struct client *c, const struct command *cmd,
+                      const struct command_args *a)
+{
+    struct buffer *out = client_reply_buffer(c);
+    int err = 0;
+
+    if (out == NULL)
+        return -ENOMEM;
+    if (cmd->id != CMD_SUBSCRIBE)
+        return reply_error(
+            out, REPLY_ERR,
+            "%s not supported: SUBSCRIBE rlockd:lost:<client-id> "
+            "is rlockd's one channel",
+            cmd->id == CMD_PSUBSCRIBE ? "PSUBSCRIBE" : "SSUBSCRIBE");
+    for (size_t i = 0; i < a->list_count; i++)
+        if (!own_channel(c, a->list[i], a->list_len[i]))
+            return reply_error(
+                out, REPLY_ERR,
+                "a connection subscribes only to the lock-lost channel of "
+                "its own client-id, " PUBSUB_LOST_PREFIX "%s (set the "
+                "client-id with CLIENTID on this connection first)",
+                c->session->id);
+    client_set_subscribed(c, true);
+    for (size_t i = 0; i < a->list_count && err == 0; i++)
+        err =
+            write_confirmation(out, "subscribe", a->list[i], a->list_len[i], 1);
+    return err;
+}
+
+/*
+ * UNSUBSCRIBE [channel...]: as Redis, each named channel is confirmed
+ * (subscribed or not), and none named ends every subscription
+ * (confirmed with a nil channel when there was none). PUNSUBSCRIBE and
+ * SUNSUBSCRIBE have no pattern or shard channel to end, and say so in
+ * the same form.
+ */
+int command_unsubscribe(struct client *c, const struct command *cmd,
+                        const struct command_args *a)
+{
+    struct buffer *out = client_reply_buffer(c);
+    bool channels = cmd->id == CMD_UNSUBSCRIBE;
+    char own[PREFIX_LEN + CLIENT_ID_MAX_LEN + 1];
+    int err = 0;
+
+    if (out == NULL)
+        return -ENOMEM;
+    if (channels && a->list_count == 0 && client_subscribed(c)) {
+        snprintf(own, sizeof(own), PUBSUB_LOST_PREFIX "%s", c->session->id);
+        client_set_subscribed(c, false);
+        return write_confirmation(out, cmd->name, own, strlen(own), 0);
+    }
+    for (size_t i = 0; i < a->list_count && err == 0; i++) {
+        if (channels && own_channel(c, a->list[i], a->list_len[i]))
+            client_set_subscribed(c, false);
+        err = write_confirmation(out, cmd->name, a->list[i], a->list_len[i],
+                                 client_subscribed(c) ? 1 : 0);
+    }
+    if (a->list_count == 0)
+        err = write_confirmation(out, cmd->name, NULL, 0,
+                                 client_subscribed(c) ? 1 : 0);
+    return err;
+}
