@@ -27,6 +27,12 @@ enum command_syntax {
     SYNTAX_LOCK,          /* <name> <thread-id> [kind] [LEASE ms] */
     SYNTAX_TRYLOCK,       /* <name> <thread-id> [kind] [WAIT ms] [LEASE ms] */
     SYNTAX_CLIENT,        /* CLIENT HEARTBEAT <ms> */
+    SYNTAX_NAME_COUNT,    /* SETPERMITS, LATCHSET: <name> <n>, n >= 0 */
+    SYNTAX_NAME_DELTA,    /* ADDPERMITS: <name> <n>, n of either sign */
+    /* ACQUIRE: <name> [PERMITS n] [WAIT ms] [EXPIRABLE [LEASE ms]] */
+    SYNTAX_ACQUIRE,
+    SYNTAX_RELEASE,       /* RELEASE: <name> [PERMITS n | ID <permit-id>] */
+    SYNTAX_AWAIT,         /* AWAIT: <name> [WAIT ms] */
 };
 
 /* command flags */
@@ -53,6 +59,15 @@ enum command_syntax {
     X(PTTL,        "pttl",        request,     2, 3, SYNTAX_NAME_KIND,     0)         \
     X(OWNERS,      "owners",      request,     2, 3, SYNTAX_NAME_KIND,     0)         \
     X(TOKEN,       "token",       request,     2, 2, SYNTAX_NAME,          0)         \
+    X(SETPERMITS,  "setpermits",  request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
+    X(ADDPERMITS,  "addpermits",  request,     3, 3, SYNTAX_NAME_DELTA,    0)         \
+    X(PERMITS,     "permits",     request,     2, 2, SYNTAX_NAME,          0)         \
+    X(ACQUIRE,     "acquire",     request,     2, 8, SYNTAX_ACQUIRE,       CMD_ALONE) \
+    X(RELEASE,     "release",     request,     2, 4, SYNTAX_RELEASE,       0)         \
+    X(LATCHSET,    "latchset",    request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
+    X(COUNTDOWN,   "countdown",   request,     2, 2, SYNTAX_NAME,          0)         \
+    X(LATCHCOUNT,  "latchcount",  request,     2, 2, SYNTAX_NAME,          0)         \
+    X(AWAIT,       "await",       request,     2, 4, SYNTAX_AWAIT,         CMD_ALONE) \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 3, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH) \
@@ -100,6 +115,10 @@ enum command_kind {
 /* A session's SECRET: long enough to be a random token, not a word. */
 #define COMMAND_SECRET_MIN 16
 #define COMMAND_SECRET_MAX 256
+/* A semaphore's permits and a latch's count, as Redisson's int. */
+#define COMMAND_MAX_COUNT 2147483647LL
+/* An expirable permit's id: 16 bytes in hex. */
+#define COMMAND_PERMIT_ID_LEN 32
 /* CLIENT HEARTBEAT: 0 (off), or from a tenth of a second to a day. */
 #define COMMAND_HEARTBEAT_MIN_MS 100
 #define COMMAND_HEARTBEAT_MAX_MS 86400000
@@ -123,6 +142,11 @@ struct command_args {
     size_t secret_len;
     bool resume;        /* CLIENTID ... RESUME */
     int64_t heartbeat_ms; /* CLIENT HEARTBEAT */
+    /* ACQUIRE's and RELEASE's PERMITS (0: not given); SETPERMITS's,
+     * ADDPERMITS's and LATCHSET's value */
+    int64_t amount;
+    bool expirable;        /* ACQUIRE ... EXPIRABLE */
+    const char *permit_id; /* RELEASE ... ID: COMMAND_PERMIT_ID_LEN hex */
 };
 
 /* Case-insensitive lookup; NULL when unknown. */

@@ -18,21 +18,24 @@
 #include "base/glob.h"
 #include "base/log.h"
 
-_Static_assert(COMMAND_COUNT <= 32, "struct acl_user.commands is 32 bits");
+_Static_assert(COMMAND_COUNT <= 64, "struct acl_user.commands is 64 bits");
 
-#define COMMAND_BIT(id) (UINT32_C(1) << CMD_##id)
-#define ALL_COMMANDS ((UINT32_C(1) << COMMAND_COUNT) - 1)
+#define COMMAND_BIT(id) (UINT64_C(1) << CMD_##id)
+#define ALL_COMMANDS ((UINT64_C(1) << COMMAND_COUNT) - 1)
 
 static const struct acl_category {
     const char *name; /* after the '@' */
-    uint32_t commands;
+    uint64_t commands;
 } acl_categories[] = {
     {"all", ALL_COMMANDS},
-    {"lock", COMMAND_BIT(LOCK) | COMMAND_BIT(TRYLOCK) | COMMAND_BIT(UNLOCK) |
-                 COMMAND_BIT(ISLOCKED) | COMMAND_BIT(ISHELD) |
-                 COMMAND_BIT(HOLDCOUNT) | COMMAND_BIT(PTTL) |
-                 COMMAND_BIT(OWNERS) | COMMAND_BIT(TOKEN) |
-                 COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT)},
+    {"lock",
+     COMMAND_BIT(LOCK) | COMMAND_BIT(TRYLOCK) | COMMAND_BIT(UNLOCK) |
+         COMMAND_BIT(ISLOCKED) | COMMAND_BIT(ISHELD) | COMMAND_BIT(HOLDCOUNT) |
+         COMMAND_BIT(PTTL) | COMMAND_BIT(OWNERS) | COMMAND_BIT(TOKEN) |
+         COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT) | COMMAND_BIT(SETPERMITS) |
+         COMMAND_BIT(ADDPERMITS) | COMMAND_BIT(PERMITS) | COMMAND_BIT(ACQUIRE) |
+         COMMAND_BIT(RELEASE) | COMMAND_BIT(LATCHSET) | COMMAND_BIT(COUNTDOWN) |
+         COMMAND_BIT(LATCHCOUNT) | COMMAND_BIT(AWAIT)},
     {"admin", COMMAND_BIT(FORCEUNLOCK) | COMMAND_BIT(INFO)},
 };
 
@@ -114,7 +117,7 @@ static struct acl_user *user_add(struct acl **acl, const char *name, int line)
 }
 
 /* The commands a rule's word (after its sign) stands for; 0: none. */
-static uint32_t rule_commands(const char *word, size_t len)
+static uint64_t rule_commands(const char *word, size_t len)
 {
     const struct command *cmd;
 
@@ -129,7 +132,7 @@ static uint32_t rule_commands(const char *word, size_t len)
         return 0;
     }
     cmd = command_lookup(word, len);
-    return cmd != NULL ? UINT32_C(1) << cmd->id : 0;
+    return cmd != NULL ? UINT64_C(1) << cmd->id : 0;
 }
 
 /* Applies "+x -y ..." left to right, as Redis ACL rules are. */
@@ -141,7 +144,7 @@ static int apply_command_rules(struct acl_user *u, const char *value, char *err,
 
     while (glob_list_next(value, &pos, &rule, &len)) {
         const struct command *cmd = command_lookup(rule + 1, len - 1);
-        uint32_t bits;
+        uint64_t bits;
 
         if (rule[0] != '+' && rule[0] != '-')
             return acl_error(err, err_size,
@@ -329,7 +332,7 @@ enum acl_verdict acl_allows(const struct acl_user *user, enum command_id id,
 
     if (cmd->flags & CMD_BEFORE_AUTH)
         return ACL_ALLOWED;
-    if (!(user->commands & (UINT32_C(1) << id)))
+    if (!(user->commands & (UINT64_C(1) << id)))
         return ACL_DENIED_COMMAND;
     if (command_has_lock_name(cmd) &&
         !glob_list_match(user->names, name, name_len))

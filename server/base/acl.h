@@ -33,7 +33,7 @@ struct acl_user {
     char *name;
     unsigned char password[DIGEST_SIZE]; /* SHA-256 */
     bool has_password;
-    uint32_t commands; /* bit (1 << enum command_id) per command allowed */
+    uint64_t commands; /* bit (1 << enum command_id) per command allowed */
     char *names;       /* blank-separated glob patterns; "" allows none */
     int line;          /* its first key's line in the file, for errors */
 };

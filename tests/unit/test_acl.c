@@ -124,11 +124,11 @@ END_TEST
 
 /* Loads "[user u]\npassword_sha256 = <hash of p>\n" + rules and returns
  * u's command bits. */
-static uint32_t commands_of(const char *rules)
+static uint64_t commands_of(const char *rules)
 {
     struct config cfg;
     char text[512], err[256] = "";
-    uint32_t bits;
+    uint64_t bits;
 
     snprintf(text, sizeof(text), "[user u]\npassword_sha256 = %s\n%s",
              sha256_hex("p"), rules);
@@ -139,13 +139,16 @@ static uint32_t commands_of(const char *rules)
     return bits;
 }
 
-#define BIT(id) (UINT32_C(1) << CMD_##id)
+#define BIT(id) (UINT64_C(1) << CMD_##id)
 
 START_TEST(command_rules_apply_left_to_right)
 {
-    uint32_t lock = BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) |
+    uint64_t lock = BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) |
                     BIT(ISHELD) | BIT(HOLDCOUNT) | BIT(PTTL) | BIT(OWNERS) |
-                    BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT);
+                    BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT) | BIT(SETPERMITS) |
+                    BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) |
+                    BIT(RELEASE) | BIT(LATCHSET) | BIT(COUNTDOWN) |
+                    BIT(LATCHCOUNT) | BIT(AWAIT);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);
@@ -169,16 +172,16 @@ END_TEST
  * and @admin, so a new command cannot be left out of both. */
 START_TEST(categories_cover_every_command_once)
 {
-    uint32_t lock = commands_of("commands = +@lock\n");
-    uint32_t admin = commands_of("commands = +@admin\n");
-    uint32_t all = commands_of("commands = +@all\n");
+    uint64_t lock = commands_of("commands = +@lock\n");
+    uint64_t admin = commands_of("commands = +@admin\n");
+    uint64_t all = commands_of("commands = +@all\n");
 
     for (int id = 0; id < COMMAND_COUNT; id++) {
         const struct command *cmd = command_by_id((enum command_id)id);
-        bool in_lock = lock & (UINT32_C(1) << id);
-        bool in_admin = admin & (UINT32_C(1) << id);
+        bool in_lock = lock & (UINT64_C(1) << id);
+        bool in_admin = admin & (UINT64_C(1) << id);
 
-        ck_assert_msg(all & (UINT32_C(1) << id), "%s not in @all", cmd->name);
+        ck_assert_msg(all & (UINT64_C(1) << id), "%s not in @all", cmd->name);
         if (cmd->flags & CMD_BEFORE_AUTH)
             ck_assert_msg(!in_lock && !in_admin, "%s", cmd->name);
         else
