@@ -5,10 +5,11 @@
  * It compares lock+unlock pairs through rlockd with the same pairs sent
  * straight to Redis as Redisson's own Lua scripts (EVALSHA), with 1 and
  * with many concurrent clients, and the same many-clients comparison for
- * every other lock kind (FAIR, READ, WRITE, FENCED; the kind table below);
- * it measures the contended cases through rlockd (many clients on one
- * RLock, on one FAIR lock, and one WRITE client among READ clients on one
- * name) and the held case (--held N watchdog-mode locks taken, held for a
+ * every other lock kind (FAIR, READ, WRITE, FENCED, and RSemaphore's
+ * acquire+release; the kind table below); it measures the contended
+ * cases through rlockd (many clients on one RLock, on one FAIR lock, on
+ * one semaphore of a few permits, and one WRITE client among READ
+ * clients on one name) and the held case (--held N watchdog-mode locks taken, held for a
  * window, then released; see "held locks" below for what it measures).
  *
  * How it drives load: every simulated client is its own hiredis async
@@ -30,8 +31,12 @@
  * the exit status stays 0. It exits non-zero only when something is
  * wrong: an error reply (e.g. -UNAVAILABLE), an unexpected reply, a lost
  * connection, requests left unanswered long after the window closed, a
- * lock key that rlockd reported released but Redis still holds, or a
- * held lock that expired although its owner was connected.
+ * lock key that rlockd reported released but Redis still holds, a
+ * semaphore whose count is not back to its permits after every release,
+ * or a held lock that expired although its owner was connected. With
+ * --skip-unsupported (bench/run.sh's baseline runs) an rlockd scenario
+ * whose requests the daemon refuses with -ERR, as a build older than
+ * the kind does, is skipped and reported as such instead.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -79,7 +84,8 @@
 /*
  * The direct side's scripts: Redisson's own, written from
  * ../shared/reference/redisson-rlock.md (RLock) and redisson-family.md
- * (section 2 fair, 3 read-write, 6 fenced), never from rlockd's. Every
+ * (section 2 fair, 3 read-write, 4 semaphore, 6 fenced), never from
+ * rlockd's. Every
  * release is the form without the unlock latch (Redisson 3.24.1 added a
  * GET and a SET of a per-call key to each, and a DEL after it, so that a
  * retried unlock answers what the first one did): rlockd has no latch
@@ -327,6 +333,32 @@ static const char FENCED_ACQUIRE_SCRIPT[] =
     "end; "
     "return {redis.call('pttl', KEYS[1]), -1};";
 
+/* RSemaphore (section 4.2): tryAcquire(permits), KEYS name, ARGV
+ * permits, answering 1 or 0; release(permits), KEYS name, channel, ARGV
+ * permits, PUBLISH, which answers nothing (nil) and publishes the new
+ * count; trySetPermits(permits), same KEYS and ARGV, 1 when it set the
+ * count. The counter has no owners, so a release never checks one. */
+static const char SEMAPHORE_ACQUIRE_SCRIPT[] =
+    "local value = redis.call('get', KEYS[1]); "
+    "if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then "
+    "local val = redis.call('decrby', KEYS[1], ARGV[1]); "
+    "return 1; "
+    "end; "
+    "return 0;";
+
+static const char SEMAPHORE_RELEASE_SCRIPT[] =
+    "local value = redis.call('incrby', KEYS[1], ARGV[1]); "
+    "redis.call(ARGV[2], KEYS[2], value); ";
+
+static const char SEMAPHORE_SET_SCRIPT[] =
+    "local value = redis.call('get', KEYS[1]); "
+    "if (value == false) then "
+    "redis.call('set', KEYS[1], ARGV[1]); "
+    "redis.call(ARGV[2], KEYS[2], ARGV[1]); "
+    "return 1;"
+    "end;"
+    "return 0;";
+
 /* What a script's KEYS and ARGV are made of, each named as in the
  * reference; call_arg_value gives one client's value. */
 enum call_arg {
@@ -346,8 +378,14 @@ enum call_arg {
     ARG_NOW,          /* the client's wall clock in ms, at the call */
     ARG_ZERO,         /* "0": the unlock message */
     ARG_ONE,          /* "1": the write unlock's message, waking all */
-    ARG_PUBLISH,      /* "PUBLISH": the fair and read-write scripts take
-                         the command (Redisson: SPUBLISH on a cluster) */
+    ARG_PUBLISH,      /* "PUBLISH": the fair, read-write and semaphore
+                         scripts take the command (Redisson: SPUBLISH on a
+                         cluster) */
+    ARG_SC_CHANNEL,   /* redisson_sc:{name} */
+    ARG_PERMITS,      /* "1": the permits one acquire or release moves */
+    ARG_SIZE,         /* the scenario's permits per semaphore */
+    ARG_OWNERS,       /* rlockd_permits:{name}: rlockd's record of holders */
+    ARG_DEADLINES,    /* rlockd_permits_deadline:{name} */
 };
 
 /* Redisson's fairLockWaitTimeout, the `wait` lock() passes the fair
@@ -398,18 +436,47 @@ static struct script_call write_release = {
 static struct script_call fenced_acquire = {.script = FENCED_ACQUIRE_SCRIPT,
                                             .keys = {ARG_NAME, ARG_TOKEN},
                                             .argv = {ARG_LEASE, ARG_FIELD}};
+static struct script_call semaphore_acquire = {.script =
+                                                   SEMAPHORE_ACQUIRE_SCRIPT,
+                                               .keys = {ARG_NAME},
+                                               .argv = {ARG_PERMITS}};
+static struct script_call semaphore_release = {
+    .script = SEMAPHORE_RELEASE_SCRIPT,
+    .keys = {ARG_NAME, ARG_SC_CHANNEL},
+    .argv = {ARG_PERMITS, ARG_PUBLISH}};
+static struct script_call semaphore_set = {.script = SEMAPHORE_SET_SCRIPT,
+                                           .keys = {ARG_NAME, ARG_SC_CHANNEL},
+                                           .argv = {ARG_SIZE, ARG_PUBLISH}};
+
+/* What a direct script answers when it did what was asked: nil (the
+ * locks' acquire: no TTL to wait for), 1, or {-1, token} (FENCED). */
+enum direct_reply { REPLY_NIL, REPLY_ONE, REPLY_TOKEN_PAIR };
 
 /* What differs between lock kinds, on both sides: one row each. */
 struct lock_kind {
-    const char *word;  /* rlockd's kind word; NULL for RLock, which has none */
+    const char *word;  /* in titles and --kinds; NULL for RLock */
     const char *label; /* in reports */
-    bool token;        /* an acquire answers a fencing token */
+    /* rlockd's requests: "VERB name tid [word]" for a lock, whose holder
+     * is a thread; "VERB name" for a semaphore (by_session), whose
+     * permits the session holds. NULL verbs: LOCK and UNLOCK. */
+    const char *acquire_verb;
+    const char *release_verb;
+    bool by_session;
+    /* sent once per name before the scenario, not timed (NULL: none):
+     * rlockd's "VERB name size", Redisson's script for the direct side;
+     * both answer :1 */
+    const char *set_up_verb;
+    struct script_call *set_up;
+    bool token;                  /* an acquire answers a fencing token */
     struct script_call *acquire; /* Redisson's, for the direct side */
     struct script_call *release;
+    enum direct_reply acquired, released; /* what those two answer */
     /* keys of a name that must be gone once every hold is released */
     enum call_arg released_keys[MAX_CALL_ARGS];
     enum call_arg kept_key; /* one that outlives the lock by design, deleted
                                after the check; ARG_END: none */
+    /* kept_key is a counter that must be back at the scenario's permits */
+    bool kept_is_count;
 };
 
 enum kind_id {
@@ -418,6 +485,7 @@ enum kind_id {
     KIND_READ,
     KIND_WRITE,
     KIND_FENCED,
+    KIND_SEMAPHORE,
     KIND_COUNT
 };
 
@@ -425,36 +493,61 @@ static const struct lock_kind kinds[KIND_COUNT] = {
     [KIND_RLOCK] = {.label = "RLock",
                     .acquire = &rlock_acquire,
                     .release = &rlock_release,
+                    .acquired = REPLY_NIL,
+                    .released = REPLY_ONE,
                     .released_keys = {ARG_NAME}},
     [KIND_FAIR] = {.word = "FAIR",
                    .label = "FAIR",
                    .acquire = &fair_acquire,
                    .release = &fair_release,
+                   .acquired = REPLY_NIL,
+                   .released = REPLY_ONE,
                    .released_keys = {ARG_NAME, ARG_QUEUE, ARG_TIMEOUT}},
     [KIND_READ] = {.word = "READ",
                    .label = "READ",
                    .acquire = &read_acquire,
                    .release = &read_release,
+                   .acquired = REPLY_NIL,
+                   .released = REPLY_ONE,
                    .released_keys = {ARG_NAME}},
     [KIND_WRITE] = {.word = "WRITE",
                     .label = "WRITE",
                     .acquire = &write_acquire,
                     .release = &write_release,
+                    .acquired = REPLY_NIL,
+                    .released = REPLY_ONE,
                     .released_keys = {ARG_NAME}},
     [KIND_FENCED] = {.word = "FENCED",
                      .label = "FENCED",
                      .token = true,
                      .acquire = &fenced_acquire,
                      .release = &rlock_release,
+                     .acquired = REPLY_TOKEN_PAIR,
+                     .released = REPLY_ONE,
                      .released_keys = {ARG_NAME},
                      .kept_key = ARG_TOKEN},
+    [KIND_SEMAPHORE] = {.word = "SEMAPHORE",
+                        .label = "SEMAPHORE",
+                        .acquire_verb = "ACQUIRE",
+                        .release_verb = "RELEASE",
+                        .by_session = true,
+                        .set_up_verb = "SETPERMITS",
+                        .set_up = &semaphore_set,
+                        .acquire = &semaphore_acquire,
+                        .release = &semaphore_release,
+                        .acquired = REPLY_ONE,
+                        .released = REPLY_NIL,
+                        .released_keys = {ARG_OWNERS, ARG_DEADLINES},
+                        .kept_key = ARG_NAME,
+                        .kept_is_count = true},
 };
 
 enum target { TARGET_DIRECT, TARGET_RLOCKD };
 
 /* How a scenario's clients meet: each on a name of its own; all on one
- * name, one holder at a time (hand-offs measured); or all on one name,
- * client WRITER_INDEX taking WRITE and the rest READ. */
+ * name, as many holders at a time as it has permits (a lock has one;
+ * hand-offs measured); or all on one name, client WRITER_INDEX taking
+ * WRITE and the rest READ. */
 enum contention { UNCONTENDED, HANDOFF, READERS_WRITER };
 #define WRITER_INDEX 0
 
@@ -470,10 +563,12 @@ struct options {
     double warmup_s;
     int clients;
     int contended_clients;
+    int permits; /* of the contended semaphore */
     bool direct_only;
     bool rlockd_only;
-    bool results;   /* also print the figures as "result" lines */
-    unsigned kinds; /* bit per kind_id: which kinds' scenarios run */
+    bool results;          /* also print the figures as "result" lines */
+    bool skip_unsupported; /* skip a kind the rlockd refuses, not fail */
+    unsigned kinds;        /* bit per kind_id: which kinds' scenarios run */
     pid_t pids[PROC_COUNT];
     /* held locks; the rlockd defaults to --rlockd and --rlockd-pid */
     long held;
@@ -530,14 +625,17 @@ struct scenario {
     const struct lock_kind *kind; /* READERS_WRITER: the readers' */
     enum target target;
     enum contention mode;
-    bool held; /* connects to the held-locks rlockd; see held_run */
+    int permits; /* a semaphore's (set up before the run); 1 for a lock */
+    bool held;   /* connects to the held-locks rlockd; see held_run */
     enum held_phase phase;
     int nclients;
     bool ran;
+    char skipped[128]; /* why it did not run (--skip-unsupported) */
     /* run state */
     int epfd;
     struct client *clients;
     int pinged;
+    int set_up_left; /* set-up requests not answered yet */
     int running;
     int64_t window_start;
     int64_t window_end;
@@ -546,13 +644,19 @@ struct scenario {
     struct samples pair_ns; /* LOCK sent -> UNLOCK reply */
     double cpu_pct[PROC_COUNT];
     struct samples writer_wait_ns; /* READERS_WRITER: LOCK sent -> grant */
-    /* HANDOFF: one entry per hold, indexed by generation (see
-     * contended_granted for why not a single shared variable) */
+    /* HANDOFF: grants, one entry per hold, indexed by generation; and
+     * releases, indexed by their number (see contended_granted for why
+     * not a single shared variable) */
     struct samples grant_at;
     struct samples granted_to;
-    struct samples unlock_reply_at;
+    struct samples asked_at; /* when the granted request was sent */
+    struct samples release_reply_at;
+    struct samples released_by;
+    size_t releases;
     struct samples handoff_ns;
     uint64_t regrants; /* next grant went to the client that unlocked */
+    uint64_t unwaited; /* went to a client that asked after the release:
+                          it overtook the waiting ones */
 };
 
 static struct options opt = {
@@ -562,6 +666,7 @@ static struct options opt = {
     .warmup_s = 0.5,
     .clients = 64,
     .contended_clients = 20,
+    .permits = 3,
     .held = 100000,
     .held_window_s = 5.0,
     .held_clients = 8,
@@ -951,23 +1056,59 @@ static bool is_token(const redisReply *r)
     return r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
 }
 
-/* A grant: rlockd's +OK, or its fencing token; the direct acquire's nil,
- * or the token script's {-1, token}. */
-static void expect_granted(const struct client *cl, const redisReply *r)
+/* rlockd's request words; a lock's are LOCK and UNLOCK. */
+static const char *acquire_verb(const struct lock_kind *k)
 {
-    if (cl->sc->target == TARGET_RLOCKD) {
-        if (!cl->kind->token)
-            expect_status(cl, "LOCK", r, "OK");
-        else if (!is_token(r))
-            unexpected_reply(cl, "LOCK", r, "a fencing token, :1 or more");
+    return k->acquire_verb != NULL ? k->acquire_verb : "LOCK";
+}
+
+static const char *release_verb(const struct lock_kind *k)
+{
+    return k->release_verb != NULL ? k->release_verb : "UNLOCK";
+}
+
+/* A direct script's reply of the form `form`. */
+static void expect_direct(const struct client *cl, const char *what,
+                          enum direct_reply form, const redisReply *r)
+{
+    switch (form) {
+    case REPLY_NIL:
+        expect_nil(cl, what, r);
+        return;
+    case REPLY_ONE:
+        expect_integer(cl, what, r, 1);
+        return;
+    case REPLY_TOKEN_PAIR:
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_INTEGER ||
+            r->element[0]->integer != -1 || !is_token(r->element[1]))
+            unexpected_reply(cl, what, r, "{-1, token} (acquired)");
         return;
     }
-    if (!cl->kind->token)
-        expect_nil(cl, "acquire script on", r);
-    else if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-             r->element[0]->type != REDIS_REPLY_INTEGER ||
-             r->element[0]->integer != -1 || !is_token(r->element[1]))
-        unexpected_reply(cl, "acquire script on", r, "{-1, token} (acquired)");
+}
+
+/* A grant: rlockd's +OK, or its fencing token; the direct acquire's
+ * reply of its kind. */
+static void expect_granted(const struct client *cl, const redisReply *r)
+{
+    const char *verb = acquire_verb(cl->kind);
+
+    if (cl->sc->target == TARGET_DIRECT)
+        expect_direct(cl, "acquire script on", cl->kind->acquired, r);
+    else if (!cl->kind->token)
+        expect_status(cl, verb, r, "OK");
+    else if (!is_token(r))
+        unexpected_reply(cl, verb, r, "a fencing token, :1 or more");
+}
+
+/* A release: rlockd's :1 (nothing held now), the direct release's reply
+ * of its kind. */
+static void expect_released(const struct client *cl, const redisReply *r)
+{
+    if (cl->sc->target == TARGET_DIRECT)
+        expect_direct(cl, "release script on", cl->kind->released, r);
+    else
+        expect_integer(cl, release_verb(cl->kind), r, 1);
 }
 
 /* ---- the requests -------------------------------------------------------- */
@@ -1034,6 +1175,20 @@ static const char *call_arg_value(const struct client *cl, enum call_arg arg,
         return "1";
     case ARG_PUBLISH:
         return "PUBLISH";
+    case ARG_SC_CHANNEL:
+        snprintf(buf, size, "redisson_sc:{%s}", cl->name);
+        return buf;
+    case ARG_PERMITS:
+        return "1";
+    case ARG_SIZE:
+        snprintf(buf, size, "%d", cl->sc->permits);
+        return buf;
+    case ARG_OWNERS:
+        snprintf(buf, size, "rlockd_permits:{%s}", cl->name);
+        return buf;
+    case ARG_DEADLINES:
+        snprintf(buf, size, "rlockd_permits_deadline:{%s}", cl->name);
+        return buf;
     case ARG_END:
         break;
     }
@@ -1072,7 +1227,8 @@ static void direct_format(const struct client *cl,
     format_argv(cmd, argc, argv);
 }
 
-/* LOCK or UNLOCK name tid [kind]. */
+/* A lock's "LOCK|UNLOCK name tid [kind]"; a semaphore's "ACQUIRE|RELEASE
+ * name", whose permits the session holds. */
 static void rlockd_format(const struct client *cl, const char *verb,
                           struct command *cmd)
 {
@@ -1080,31 +1236,61 @@ static void rlockd_format(const struct client *cl, const char *verb,
     const char *argv[] = {verb, cl->name, tid, cl->kind->word};
 
     snprintf(tid, sizeof(tid), "%d", cl->index + 1);
-    format_argv(cmd, cl->kind->word != NULL ? 4 : 3, argv);
+    if (cl->kind->by_session)
+        format_argv(cmd, 2, argv);
+    else
+        format_argv(cmd, cl->kind->word != NULL ? 4 : 3, argv);
 }
 
-/* Each client's two requests, formatted once and sent many times; a
- * script that takes the client's clock is formatted again before each
- * call (client_send_pair_half), as Redisson reads the clock at each. */
-static void client_prepare(struct client *cl, int scenario_no)
+/* The untimed set-up of the client's name (SETPERMITS name size, or
+ * Redisson's trySetPermits), for a kind that has one. */
+static void set_up_format(const struct client *cl, struct command *cmd)
 {
-    const struct scenario *sc = cl->sc;
+    char size[16];
+    const char *argv[] = {cl->kind->set_up_verb, cl->name, size};
 
-    /* Clients of an uncontended scenario each have their own lock name;
-     * the others share one. The thread id is the client's index + 1;
-     * direct clients use one UUID, like the threads of one JVM. */
-    if (sc->mode != UNCONTENDED)
+    if (cl->sc->target == TARGET_DIRECT) {
+        direct_format(cl, cl->kind->set_up, cmd);
+        return;
+    }
+    snprintf(size, sizeof(size), "%d", cl->sc->permits);
+    format_argv(cmd, 3, argv);
+}
+
+/* How many names a scenario's clients use: clients [0, n) each own
+ * one. */
+static int scenario_names(const struct scenario *sc)
+{
+    return sc->mode != UNCONTENDED ? 1 : sc->nclients;
+}
+
+/* Clients of an uncontended scenario each have their own lock name; the
+ * others share one. */
+static void client_name(struct client *cl, int scenario_no)
+{
+    if (cl->sc->mode != UNCONTENDED)
         snprintf(cl->name, sizeof(cl->name), "rlockd-bench:%d:%d:shared",
                  (int)getpid(), scenario_no);
     else
         snprintf(cl->name, sizeof(cl->name), "rlockd-bench:%d:%d:%d",
                  (int)getpid(), scenario_no, cl->index);
+}
+
+/* Each client's two requests on its name, formatted once and sent many
+ * times; a script that takes the client's clock is formatted again
+ * before each call (client_send_pair_half), as Redisson reads the clock
+ * at each. The thread id is the client's index + 1; direct clients use
+ * one UUID, like the threads of one JVM. */
+static void client_prepare(struct client *cl)
+{
+    const struct scenario *sc = cl->sc;
+
     cl->kind = sc->mode == READERS_WRITER && cl->index == WRITER_INDEX
                    ? &kinds[KIND_WRITE]
                    : sc->kind;
     if (sc->target == TARGET_RLOCKD) {
-        rlockd_format(cl, "LOCK", &cl->acquire);
-        rlockd_format(cl, "UNLOCK", &cl->release);
+        rlockd_format(cl, acquire_verb(cl->kind), &cl->acquire);
+        rlockd_format(cl, release_verb(cl->kind), &cl->release);
     } else {
         direct_format(cl, cl->kind->acquire, &cl->acquire);
         direct_format(cl, cl->kind->release, &cl->release);
@@ -1140,13 +1326,22 @@ static void start_pair(struct client *cl)
 }
 
 /*
- * Records one grant of the contended lock. The handoff is the time from
- * the previous holder's UNLOCK reply to this grant, but this grant can be
- * processed before that reply (both are in flight together), so a single
- * "last unlock" variable would pair it with the wrong unlock. Each hold
- * gets a generation number instead, and handoffs are computed after the
- * run from grant_at[g] - unlock_reply_at[g - 1]. Generations are ordered
- * because rlockd grants the next hold only after the previous UNLOCK.
+ * Records one grant of the contended name. The handoff is the time from
+ * the release that freed what was granted to this grant, but this grant
+ * can be processed before that release's reply (both are in flight
+ * together), so a single "last release" variable would pair it with the
+ * wrong one. Each hold gets a generation number instead, each release a
+ * number of its own, and handoffs are computed after the run from
+ * grant_at[g] - release_reply_at[g - permits]: with P permits, grant g
+ * needs g - P + 1 releases before it (a lock: P = 1, and rlockd grants
+ * the next hold only after the previous UNLOCK, so release g - 1 is the
+ * one of hold g - 1 and is numbered by its generation). With several
+ * permits the releases are numbered in the order their replies arrive,
+ * the bench's best view of the order rlockd ran them in. A grant is a
+ * hand-off only if it went to a client that was waiting when the release
+ * was answered: not to the releaser itself, and not to one that asked
+ * after (as a semaphore, like Redisson's, lets a new ACQUIRE take a
+ * free permit before the waiters do).
  */
 static void contended_granted(struct client *cl, int64_t now)
 {
@@ -1155,7 +1350,10 @@ static void contended_granted(struct client *cl, int64_t now)
     cl->generation = sc->grant_at.n;
     samples_push(&sc->grant_at, now);
     samples_push(&sc->granted_to, cl->index);
-    samples_push(&sc->unlock_reply_at, 0);
+    samples_push(&sc->asked_at, cl->pair_started);
+    /* a slot for the release of a hold no later than this one */
+    samples_push(&sc->release_reply_at, 0);
+    samples_push(&sc->released_by, -1);
     if (in_window(sc, now)) {
         sc->ops++;
         cl->acquisitions++;
@@ -1197,11 +1395,13 @@ static void on_released(redisAsyncContext *ac, void *reply, void *privdata)
     int64_t now = now_ns();
 
     (void)ac;
-    expect_integer(cl,
-                   sc->target == TARGET_DIRECT ? "release script on" : "UNLOCK",
-                   reply, 1);
+    expect_released(cl, reply);
     if (sc->mode == HANDOFF) {
-        sc->unlock_reply_at.v[cl->generation] = now;
+        size_t r = sc->permits == 1 ? cl->generation : sc->releases;
+
+        sc->releases++;
+        sc->release_reply_at.v[r] = now;
+        sc->released_by.v[r] = cl->index;
     } else if (in_window(sc, now)) {
         sc->ops++;
     }
@@ -1228,6 +1428,41 @@ static void on_ping(redisAsyncContext *ac, void *reply, void *privdata)
 static bool all_pinged(const struct scenario *sc)
 {
     return sc->pinged == sc->nclients;
+}
+
+static void on_set_up(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct client *cl = privdata;
+
+    (void)ac;
+    expect_integer(cl,
+                   cl->sc->target == TARGET_DIRECT ? "set-up script on"
+                                                   : cl->kind->set_up_verb,
+                   reply, 1);
+    cl->sc->set_up_left--;
+}
+
+static bool all_set_up(const struct scenario *sc)
+{
+    return sc->set_up_left == 0;
+}
+
+/* Gives each name its permits (a kind with a set-up: the semaphore),
+ * through the client that owns it, before anything is timed. */
+static void scenario_set_up(struct scenario *sc)
+{
+    struct command cmd = {NULL, 0};
+
+    if (sc->kind->set_up == NULL || sc->held)
+        return;
+    sc->set_up_left = scenario_names(sc);
+    for (int i = 0; i < scenario_names(sc); i++) {
+        set_up_format(&sc->clients[i], &cmd);
+        client_send(&sc->clients[i], &cmd, on_set_up);
+    }
+    redisFreeCommand(cmd.text);
+    scenario_loop(sc, all_set_up, now_ns() + CONNECT_TIMEOUT_NS,
+                  "the set-up was not answered within 5 s");
 }
 
 static bool all_finished(const struct scenario *sc)
@@ -1272,13 +1507,16 @@ static void scenario_connect(struct scenario *sc, int scenario_no)
 
         cl->sc = sc;
         cl->index = i;
-        if (!sc->held)
-            client_prepare(cl, scenario_no);
+        if (!sc->held) {
+            client_name(cl, scenario_no);
+            client_prepare(cl);
+        }
         client_connect(cl, host, port);
         client_send(cl, &ping, on_ping);
     }
     scenario_loop(sc, all_pinged, now_ns() + CONNECT_TIMEOUT_NS,
                   "connections did not answer PING within 5 s");
+    scenario_set_up(sc);
 }
 
 static void scenario_disconnect(struct scenario *sc)
@@ -1294,18 +1532,26 @@ static void scenario_disconnect(struct scenario *sc)
     close(sc->epfd);
 }
 
-/* Handoffs to another client, from the per-generation log. */
+/* Handoffs to another client, from the grant and release logs. */
 static void contended_summarize(struct scenario *sc)
 {
-    for (size_t g = 1; g < sc->grant_at.n; g++) {
+    size_t permits = (size_t)sc->permits;
+
+    for (size_t g = permits; g < sc->grant_at.n; g++) {
+        size_t r = g - permits;
+
         if (!in_window(sc, sc->grant_at.v[g]))
             continue;
-        if (sc->granted_to.v[g] == sc->granted_to.v[g - 1]) {
+        if (sc->granted_to.v[g] == sc->released_by.v[r]) {
             sc->regrants++;
             continue;
         }
+        if (sc->asked_at.v[g] > sc->release_reply_at.v[r]) {
+            sc->unwaited++;
+            continue;
+        }
         samples_push(&sc->handoff_ns,
-                     sc->grant_at.v[g] - sc->unlock_reply_at.v[g - 1]);
+                     sc->grant_at.v[g] - sc->release_reply_at.v[r]);
     }
     samples_sort(&sc->handoff_ns);
 }
@@ -1387,11 +1633,12 @@ static void redis_setup(void)
         fatal("connect to redis %s:%d: %s", opt.redis_host, opt.redis_port,
               redis_sync ? redis_sync->errstr : "out of memory");
     for (int k = 0; k < KIND_COUNT; k++) {
-        struct script_call *calls[] = {kinds[k].acquire, kinds[k].release};
+        struct script_call *calls[] = {kinds[k].acquire, kinds[k].release,
+                                       kinds[k].set_up};
 
         for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
             /* FENCED shares RLock's release: loaded once. */
-            if (calls[i]->sha[0] != '\0')
+            if (calls[i] == NULL || calls[i]->sha[0] != '\0')
                 continue;
             load_script(calls[i]->script, calls[i]->sha, sizeof(calls[i]->sha));
             for (int a = 0; a < MAX_CALL_ARGS; a++)
@@ -1421,19 +1668,37 @@ static long long redis_key_command(const char *verb, const char *key)
     return n;
 }
 
+/* A counter the kind keeps (the semaphore's) must hold the scenario's
+ * permits again once every pair is done; returns 1 if it does not. */
+static int check_kept_count(const struct scenario *sc, const char *key)
+{
+    redisReply *r = redis_sync_command("GET %s", key);
+    long long v =
+        r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+
+    freeReplyObject(r);
+    if (v == sc->permits)
+        return 0;
+    fprintf(stderr,
+            "rlockd-bench: %s: %s holds %lld permits after every release, "
+            "not %d\n",
+            sc->title, key, v, sc->permits);
+    return 1;
+}
+
 /* Every pair ended with a release that reported the lock released, so no
  * key of a finished scenario's names may remain in Redis but the one its
- * kind keeps by design (FENCED's token counter, which is deleted here:
- * the bench may run against a Redis that is not its own). Returns how
- * many do. */
+ * kind keeps by design (FENCED's token counter, the semaphore's count,
+ * which are deleted here: the bench may run against a Redis that is not
+ * its own). Returns how many do, and how many counts are wrong. */
 static int count_leftover_locks(const struct scenario *sc)
 {
     const enum call_arg *keys = sc->kind->released_keys;
-    int names = sc->mode != UNCONTENDED ? 1 : sc->nclients;
+    const char *kept;
     int leftover = 0;
     char key[256];
 
-    for (int i = 0; i < names; i++) {
+    for (int i = 0; i < scenario_names(sc); i++) {
         const struct client *cl = &sc->clients[i];
 
         for (int k = 0; k < call_arg_count(keys); k++) {
@@ -1447,11 +1712,82 @@ static int count_leftover_locks(const struct scenario *sc)
                 leftover++;
             }
         }
-        if (sc->kind->kept_key != ARG_END)
-            redis_key_command("DEL", call_arg_value(cl, sc->kind->kept_key, key,
-                                                    sizeof(key)));
+        if (sc->kind->kept_key == ARG_END)
+            continue;
+        kept = call_arg_value(cl, sc->kind->kept_key, key, sizeof(key));
+        if (sc->kind->kept_is_count)
+            leftover += check_kept_count(sc, kept);
+        redis_key_command("DEL", kept);
     }
     return leftover;
+}
+
+/* ---- --skip-unsupported ------------------------------------------------ */
+
+/* An -ERR reply: the request is wrong (docs/protocol.md), which is what
+ * an rlockd answers a command or a kind word it does not know. */
+static bool is_request_error(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR", 3) == 0 &&
+           (r->str[3] == ' ' || r->str[3] == '\0');
+}
+
+/*
+ * Whether the rlockd refuses this scenario's requests, as an rlockd
+ * older than its kind does: one synchronous connection sends what a
+ * client would (set-up, acquire, release) on a name of its own. An -ERR
+ * reply leaves the reason in sc->skipped; any other reply is left for
+ * the run itself to judge. The probe's keys are deleted after it.
+ */
+static bool rlockd_refuses(struct scenario *sc, int scenario_no)
+{
+    struct client probe = {.sc = sc};
+    struct command set_up = {NULL, 0};
+    const struct command *cmds[3];
+    size_t len;
+    int n = 0;
+    redisContext *ctx;
+    char key[256];
+
+    client_name(&probe, scenario_no);
+    len = strlen(probe.name);
+    snprintf(probe.name + len, sizeof(probe.name) - len, ":probe");
+    client_prepare(&probe);
+    if (probe.kind->set_up != NULL) {
+        set_up_format(&probe, &set_up);
+        cmds[n++] = &set_up;
+    }
+    cmds[n++] = &probe.acquire;
+    cmds[n++] = &probe.release;
+    ctx = redisConnect(opt.rlockd_host, opt.rlockd_port);
+    if (ctx == NULL || ctx->err)
+        fatal("connect to rlockd %s:%d: %s", opt.rlockd_host, opt.rlockd_port,
+              ctx ? ctx->errstr : "out of memory");
+    for (int i = 0; i < n && sc->skipped[0] == '\0'; i++) {
+        redisReply *r = NULL;
+
+        if (redisAppendFormattedCommand(ctx, cmds[i]->text,
+                                        (size_t)cmds[i]->len) != REDIS_OK ||
+            redisGetReply(ctx, (void **)&r) != REDIS_OK)
+            fatal("rlockd %s:%d: %s", opt.rlockd_host, opt.rlockd_port,
+                  ctx->errstr);
+        if (is_request_error(r))
+            snprintf(sc->skipped, sizeof(sc->skipped), "rlockd answered -%s",
+                     r->str);
+        freeReplyObject(r);
+    }
+    redisFree(ctx);
+    for (int k = 0; k < call_arg_count(probe.kind->released_keys); k++)
+        redis_key_command("DEL",
+                          call_arg_value(&probe, probe.kind->released_keys[k],
+                                         key, sizeof(key)));
+    if (probe.kind->kept_key != ARG_END)
+        redis_key_command("DEL", call_arg_value(&probe, probe.kind->kept_key,
+                                                key, sizeof(key)));
+    redisFreeCommand(set_up.text);
+    redisFreeCommand(probe.acquire.text);
+    redisFreeCommand(probe.release.text);
+    return sc->skipped[0] != '\0';
 }
 
 /* ---- held locks --------------------------------------------------------- */
@@ -1909,20 +2245,24 @@ static void format_cpu(const double *pct, char *buf, size_t size)
 
 static void print_table(const struct scenario *scs, int count)
 {
-    printf("\n%-38s %7s %10s %9s %9s  %s\n", "scenario", "clients", "ops/s",
+    printf("\n%-43s %7s %10s %9s %9s  %s\n", "scenario", "clients", "ops/s",
            "p50 us", "p99 us", "CPU% bench/redis/rlockd");
     for (int i = 0; i < count; i++) {
         const struct scenario *sc = &scs[i];
         char cpu[48];
 
+        if (sc->skipped[0] != '\0')
+            printf("%-43s %7d   skipped: %s\n", sc->title, sc->nclients,
+                   sc->skipped);
         if (!sc->ran)
             continue;
         format_cpu(sc->cpu_pct, cpu, sizeof(cpu));
-        printf("%-38s %7d %10.0f %9.1f %9.1f  %s\n", sc->title, sc->nclients,
+        printf("%-43s %7d %10.0f %9.1f %9.1f  %s\n", sc->title, sc->nclients,
                per_second(sc), p50_us(&sc->pair_ns), p99_us(&sc->pair_ns), cpu);
     }
-    printf("ops: lock+unlock pairs (one lock: acquisitions). Latency: LOCK\n"
-           "sent to UNLOCK reply. CPU: %% of one core during the scenario.\n");
+    printf("ops: lock+unlock pairs, ACQUIRE+RELEASE for a semaphore (one\n"
+           "name: acquisitions). Latency: LOCK sent to UNLOCK reply. CPU: %%\n"
+           "of one core during the scenario.\n");
 }
 
 static const char *kind_word(const struct lock_kind *k)
@@ -1956,16 +2296,25 @@ static void print_contended(const struct scenario *sc)
     const struct samples *h = &sc->handoff_ns;
 
     acquisitions_range(sc, 0, &min, &max);
-    printf("\ncontended: %d clients on one %s%slock through rlockd\n",
-           sc->nclients, kind_word(sc->kind), kind_space(sc->kind));
+    if (sc->kind->set_up != NULL)
+        printf("\ncontended: %d clients on one %s of %d permits through "
+               "rlockd\n",
+               sc->nclients, kind_word(sc->kind), sc->permits);
+    else
+        printf("\ncontended: %d clients on one %s%slock through rlockd\n",
+               sc->nclients, kind_word(sc->kind), kind_space(sc->kind));
     printf("  acquisitions/s            %.0f\n", per_second(sc));
-    printf("  handoff, UNLOCK reply to the next client's +OK:\n"
+    printf("  handoff, %s reply to the next waiting client's +OK:\n"
            "                            p50 %.1f us, p99 %.1f us "
            "(min %.1f, max %.1f; %zu handoffs)\n",
-           p50_us(h), p99_us(h), samples_percentile_us(h, 0),
-           samples_percentile_us(h, 100), h->n);
-    printf("  re-acquired at once by the client that had unlocked: %llu\n",
+           release_verb(sc->kind), p50_us(h), p99_us(h),
+           samples_percentile_us(h, 0), samples_percentile_us(h, 100), h->n);
+    printf("  re-acquired at once by the client that had released: %llu\n",
            (unsigned long long)sc->regrants);
+    if (sc->permits > 1)
+        printf("  granted to a client that asked after the release, ahead "
+               "of the\n  waiting ones (not a hand-off): %llu\n",
+               (unsigned long long)sc->unwaited);
     printf("  acquisitions per client   min %llu, max %llu\n",
            (unsigned long long)min, (unsigned long long)max);
 }
@@ -2228,7 +2577,8 @@ static const struct scenario *find_scenario(const struct scenario *scs,
 /* Every kind's many-clients pairs, direct beside rlockd. */
 static void print_markdown_kinds(const struct scenario *scs, int count)
 {
-    printf("\n| Lock+unlock pairs, %d clients on names of their own | "
+    printf("\n| Lock+unlock pairs (SEMAPHORE: ACQUIRE+RELEASE, 1 permit), "
+           "%d clients on names of their own | "
            "Redis direct (Redisson scripts) | through rlockd | "
            "rlockd / direct | p50 direct / rlockd | p99 direct / rlockd |\n",
            opt.clients);
@@ -2263,7 +2613,13 @@ static void print_markdown_contended(const struct scenario *scs, int count)
         const struct scenario *sc =
             find_scenario(scs, count, &kinds[k], TARGET_RLOCKD, HANDOFF);
 
-        if (sc != NULL)
+        if (sc != NULL && sc->permits > 1)
+            printf("| %s, %d permits: hand-off, %s reply to the next waiting "
+                   "client's grant | %.0f | %.0f µs | %.0f µs |\n",
+                   kinds[k].label, sc->permits, release_verb(sc->kind),
+                   per_second(sc), p50_us(&sc->handoff_ns),
+                   p99_us(&sc->handoff_ns));
+        else if (sc != NULL)
             printf("| %s: hand-off, UNLOCK reply to the next client's grant "
                    "| %.0f | %.0f µs | %.0f µs |\n",
                    kinds[k].label, per_second(sc), p50_us(&sc->handoff_ns),
@@ -2364,13 +2720,16 @@ static void print_results(const struct scenario *scs, int count,
     for (int i = 0; i < count; i++) {
         const struct scenario *sc = &scs[i];
 
-        if (!sc->ran)
+        if (!sc->ran && sc->skipped[0] == '\0')
             continue;
         /* The bound is the title's size; gcc cannot tell it ends there. */
         snprintf(name, sizeof(name), "%.*s, %d client%s",
                  (int)sizeof(sc->title), sc->title, sc->nclients,
                  sc->nclients == 1 ? "" : "s");
-        print_scenario_results(sc, name);
+        if (sc->ran)
+            print_scenario_results(sc, name);
+        else
+            printf("skipped\t%s\t%s\n", name, sc->skipped);
     }
     if (h->ran) {
         struct held_figures f = held_figures(h);
@@ -2391,38 +2750,43 @@ static void print_results(const struct scenario *scs, int count,
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: rlockd-bench [options]\n"
-            "  -r, --redis HOST:PORT  Redis (default 127.0.0.1:6379)\n"
-            "  -l, --rlockd HOST:PORT rlockd (default 127.0.0.1:7379)\n"
-            "  -d, --duration SEC     measured time per scenario (3)\n"
-            "  -w, --warmup SEC       unmeasured time before each (0.5)\n"
-            "  -c, --clients N        clients of the many-clients case (64)\n"
-            "  -C, --contended N      clients on the contended lock (20)\n"
-            "  -k, --kinds LIST       the other lock kinds' scenarios to run:\n"
-            "                         comma-separated fair, read, write,\n"
-            "                         fenced; all (default) or none. READ and\n"
-            "                         WRITE together add 1 writer among "
-            "readers\n"
-            "      --redis-pid PID    report this Redis's CPU use\n"
-            "      --rlockd-pid PID   report this rlockd's CPU use\n"
-            "      --direct-only      Redis direct scenarios only\n"
-            "      --rlockd-only      rlockd scenarios only\n"
-            "      --results          also print each figure on a line of "
-            "its own:\n"
-            "                         result, scenario, metric, higher|lower "
-            "(the\n"
-            "                         better), value; tab-separated\n"
-            "      --held N           watchdog-mode locks to hold (100000; "
-            "0: skip)\n"
-            "      --held-window SEC  measured time holding them (5)\n"
-            "      --held-clients N   connections taking them (8)\n"
-            "      --held-rlockd HOST:PORT\n"
-            "                         rlockd for the held locks (--rlockd's)\n"
-            "      --held-rlockd-pid PID\n"
-            "                         its pid, for VmRSS and CPU "
-            "(--rlockd-pid's)\n"
-            "  -h, --help\n");
+    fprintf(
+        out,
+        "usage: rlockd-bench [options]\n"
+        "  -r, --redis HOST:PORT  Redis (default 127.0.0.1:6379)\n"
+        "  -l, --rlockd HOST:PORT rlockd (default 127.0.0.1:7379)\n"
+        "  -d, --duration SEC     measured time per scenario (3)\n"
+        "  -w, --warmup SEC       unmeasured time before each (0.5)\n"
+        "  -c, --clients N        clients of the many-clients case (64)\n"
+        "  -C, --contended N      clients on the contended lock (20)\n"
+        "  -P, --permits N        permits of the contended semaphore (3)\n"
+        "  -k, --kinds LIST       the other lock kinds' scenarios to run:\n"
+        "                         comma-separated fair, read, write,\n"
+        "                         fenced, semaphore; all (default) or\n"
+        "                         none. READ and WRITE together add 1\n"
+        "                         writer among readers\n"
+        "      --redis-pid PID    report this Redis's CPU use\n"
+        "      --rlockd-pid PID   report this rlockd's CPU use\n"
+        "      --direct-only      Redis direct scenarios only\n"
+        "      --rlockd-only      rlockd scenarios only\n"
+        "      --results          also print each figure on a line of "
+        "its own:\n"
+        "                         result, scenario, metric, higher|lower "
+        "(the\n"
+        "                         better), value; tab-separated\n"
+        "      --skip-unsupported skip (\"skipped\" line) an rlockd scenario\n"
+        "                         whose requests the rlockd refuses\n"
+        "                         with -ERR (an older build), not fail\n"
+        "      --held N           watchdog-mode locks to hold (100000; "
+        "0: skip)\n"
+        "      --held-window SEC  measured time holding them (5)\n"
+        "      --held-clients N   connections taking them (8)\n"
+        "      --held-rlockd HOST:PORT\n"
+        "                         rlockd for the held locks (--rlockd's)\n"
+        "      --held-rlockd-pid PID\n"
+        "                         its pid, for VmRSS and CPU "
+        "(--rlockd-pid's)\n"
+        "  -h, --help\n");
 }
 
 static void parse_address(const char *arg, char **host, int *port)
@@ -2468,6 +2832,7 @@ enum {
     OPT_DIRECT_ONLY,
     OPT_RLOCKD_ONLY,
     OPT_RESULTS,
+    OPT_SKIP_UNSUPPORTED,
     OPT_HELD,
     OPT_HELD_WINDOW,
     OPT_HELD_CLIENTS,
@@ -2482,12 +2847,14 @@ static const struct option long_options[] = {
     {"warmup", required_argument, NULL, 'w'},
     {"clients", required_argument, NULL, 'c'},
     {"contended", required_argument, NULL, 'C'},
+    {"permits", required_argument, NULL, 'P'},
     {"kinds", required_argument, NULL, 'k'},
     {"redis-pid", required_argument, NULL, OPT_REDIS_PID},
     {"rlockd-pid", required_argument, NULL, OPT_RLOCKD_PID},
     {"direct-only", no_argument, NULL, OPT_DIRECT_ONLY},
     {"rlockd-only", no_argument, NULL, OPT_RLOCKD_ONLY},
     {"results", no_argument, NULL, OPT_RESULTS},
+    {"skip-unsupported", no_argument, NULL, OPT_SKIP_UNSUPPORTED},
     {"held", required_argument, NULL, OPT_HELD},
     {"held-window", required_argument, NULL, OPT_HELD_WINDOW},
     {"held-clients", required_argument, NULL, OPT_HELD_CLIENTS},
@@ -2519,7 +2886,7 @@ static unsigned parse_kinds(const char *arg)
             k++;
         if (k == KIND_COUNT)
             fatal("bad kind '%s' in --kinds: expected fair, read, write, "
-                  "fenced, all or none",
+                  "fenced, semaphore, all or none",
                   w);
         bits |= 1u << k;
     }
@@ -2549,6 +2916,9 @@ static void parse_option(int c, const char *arg)
         opt.contended_clients =
             (int)parse_integer(arg, "contended", 2, MAX_CLIENTS);
         break;
+    case 'P':
+        opt.permits = (int)parse_integer(arg, "permits", 1, MAX_CLIENTS);
+        break;
     case 'k':
         opt.kinds = parse_kinds(arg);
         break;
@@ -2566,6 +2936,9 @@ static void parse_option(int c, const char *arg)
         break;
     case OPT_RESULTS:
         opt.results = true;
+        break;
+    case OPT_SKIP_UNSUPPORTED:
+        opt.skip_unsupported = true;
         break;
     case OPT_HELD:
         opt.held = parse_integer(arg, "held", 0, 10000000);
@@ -2600,7 +2973,7 @@ static void parse_options(int argc, char **argv)
     opt.rlockd_host = strdup("127.0.0.1");
     if (opt.redis_host == NULL || opt.rlockd_host == NULL)
         fatal("out of memory");
-    while ((c = getopt_long(argc, argv, "r:l:d:w:c:C:k:h", long_options,
+    while ((c = getopt_long(argc, argv, "r:l:d:w:c:C:P:k:h", long_options,
                             NULL)) != -1)
         parse_option(c, optarg);
     if (optind != argc) {
@@ -2609,6 +2982,9 @@ static void parse_options(int argc, char **argv)
     }
     if (opt.direct_only && opt.rlockd_only)
         fatal("--direct-only and --rlockd-only leave no scenario to run");
+    if (opt.permits >= opt.contended_clients)
+        fatal("--permits %d with --contended %d: no client would wait",
+              opt.permits, opt.contended_clients);
     opt.pids[PROC_BENCH] = getpid();
     if (opt.held_rlockd_host == NULL) {
         opt.held_rlockd_host = strdup(opt.rlockd_host);
@@ -2649,6 +3025,11 @@ static int run_scenarios(struct scenario *scs, int count,
             continue;
         fprintf(stderr, "[%d/%d] %s, %d client%s ...\n", i + 1, total,
                 sc->title, sc->nclients, sc->nclients == 1 ? "" : "s");
+        if (opt.skip_unsupported && sc->target == TARGET_RLOCKD &&
+            rlockd_refuses(sc, i)) {
+            fprintf(stderr, "[%d/%d] SKIPPED: %s\n", i + 1, total, sc->skipped);
+            continue;
+        }
         scenario_run(sc, i);
         leftover += count_leftover_locks(sc);
     }
@@ -2665,24 +3046,36 @@ static void scenario_free(struct scenario *sc)
     samples_free(&sc->pair_ns);
     samples_free(&sc->grant_at);
     samples_free(&sc->granted_to);
-    samples_free(&sc->unlock_reply_at);
+    samples_free(&sc->asked_at);
+    samples_free(&sc->release_reply_at);
+    samples_free(&sc->released_by);
     samples_free(&sc->handoff_ns);
     samples_free(&sc->writer_wait_ns);
     free(sc->clients);
 }
 
-/* A scenario of `kind`, titled after what it measures. */
+/* A scenario of `kind`, titled after what it measures. A semaphore's
+ * name has 1 permit when uncontended (a pair is then like a lock's),
+ * --permits when contended. */
 static struct scenario scenario_new(const struct lock_kind *kind,
                                     enum target target, enum contention mode,
                                     int nclients)
 {
-    struct scenario sc = {
-        .kind = kind, .target = target, .mode = mode, .nclients = nclients};
+    struct scenario sc = {.kind = kind,
+                          .target = target,
+                          .mode = mode,
+                          .nclients = nclients,
+                          .permits = 1};
     const char *where = target == TARGET_DIRECT ? "Redis direct" : "via rlockd";
 
+    if (mode == HANDOFF && kind->set_up != NULL)
+        sc.permits = opt.permits;
     if (mode == UNCONTENDED)
         snprintf(sc.title, sizeof(sc.title), "uncontended%s%s, %s",
                  kind_space(kind), kind_word(kind), where);
+    else if (mode == HANDOFF && kind->set_up != NULL)
+        snprintf(sc.title, sizeof(sc.title), "contended %s (%d permits), %s",
+                 kind_word(kind), sc.permits, where);
     else if (mode == HANDOFF)
         snprintf(sc.title, sizeof(sc.title), "contended%s%s (one lock), %s",
                  kind_space(kind), kind_word(kind), where);
@@ -2693,8 +3086,8 @@ static struct scenario scenario_new(const struct lock_kind *kind,
 }
 
 /* The plain lock's five scenarios, then, for each kind --kinds asks for,
- * its many-clients pair and, for FAIR, its contended lock; with READ and
- * WRITE, one writer among readers. Each direct run is followed by its
+ * its many-clients pair and, for FAIR and SEMAPHORE, the contended case;
+ * with READ and WRITE, one writer among readers. Each direct run is followed by its
  * rlockd twin, so the pairs that are compared are measured back to back.
  * compare() and print_markdown() rely on the first five's order. Returns
  * how many there are. */
@@ -2720,15 +3113,18 @@ static int scenarios_plan(struct scenario *scs)
     if (opt.kinds & 1u << KIND_FAIR)
         scs[n++] = scenario_new(&kinds[KIND_FAIR], TARGET_RLOCKD, HANDOFF,
                                 opt.contended_clients);
+    if (opt.kinds & 1u << KIND_SEMAPHORE)
+        scs[n++] = scenario_new(&kinds[KIND_SEMAPHORE], TARGET_RLOCKD, HANDOFF,
+                                opt.contended_clients);
     if ((opt.kinds & 1u << KIND_READ) && (opt.kinds & 1u << KIND_WRITE))
         scs[n++] = scenario_new(&kinds[KIND_READ], TARGET_RLOCKD,
                                 READERS_WRITER, opt.contended_clients);
     return n;
 }
 
-/* The plain lock's five, two per other kind, FAIR's contended one and the
- * readers and writer. */
-#define MAX_SCENARIOS (5 + 2 * (KIND_COUNT - 1) + 2)
+/* The plain lock's five, two per other kind, FAIR's and SEMAPHORE's
+ * contended ones and the readers and writer. */
+#define MAX_SCENARIOS (5 + 2 * (KIND_COUNT - 1) + 3)
 
 int main(int argc, char **argv)
 {

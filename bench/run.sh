@@ -20,7 +20,7 @@
 # usage: bench/run.sh BUILD_DIR [rlockd-bench options...]
 #   BUILD_DIR holds rlockd and rlockd-bench; extra options go to
 #   rlockd-bench (e.g. --duration 5, or --kinds none to leave out the
-#   lock kinds other than RLock, about 40 s).
+#   lock kinds other than RLock, the semaphore among them, about 40 s).
 #
 # RLOCKD_BASELINE=/path/to/old/rlockd (optional) compares that binary
 # with BUILD_DIR's rlockd in the same run. The script then also starts
@@ -34,7 +34,10 @@
 # --duration 2 for shorter rounds, --kinds none for fewer scenarios).
 # Last comes a table: for each figure, the median over each binary's
 # rounds, new/baseline, and the spread between rounds. It is reported,
-# never enforced.
+# never enforced. A scenario the baseline cannot run (a kind or command
+# it predates, which it answers with -ERR: rlockd-bench
+# --skip-unsupported) is left out of its rounds and shown with "-" and
+# the reason below the table, rather than failing the comparison.
 #
 # Functions called only from traps and wait_until are not dead code,
 # whatever shellcheck thinks.
@@ -200,13 +203,19 @@ status=0
 wait "$bench_pid" || status=$?
 bench_pid=
 
-# per_run_ms RUNS COMMAND...: mean wall time of one run of COMMAND, in ms.
+# per_run_ms RUNS COMMAND...: mean wall time of one run of COMMAND, in
+# ms; "failed" (and the reason on stderr) if a run fails, since a command
+# that fails at once would otherwise look fast.
 per_run_ms() {
     local runs=$1 start end
     shift
     start=$(date +%s%N)
     for ((i = 0; i < runs; i++)); do
-        "$@" >/dev/null
+        if ! "$@" >/dev/null; then
+            echo "bench/run.sh: '$*' failed" >&2
+            echo failed
+            return 0
+        fi
     done
     end=$(date +%s%N)
     awk -v ns=$((end - start)) -v runs="$runs" 'BEGIN { printf "%.2f", ns / runs / 1e6 }'
@@ -222,9 +231,9 @@ if [ -x "$build/rlock" ] && command -v flock >/dev/null; then
     printf '  %-34s %8s ms per run\n' "flock FILE true" \
         "$(per_run_ms $cli_runs flock "$tmp/flock.lock" true)"
     printf '  %-34s %8s ms per run\n' "rlock NAME -- true" \
-        "$(per_run_ms $cli_runs "$build/rlock" -s "127.0.0.1:$rlockd_port" bench-cli -- true)"
+        "$(per_run_ms $cli_runs "$build/rlock" -S "127.0.0.1:$rlockd_port" bench-cli -- true)"
     printf '  %-34s %8s ms per run\n' "rlock status NAME" \
-        "$(per_run_ms $cli_runs "$build/rlock" -s "127.0.0.1:$rlockd_port" status bench-cli)"
+        "$(per_run_ms $cli_runs "$build/rlock" -S "127.0.0.1:$rlockd_port" status bench-cli)"
 else
     echo "bench/run.sh: SKIP rlock vs flock (needs $build/rlock and flock)" >&2
 fi
@@ -232,17 +241,21 @@ fi
 # compare_run SIDE ROUND BINARY PORT PID [rlockd-bench options...]: one
 # run of the rlockd scenarios against the rlockd PID on PORT, with a
 # fresh held-locks rlockd of BINARY; appends its figures, prefixed with
-# SIDE, to $tmp/results. A failed run is shown and sets $status.
+# SIDE, to $tmp/results, and the scenarios it skipped, with the reason,
+# to $tmp/skipped. Only the baseline may skip: the new build must run
+# every scenario. A failed run is shown and sets $status.
 compare_run() {
     local side=$1 round=$2 binary=$3 port=$4 pid=$5 name held_port rc=0
+    local skip=()
     shift 5
+    [ "$side" != baseline ] || skip=(--skip-unsupported)
     name=rlockd-held-$side-$round
     echo "bench/run.sh: round $round of $rounds, $side: $binary" >&2
     held_port=$(another_free_port "$redis_port $rlockd_port $held_rlockd_port $baseline_port")
     write_rlockd_config "$name" "$held_port" "$held_watchdog_ms"
     start_rlockd "$name" "$held_port" "$binary"
     cmp_held_pid=$started_pid
-    "$build/rlockd-bench" --rlockd-only --results \
+    "$build/rlockd-bench" --rlockd-only --results "${skip[@]}" \
         --redis "127.0.0.1:$redis_port" --rlockd "127.0.0.1:$port" \
         --redis-pid "$redis_pid" --rlockd-pid "$pid" \
         --held-rlockd "127.0.0.1:$held_port" --held-rlockd-pid "$cmp_held_pid" "$@" \
@@ -265,11 +278,14 @@ compare_run() {
     cmp_held_pid=
     awk -F '\t' -v side="$side" -v OFS='\t' \
         '$1 == "result" { $1 = side; print }' "$tmp/$name.out" >>"$tmp/results"
+    awk -F '\t' -v side="$side" -v OFS='\t' \
+        '$1 == "skipped" { $1 = side; print }' "$tmp/$name.out" >>"$tmp/skipped"
 }
 
 # print_comparison: the table of $tmp/results (SIDE, scenario, metric,
 # higher|lower is better, value): medians per side, new/baseline, and
-# the spread, the larger of the two sides' (max - min) / median.
+# the spread, the larger of the two sides' (max - min) / median; then
+# the scenarios of $tmp/skipped (SIDE, scenario, reason), once each.
 print_comparison() {
     echo
     echo "== rlockd, new vs baseline: median of $rounds rounds each, interleaved"
@@ -318,10 +334,15 @@ print_comparison() {
             print "latency, CPU, memory: lower). spread: (max - min) / median over one"
             print "binary'"'"'s rounds, the larger of the two. Reported, not enforced."
         }' "$tmp/results"
+    [ -s "$tmp/skipped" ] || return 0
+    echo "Not compared: the baseline cannot run these (it answered -ERR, as a"
+    echo "build older than the command or kind does), so they show \"-\" above:"
+    awk -F '\t' '!seen[$1 FS $2]++ { printf "  %s: %s (%s)\n", $1, $2, $3 }' "$tmp/skipped"
 }
 
 if [ -n "$baseline" ]; then
     : >"$tmp/results"
+    : >"$tmp/skipped"
     for ((round = 1; round <= rounds; round++)); do
         compare_run baseline "$round" "$baseline" "$baseline_port" "$baseline_pid" "$@"
         compare_run new "$round" "$build/rlockd" "$rlockd_port" "$rlockd_pid" "$@"

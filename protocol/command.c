@@ -61,27 +61,46 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_NAME_THREAD:
     case SYNTAX_LOCK:
     case SYNTAX_TRYLOCK:
+    case SYNTAX_NAME_COUNT:
+    case SYNTAX_NAME_DELTA:
+    case SYNTAX_ACQUIRE:
+    case SYNTAX_RELEASE:
+    case SYNTAX_AWAIT:
         return true;
     }
     return false;
 }
 
-/* Options after <name> <thread-id>, as bits of the set a syntax allows. */
+/* Options after a command's fixed arguments, as bits of the set a syntax
+ * allows. A kind word and EXPIRABLE are words alone; the others take a
+ * value. */
 enum command_option {
     OPTION_WAIT = 0x1,
     OPTION_LEASE = 0x2,
+    OPTION_KIND = 0x4,
+    OPTION_PERMITS = 0x8,
+    OPTION_EXPIRABLE = 0x10,
+    OPTION_ID = 0x20,
 };
+
+/* What an option's value is. */
+enum option_value { VALUE_MS, VALUE_COUNT, VALUE_ID, VALUE_NONE };
 
 static const struct option_spec {
     const char *name;
     enum command_option option;
-    int64_t min_ms; /* the smallest value besides -1 */
+    enum option_value value;
+    int64_t min; /* VALUE_MS: the smallest besides -1; VALUE_COUNT's */
     const char *error;
 } option_specs[] = {
-    {"wait", OPTION_WAIT, 0,
+    {"wait", OPTION_WAIT, VALUE_MS, 0,
      "WAIT must be -1 or a non-negative number of milliseconds"},
-    {"lease", OPTION_LEASE, 1,
+    {"lease", OPTION_LEASE, VALUE_MS, 1,
      "LEASE must be -1 or a positive number of milliseconds"},
+    {"permits", OPTION_PERMITS, VALUE_COUNT, 1,
+     "PERMITS must be a number from 1 to 2147483647"},
+    {"id", OPTION_ID, VALUE_ID, 0, "ID must be a permit id, 32 hex digits"},
+    {"expirable", OPTION_EXPIRABLE, VALUE_NONE, 0, NULL},
 };
 
 static int parse_error(char *err, size_t err_size, const char *fmt, ...)
@@ -181,37 +200,137 @@ static const struct option_spec *find_option(const char *name, size_t len)
     return NULL;
 }
 
-/* Decodes what follows the fixed arguments from argv[first]: a kind word
- * and "OPTION value" pairs, in any order, each at most once. */
+/* A count: plain digits, from min to COMMAND_MAX_COUNT; with a '-' in
+ * front when negative allows it. */
+static int parse_count(const char *s, size_t len, int64_t min, bool negative,
+                       int64_t *value)
+{
+    bool minus = negative && len > 1 && s[0] == '-';
+    uint64_t v;
+
+    if (parse_u64(s + minus, len - minus, &v) != 0 ||
+        v > (uint64_t)COMMAND_MAX_COUNT)
+        return -EINVAL;
+    *value = minus ? -(int64_t)v : (int64_t)v;
+    return *value < min ? -EINVAL : 0;
+}
+
+static bool is_permit_id(const char *s, size_t len)
+{
+    if (len != COMMAND_PERMIT_ID_LEN)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+              (s[i] >= 'A' && s[i] <= 'F')))
+            return false;
+    return true;
+}
+
+/* Stores an option's value; 0 or -EINVAL. */
+static int option_value(const struct option_spec *spec, const char *s,
+                        size_t len, struct command_args *out)
+{
+    int64_t v;
+
+    switch (spec->value) {
+    case VALUE_MS:
+        if (parse_ms(s, len, &v) != 0 || (v != -1 && v < spec->min))
+            return -EINVAL;
+        if (spec->option == OPTION_WAIT)
+            out->wait_ms = v;
+        else
+            out->lease_ms = v;
+        return 0;
+    case VALUE_COUNT:
+        if (parse_count(s, len, spec->min, false, &out->amount) != 0)
+            return -EINVAL;
+        return 0;
+    case VALUE_ID:
+        if (!is_permit_id(s, len))
+            return -EINVAL;
+        out->permit_id = s;
+        return 0;
+    case VALUE_NONE:
+        out->expirable = true;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+/* Decodes what follows the fixed arguments from argv[first]: words (a
+ * kind, EXPIRABLE) and "OPTION value" pairs, in any order, each at most
+ * once; *seen gets the options given. */
 static int parse_options(size_t first, size_t argc, char *const *argv,
                          const size_t *argv_len, unsigned allowed,
-                         struct command_args *out, char *err, size_t err_size)
+                         unsigned *seen, struct command_args *out, char *err,
+                         size_t err_size)
 {
-    unsigned seen = 0;
-    for (size_t i = first; i < argc; i += 2) {
+    *seen = 0;
+    for (size_t i = first; i < argc; i++) {
         enum command_kind kind = find_kind(argv[i], argv_len[i]);
-        if (kind != COMMAND_KIND_PLAIN) {
+        if (kind != COMMAND_KIND_PLAIN && (allowed & OPTION_KIND)) {
             if (out->kind != COMMAND_KIND_PLAIN)
                 return parse_error(err, err_size,
                                    "syntax error: one lock kind at most");
             out->kind = kind;
-            i--; /* a word, not a pair */
             continue;
         }
         const struct option_spec *spec = find_option(argv[i], argv_len[i]);
+        bool pair = spec != NULL && spec->value != VALUE_NONE;
         if (spec == NULL || !(allowed & spec->option) ||
-            (seen & spec->option) || i + 1 == argc)
+            (*seen & spec->option) || (pair && i + 1 == argc))
             return parse_error(err, err_size, "syntax error");
-        seen |= spec->option;
-        int64_t ms;
-        if (parse_ms(argv[i + 1], argv_len[i + 1], &ms) != 0 ||
-            (ms != -1 && ms < spec->min_ms))
+        *seen |= spec->option;
+        if (pair && option_value(spec, argv[i + 1], argv_len[i + 1], out) != 0)
             return parse_error(err, err_size, "%s", spec->error);
-        if (spec->option == OPTION_WAIT)
-            out->wait_ms = ms;
-        else
-            out->lease_ms = ms;
+        if (!pair)
+            option_value(spec, NULL, 0, out);
+        i += pair;
     }
+    return 0;
+}
+
+/* The semaphores' and latch's commands after <name>; ACQUIRE's options
+ * go together as Redisson's do: a lease is an expirable permit's, and an
+ * expirable permit is one at a time (its id names it). */
+static int parse_counting(const struct command *cmd, size_t argc,
+                          char *const *argv, const size_t *argv_len,
+                          struct command_args *out, char *err, size_t err_size)
+{
+    static const unsigned allowed[] = {
+        [SYNTAX_ACQUIRE] =
+            OPTION_PERMITS | OPTION_WAIT | OPTION_EXPIRABLE | OPTION_LEASE,
+        [SYNTAX_RELEASE] = OPTION_PERMITS | OPTION_ID,
+        [SYNTAX_AWAIT] = OPTION_WAIT,
+    };
+    unsigned seen;
+
+    if (cmd->syntax == SYNTAX_NAME_COUNT || cmd->syntax == SYNTAX_NAME_DELTA) {
+        if (parse_count(argv[2], argv_len[2],
+                        cmd->syntax == SYNTAX_NAME_COUNT ? 0
+                                                         : -COMMAND_MAX_COUNT,
+                        cmd->syntax == SYNTAX_NAME_DELTA, &out->amount) != 0)
+            return parse_error(err, err_size,
+                               cmd->syntax == SYNTAX_NAME_COUNT
+                                   ? "the count must be a number from 0 to "
+                                     "2147483647"
+                                   : "the permits must be a number from "
+                                     "-2147483647 to 2147483647");
+        return 0;
+    }
+    if (cmd->syntax == SYNTAX_ACQUIRE || cmd->syntax == SYNTAX_AWAIT)
+        out->wait_ms = COMMAND_WAIT_FOREVER; /* they block, as LOCK */
+    int rc = parse_options(2, argc, argv, argv_len, allowed[cmd->syntax], &seen,
+                           out, err, err_size);
+    if (rc != 0)
+        return rc;
+    if ((seen & OPTION_LEASE) && !(seen & OPTION_EXPIRABLE))
+        return parse_error(err, err_size,
+                           "syntax error: LEASE is an EXPIRABLE permit's");
+    if ((seen & OPTION_PERMITS) && (seen & (OPTION_EXPIRABLE | OPTION_ID)))
+        return parse_error(err, err_size,
+                           "syntax error: an expirable permit is one at a "
+                           "time (each has its id)");
     return 0;
 }
 
@@ -489,11 +608,17 @@ int command_parse_args(const struct command *cmd, size_t argc,
         return 0;
     }
 
+    unsigned seen;
     int rc = parse_name(argv[1], argv_len[1], max_name_len, out, err, err_size);
     if (rc != 0 || cmd->syntax == SYNTAX_NAME)
         return rc;
+    if (cmd->syntax == SYNTAX_NAME_COUNT || cmd->syntax == SYNTAX_NAME_DELTA ||
+        cmd->syntax == SYNTAX_ACQUIRE || cmd->syntax == SYNTAX_RELEASE ||
+        cmd->syntax == SYNTAX_AWAIT)
+        return parse_counting(cmd, argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_NAME_KIND)
-        return parse_options(2, argc, argv, argv_len, 0, out, err, err_size);
+        return parse_options(2, argc, argv, argv_len, OPTION_KIND, &seen, out,
+                             err, err_size);
     rc = parse_thread_id(argv[2], argv_len[2], out, err, err_size);
     if (rc != 0)
         return rc;
@@ -501,5 +626,6 @@ int command_parse_args(const struct command *cmd, size_t argc,
                            ? OPTION_WAIT | OPTION_LEASE
                        : cmd->syntax == SYNTAX_LOCK ? OPTION_LEASE
                                                     : 0;
-    return parse_options(3, argc, argv, argv_len, allowed, out, err, err_size);
+    return parse_options(3, argc, argv, argv_len, allowed | OPTION_KIND, &seen,
+                         out, err, err_size);
 }

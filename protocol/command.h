@@ -31,6 +31,12 @@ enum command_syntax {
     SYNTAX_SELECT,        /* SELECT <index>: 0, the one database */
     SYNTAX_COMMAND,       /* COMMAND [COUNT | LIST | INFO .. | DOCS ..] */
     SYNTAX_CHANNELS,      /* SUBSCRIBE and its kin: [<channel>...] */
+    SYNTAX_NAME_COUNT,    /* SETPERMITS, LATCHSET: <name> <n>, n >= 0 */
+    SYNTAX_NAME_DELTA,    /* ADDPERMITS: <name> <n>, n of either sign */
+    /* ACQUIRE: <name> [PERMITS n] [WAIT ms] [EXPIRABLE [LEASE ms]] */
+    SYNTAX_ACQUIRE,
+    SYNTAX_RELEASE,       /* RELEASE: <name> [PERMITS n | ID <permit-id>] */
+    SYNTAX_AWAIT,         /* AWAIT: <name> [WAIT ms] */
 };
 
 /* The subcommands of CLIENT and COMMAND, as their parser decodes them. */
@@ -80,6 +86,15 @@ enum command_sub {
     X(PTTL,        "pttl",        request,     2, 3, SYNTAX_NAME_KIND,     0)         \
     X(OWNERS,      "owners",      request,     2, 3, SYNTAX_NAME_KIND,     0)         \
     X(TOKEN,       "token",       request,     2, 2, SYNTAX_NAME,          0)         \
+    X(SETPERMITS,  "setpermits",  request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
+    X(ADDPERMITS,  "addpermits",  request,     3, 3, SYNTAX_NAME_DELTA,    0)         \
+    X(PERMITS,     "permits",     request,     2, 2, SYNTAX_NAME,          0)         \
+    X(ACQUIRE,     "acquire",     request,     2, 8, SYNTAX_ACQUIRE,       CMD_ALONE) \
+    X(RELEASE,     "release",     request,     2, 4, SYNTAX_RELEASE,       0)         \
+    X(LATCHSET,    "latchset",    request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
+    X(COUNTDOWN,   "countdown",   request,     2, 2, SYNTAX_NAME,          0)         \
+    X(LATCHCOUNT,  "latchcount",  request,     2, 2, SYNTAX_NAME,          0)         \
+    X(AWAIT,       "await",       request,     2, 4, SYNTAX_AWAIT,         CMD_ALONE) \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 4, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH | CMD_SUBSCRIBED) \
@@ -140,6 +155,10 @@ enum command_kind {
 /* A session's SECRET: long enough to be a random token, not a word. */
 #define COMMAND_SECRET_MIN 16
 #define COMMAND_SECRET_MAX 256
+/* A semaphore's permits and a latch's count, as Redisson's int. */
+#define COMMAND_MAX_COUNT 2147483647LL
+/* An expirable permit's id: 16 bytes in hex. */
+#define COMMAND_PERMIT_ID_LEN 32
 /* CLIENT HEARTBEAT: 0 (off), or from a tenth of a second to a day. */
 #define COMMAND_HEARTBEAT_MIN_MS 100
 #define COMMAND_HEARTBEAT_MAX_MS 86400000
@@ -174,6 +193,11 @@ struct command_args {
     char *const *list;
     const size_t *list_len;
     size_t list_count;
+    /* ACQUIRE's and RELEASE's PERMITS (0: not given); SETPERMITS's,
+     * ADDPERMITS's and LATCHSET's value */
+    int64_t amount;
+    bool expirable;        /* ACQUIRE ... EXPIRABLE */
+    const char *permit_id; /* RELEASE ... ID: COMMAND_PERMIT_ID_LEN hex */
 };
 
 /* Case-insensitive lookup; NULL when unknown. */

@@ -68,6 +68,10 @@ enum stats_section {
     X(COUNTS,  COUNTER, read_locks_acquired, "of them READ")                  \
     X(COUNTS,  COUNTER, write_locks_acquired, "of them WRITE")                \
     X(COUNTS,  COUNTER, fenced_locks_acquired, "of them FENCED")              \
+    X(COUNTS,  COUNTER, permits_acquired, "semaphore permits acquired")       \
+    X(COUNTS,  COUNTER, expirable_permits_acquired,                            \
+      "expirable semaphore permits acquired")                                 \
+    X(COUNTS,  COUNTER, latch_waits_ended, "AWAITs that saw the latch open")  \
     X(COUNTS,  COUNTER, locks_released, "UNLOCKs that freed a lock")          \
     X(COUNTS,  COUNTER, locks_force_released, "FORCEUNLOCKs that freed one")  \
     X(COUNTS,  COUNTER, locks_released_on_disconnect,                          \

@@ -59,7 +59,7 @@ static inline void kind_script(struct lock_kind_call *call,
     kind_arg(call, a->name, a->name_len);
 }
 
-/* The kind's i-th own key (key_prefix[i]) as the next argument. */
+/* The kind's i-th own key (keys[i]) as the next argument. */
 static inline void kind_arg_key(struct lock_kind_call *call,
                                 const struct lock_call_args *a, int i)
 {

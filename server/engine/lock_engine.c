@@ -61,7 +61,7 @@ struct lock_call {
      * before a reply settles the owner's count instead. */
     bool resolving;
     bool resend; /* its query or UNLOCK is being sent again */
-    bool releasing; /* an UNLOCK counted in its hold's releasing */
+    bool releasing; /* an UNLOCK's amount counted in its hold's releasing */
     unsigned syncs_out;    /* WAITs sent behind its acquires, unanswered */
     bool granted_unsynced; /* granted; the WAIT has not answered */
     unsigned sync_attempts;
@@ -87,6 +87,9 @@ struct lock_call {
     uint64_t thread_id;
     int64_t count;    /* acquire: the hold's count when sent; settle: the
                          count to set */
+    /* acquire, release: how much it takes or gives back (1 for a lock, a
+     * semaphore's permits); try set, add: the value */
+    int64_t amount;
     int64_t lease_ms; /* as asked; < 0: watchdog mode */
     uint64_t deadline_ms;
     char field[OWNER_FIELD_SIZE];
@@ -118,6 +121,9 @@ static struct {
         bool (*affected)(const char *key, size_t len);
     } recheck;
     uint64_t arrivals; /* struct lock_call.arrival's counter */
+    /* An expirable permit's hold is a thread-id of its own: this counts
+     * them, from the top of the range (no client's thread-id is there). */
+    uint64_t permit_holds;
     bool shutting_down;
 } engine;
 
@@ -189,6 +195,7 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                                   .field_len = call->field_len,
                                   .lease_ms = lease_ms,
                                   .count = call->count,
+                                  .amount = call->amount,
                                   .publish = engine.backend->publish(),
                                   .enqueue = call->may_wait,
                                   .queue_wait_ms = call->queue_wait_ms};
@@ -462,7 +469,7 @@ static void call_let_go(struct lock_call *call)
         list_remove(&call->park_link);
     if (call->releasing &&
         (hold = hold_find(call->lock, call->session, call->thread_id)) != NULL)
-        hold->releasing--;
+        hold->releasing -= call->amount;
     call->releasing = false;
     if (call->granted_unsynced)
         stats.orphan_acquires_undone++;
@@ -947,10 +954,14 @@ void lock_engine_recheck(const char *why,
 /* ---- the session record ---------------------------------------------- */
 
 /* Only a session with a secret has a record: nobody else could prove
- * to a later rlockd that it is the same client. */
-static bool recording(const struct session *s)
+ * to a later rlockd that it is the same client. Its holds of a lock or a
+ * semaphore are named there; an expirable permit is not (its id is not
+ * the client's to give back: it expires within its lease), and a latch's
+ * wait holds nothing. */
+static bool recording(const struct session *s, const struct lock_kind *kind)
 {
-    return s->has_secret;
+    return s->has_secret &&
+           (kind->holds == HOLDS_REENTRANT || kind->holds == HOLDS_PERMITS);
 }
 
 static void record_timer_fired(struct timer *timer);
@@ -1002,7 +1013,7 @@ static void record_hold(struct hold *h, int64_t ttl_ms)
 static void record_forget(struct session *s, struct lock *lock,
                           uint64_t thread_id)
 {
-    if (recording(s))
+    if (recording(s, lock->kind))
         session_store_forget(s, lock->kind, lock->name, lock->name_len,
                              thread_id);
 }
@@ -1088,7 +1099,8 @@ static bool needs_record(const struct lock_call *call)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
 
-    return recording(call->session) && (hold == NULL || hold->lost);
+    return recording(call->session, call->lock->kind) &&
+           (hold == NULL || hold->lost);
 }
 
 static int record_pending(struct lock_call *call, backend_reply_fn *fn)
@@ -1184,14 +1196,53 @@ static void observe_grant(struct lock_call *call)
     }
 }
 
+/* Answers a grant: a fenced lock's token, an expirable permit's id, or
+ * OK; and counts it. */
+static void finish_granted(struct lock_call *call)
+{
+    const struct lock_kind *kind = call->lock->kind;
+    struct lock_result result = {.type = RESULT_GRANTED};
+
+    observe_grant(call);
+    if (kind->holds == HOLDS_REENTRANT)
+        stats.locks_acquired++;
+    if (kind->acquired != NULL)
+        *kind->acquired += (uint64_t)call->amount;
+    call->in_redis_queue = false; /* the grant took it out */
+    if (kind->ops[LOCK_OP_TOKEN].build != NULL)
+        result = (struct lock_result){.type = RESULT_INTEGER,
+                                      .integer = call->token};
+    else if (kind->holds == HOLDS_PERMIT_IDS)
+        result =
+            (struct lock_result){.type = RESULT_TEXT, .message = call->field};
+    call_finish(call, true, &result);
+}
+
+/* A new hold for the call's owner: an expirable permit's is named by its
+ * id, not by its session and thread. */
+static struct hold *hold_new(struct lock_call *call)
+{
+    struct hold *hold = hold_create(call->lock, call->session, call->thread_id);
+
+    if (hold != NULL && call->lock->kind->holds == HOLDS_PERMIT_IDS) {
+        memcpy(hold->field, call->field, call->field_len);
+        hold->field_len = call->field_len;
+    }
+    return hold;
+}
+
 static void acquire_granted(struct lock_call *call)
 {
     struct lock *lock = call->lock;
     struct hold *hold = hold_find(lock, call->session, call->thread_id);
     bool was_watchdog;
 
+    if (lock->kind->holds == HOLDS_NOTHING) { /* a wait that is over */
+        finish_granted(call);
+        return;
+    }
     if (hold == NULL)
-        hold = hold_create(lock, call->session, call->thread_id);
+        hold = hold_new(call);
     if (hold == NULL) {
         release_in_background(lock, LOCK_OP_RELEASE, call->field,
                               call->field_len, effective_lease(call));
@@ -1206,7 +1257,7 @@ static void acquire_granted(struct lock_call *call)
         settle_ready();
         return;
     }
-    hold->count = call->count + 1;
+    hold->count = call->count + call->amount;
     was_watchdog = hold->watchdog;
     if (call->lease_ms < 0)
         hold->watchdog = true;
@@ -1218,22 +1269,11 @@ static void acquire_granted(struct lock_call *call)
     } else {
         hold_lease_start(hold, call->lease_ms);
     }
-    if (recording(call->session) &&
+    if (recording(call->session, lock->kind) &&
         (call->count == 0 || hold->watchdog != was_watchdog))
         record_hold(hold, effective_lease(call));
     lock->last_grant_ttl_ms = effective_lease(call);
-    observe_grant(call);
-    stats.locks_acquired++;
-    if (lock->kind->acquired != NULL)
-        (*lock->kind->acquired)++;
-    call->in_redis_queue = false; /* the grant took it out */
-    /* A fenced grant answers its token instead of OK or 1. */
-    if (lock->kind->ops[LOCK_OP_TOKEN].build != NULL)
-        call_finish(call, true,
-                    &(struct lock_result){.type = RESULT_INTEGER,
-                                          .integer = call->token});
-    else
-        call_finish(call, true, &(struct lock_result){.type = RESULT_GRANTED});
+    finish_granted(call);
 }
 
 static void acquire_refused(struct lock_call *call, int64_t pttl)
@@ -1468,7 +1508,8 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
      * finds no lock of its owner is the first one having run. (It could
      * also be the lock expiring in the same instant: a release asked for
      * is not reported lost then.) */
-    if (outcome == OUTCOME_NOT_OWNER && call->resend && call->count == 1)
+    if (outcome == OUTCOME_NOT_OWNER && call->resend &&
+        call->count == call->amount)
         outcome = OUTCOME_RELEASED;
     /* A hold whose key now holds something else was lost too. */
     gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
@@ -1485,8 +1526,8 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
         finish_error(call, REPLY_LOCKLOST,
                      "the lock expired or was deleted while held");
     } else if (outcome == OUTCOME_DECREMENTED) {
-        if (hold != NULL && hold->count > 1)
-            hold->count--;
+        if (hold != NULL && hold->count > call->amount)
+            hold->count -= call->amount;
         finish_integer(call, 0);
     } else {
         if (hold != NULL) {
@@ -1513,6 +1554,18 @@ static void force_release_replied(struct lock_call *call,
 }
 
 static void call_resend(struct lock_call *call);
+
+/* Whether the reply may let this daemon's waiters have what they wait
+ * for: a lock freed, permits given back or added, a count set. */
+static bool frees_waiters(const struct lock_call *call,
+                          enum lock_outcome outcome)
+{
+    return outcome == OUTCOME_RELEASED ||
+           (outcome == OUTCOME_DECREMENTED &&
+            call->lock->kind->holds == HOLDS_PERMITS) ||
+           (outcome == OUTCOME_VALUE &&
+            (call->op == LOCK_OP_TRY_SET || call->op == LOCK_OP_ADD));
+}
 
 static void on_command_reply(void *arg, const struct backend_value *reply)
 {
@@ -1554,7 +1607,7 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
         finish_owners(call, reply, value);
     else
         finish_integer(call, value);
-    if (outcome == OUTCOME_RELEASED)
+    if (frees_waiters(call, outcome))
         lock_freed(lock);
     call_unref(call);
 }
@@ -1571,6 +1624,9 @@ static const enum lock_op op_of_request[] = {
     [LOCK_REQUEST_PTTL] = LOCK_OP_PTTL,
     [LOCK_REQUEST_OWNERS] = LOCK_OP_OWNERS,
     [LOCK_REQUEST_TOKEN] = LOCK_OP_TOKEN,
+    [LOCK_REQUEST_TRY_SET] = LOCK_OP_TRY_SET,
+    [LOCK_REQUEST_ADD] = LOCK_OP_ADD,
+    [LOCK_REQUEST_AVAILABLE] = LOCK_OP_AVAILABLE,
 };
 
 /* Why LOCK/TRYLOCK may not take a new hold, or NULL when it may (a
@@ -1625,6 +1681,24 @@ static const char *kind_refusal(const struct lock_call *call)
     return NULL;
 }
 
+/* Why a RELEASE of permits is refused, or NULL: a session gives back
+ * only permits it holds (to add permits, ADDPERMITS), so that what it
+ * holds, and gives back when it ends, stays what it took. */
+static const char *permits_refusal(const struct lock_call *call,
+                                   const struct hold *hold)
+{
+    static char why[160];
+    int64_t held = hold != NULL ? hold->count - hold->releasing : 0;
+
+    if (call->lock->kind->holds != HOLDS_PERMITS ||
+        (hold != NULL && hold->lost) || call->amount <= held)
+        return NULL;
+    snprintf(why, sizeof(why),
+             "this client-id holds %lld permit(s) of the semaphore, not %lld",
+             (long long)(held > 0 ? held : 0), (long long)call->amount);
+    return why;
+}
+
 /* Sends a query or UNLOCK, the first time or again. */
 static void call_resend(struct lock_call *call)
 {
@@ -1657,6 +1731,9 @@ static void call_proceed(struct lock_call *call)
     } else if ((call->op == LOCK_OP_ACQUIRE || call->op == LOCK_OP_RELEASE) &&
                (refusal = kind_refusal(call)) != NULL) {
         finish_error(call, REPLY_ERR, refusal);
+    } else if (call->op == LOCK_OP_RELEASE &&
+               (refusal = permits_refusal(call, hold)) != NULL) {
+        finish_error(call, REPLY_NOTOWNER, refusal);
     } else if (call->op == LOCK_OP_ACQUIRE) {
         refusal = hold_refusal(call);
         if (refusal != NULL)
@@ -1675,7 +1752,7 @@ static void call_proceed(struct lock_call *call)
                               ? hold->count - hold->releasing
                               : 0; /* more UNLOCKs than LOCKs */
             call->releasing = true;
-            hold->releasing++;
+            hold->releasing += call->amount;
         }
         call_resend(call);
     }
@@ -1689,6 +1766,48 @@ static void call_begin(struct lock_call *call, const struct lock_request *req)
     call->queue_wait_ms =
         req->wait_ms > 0 ? req->wait_ms : engine.cfg->fair_wait_timeout_ms;
     call_proceed(call);
+}
+
+/* The hold of the session's expirable permit named id, or NULL. */
+static struct hold *permit_hold(struct lock *lock, const struct session *s,
+                                const char *id, size_t len)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &lock->holds) {
+        struct hold *h = list_entry(pos, struct hold, lock_link);
+
+        if (h->session == s && h->field_len == len &&
+            memcmp(h->field, id, len) == 0)
+            return h;
+    }
+    return NULL;
+}
+
+/* The owner's field and thread-id: a session's thread's, or an expirable
+ * permit's id and the thread-id of its hold (a new one for an acquire,
+ * counted down from the top of the range, where no client's thread-id
+ * is; 0, which no permit hold has, for a permit the session does not
+ * hold). */
+static void name_owner(struct lock_call *call, const struct lock_request *req)
+{
+    struct hold *hold;
+
+    if (call->lock->kind->holds != HOLDS_PERMIT_IDS || req->permit_id == NULL) {
+        call->field_len = owner_field(call->field, req->kind, call->session->id,
+                                      call->session->id_len, req->thread_id);
+        return;
+    }
+    memcpy(call->field, req->permit_id, LOCK_PERMIT_ID_LEN);
+    call->field[LOCK_PERMIT_ID_LEN] = '\0';
+    call->field_len = LOCK_PERMIT_ID_LEN;
+    if (call->op == LOCK_OP_ACQUIRE)
+        call->thread_id = UINT64_MAX - engine.permit_holds++;
+    else
+        call->thread_id = (hold = permit_hold(call->lock, call->session,
+                                              call->field, call->field_len))
+                              ? hold->thread_id
+                              : 0;
 }
 
 struct lock_call *lock_engine_start(struct session *session,
@@ -1714,10 +1833,17 @@ struct lock_call *lock_engine_start(struct session *session,
     call->thread_id = req->thread_id;
     call->lease_ms = req->lease_ms;
     call->started_us = timers_now_us();
-    call->field_len = owner_field(call->field, req->kind, session->id,
-                                  session->id_len, req->thread_id);
+    /* A lock's acquire and release take one; a count's value is as it is. */
+    call->amount = (call->op == LOCK_OP_ACQUIRE || call->op == LOCK_OP_RELEASE)
+                       ? (req->amount > 0 ? req->amount : 1)
+                       : req->amount;
     call->refs++; /* ours, so that a call finished at once is still here */
-    call_begin(call, req);
+    if (req->kind->ops[call->op].build == NULL) {
+        finish_error(call, REPLY_ERR, "not a command for this kind");
+    } else {
+        name_owner(call, req);
+        call_begin(call, req);
+    }
     in_progress = call->state == CALL_FINISHED ? NULL : call;
     call_unref(call);
     return in_progress;
@@ -2055,10 +2181,10 @@ static void on_hold_lost(const struct hold *h, const char *why)
 {
     if (h->session == NULL) /* released meanwhile: nobody to tell */
         return;
-    loss_fn(&(struct lock_loss){h->session->id, h->session->id_len,
-                                h->lock->kind, h->lock->name,
-                                h->lock->name_len, h->field, h->field_len,
-                                why});
+    loss_fn(&(struct lock_loss){
+        h->session->id, h->session->id_len, h->lock->kind, h->lock->name,
+        h->lock->name_len, h->field, h->field_len,
+        h->lock->kind->holds == HOLDS_REENTRANT ? h->thread_id : 0, why});
 }
 
 void lock_engine_on_loss(lock_loss_fn *fn)

@@ -48,6 +48,11 @@ enum lock_request_op {
     LOCK_REQUEST_PTTL,
     LOCK_REQUEST_OWNERS,
     LOCK_REQUEST_TOKEN, /* a fenced lock's latest token */
+    /* a semaphore's or latch's count: set it if unset, add to it (count
+     * down, for a latch), read it */
+    LOCK_REQUEST_TRY_SET,
+    LOCK_REQUEST_ADD,
+    LOCK_REQUEST_AVAILABLE,
 };
 
 struct lock_request {
@@ -58,7 +63,18 @@ struct lock_request {
     uint64_t thread_id;
     int64_t wait_ms;  /* acquire: < 0 waits for ever, 0 does not wait */
     int64_t lease_ms; /* acquire: > 0, or < 0 for watchdog mode */
+    /* acquire, release: a semaphore's permits (0 or 1 for a lock); try
+     * set, add: the value */
+    int64_t amount;
+    /* a HOLDS_PERMIT_IDS kind's acquire and release: the permit's id (the
+     * front end makes a new one for each acquire), LOCK_PERMIT_ID_LEN hex
+     * digits */
+    const char *permit_id;
 };
+
+/* An expirable permit's id: 16 random bytes in hex, as Redisson shows
+ * them (its zset holds the bytes). */
+#define LOCK_PERMIT_ID_LEN 32
 
 enum lock_result_type {
     RESULT_GRANTED,     /* acquired */
@@ -66,6 +82,7 @@ enum lock_result_type {
     RESULT_INTEGER,
     RESULT_ERROR,
     RESULT_OWNERS, /* integer: the lock's PTTL (-2: no lock), and owners */
+    RESULT_TEXT,   /* text: an expirable permit's id, as its grant */
 };
 
 /* One owner of a lock, as OWNERS answers. */
@@ -79,7 +96,9 @@ struct lock_result {
     enum lock_result_type type;
     int64_t integer;
     enum reply_error error;
-    const char *message; /* RESULT_ERROR; valid during the done call only */
+    /* RESULT_ERROR's message, RESULT_TEXT's text; valid during the done
+     * call only */
+    const char *message;
     /* RESULT_OWNERS; valid during the done call only */
     const struct lock_owner *owners;
     size_t owner_count;
@@ -97,8 +116,11 @@ struct lock_loss {
     const struct lock_kind *kind;
     const char *name;
     size_t name_len;
-    const char *owner; /* the owner's field, "<client-id>:<thread-id>" */
+    /* the owner's field, "<client-id>:<thread-id>" ("<client-id>:0" for a
+     * semaphore's permits; an expirable permit's id) */
+    const char *owner;
     size_t owner_len;
+    uint64_t thread_id; /* 0 for permits */
     const char *reason;
 };
 typedef void lock_loss_fn(const struct lock_loss *loss);

@@ -7,6 +7,7 @@
  */
 #include "engine/lock_kind.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 enum lock_outcome lock_kind_read_owners(const struct backend_value *r,
@@ -116,23 +117,36 @@ const struct lock_kind *const lock_kinds[LOCK_KIND_COUNT] = {
     [LOCK_KIND_READ] = &lock_kind_read,
     [LOCK_KIND_WRITE] = &lock_kind_write,
     [LOCK_KIND_FENCED] = &lock_kind_fenced,
+    [LOCK_KIND_SEMAPHORE] = &lock_kind_semaphore,
+    [LOCK_KIND_EXPIRABLE] = &lock_kind_expirable,
+    [LOCK_KIND_LATCH] = &lock_kind_latch,
 };
 
-size_t lock_kind_tagged_name(char *out, const char *prefix, const char *name,
-                             size_t len)
+static char *put(char *p, const char *s, size_t len)
 {
-    int tagged = memchr(name, '{', len) != NULL;
-    size_t plen = strlen(prefix);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
+                         const char *name, size_t len)
+{
+    bool braces = how->how == NAMED_BRACED || memchr(name, '{', len) == NULL;
+    size_t alen = strlen(how->affix);
     char *p = out;
 
-    memcpy(p, prefix, plen);
-    p += plen;
-    *p++ = ':';
-    if (!tagged)
+    if (how->how != NAMED_SUFFIX)
+        p = put(p, how->affix, alen);
+    if (how->how == NAMED_PREFIX)
+        *p++ = ':';
+    if (braces)
         *p++ = '{';
-    memcpy(p, name, len);
-    p += len;
-    if (!tagged)
+    p = put(p, name, len);
+    if (braces)
         *p++ = '}';
+    if (how->how == NAMED_SUFFIX) {
+        *p++ = ':';
+        p = put(p, how->affix, alen);
+    }
     return (size_t)(p - out);
 }

@@ -16,9 +16,11 @@
  * hash and are the rows of kind_rlock.c; the read-write lock keeps two
  * modes on one hash and is two rows, READ and WRITE, in kind_rwlock.c (a
  * write unlock wakes every waiter: on_message returns LOCK_KIND_WAKE_ALL).
- * A semaphore would have no owner field (build ignores it) and a message
- * carrying a permit count (on_message returns it). Each is one more row
- * and its scripts, plus its entry in lock_kinds[].
+ * The semaphores and the count-down latch (kind_semaphore.c) hold
+ * permits, or nothing, rather than a reentrant count (enum
+ * lock_kind_holds), and a message carries a permit count, which is how
+ * many waiters it wakes. Each kind is one row and its scripts, plus its
+ * entry in lock_kinds[].
  */
 #ifndef RLOCKD_LOCK_KIND_H
 #define RLOCKD_LOCK_KIND_H
@@ -48,6 +50,11 @@ enum lock_op {
      * the kind has no queue there */
     LOCK_OP_LEAVE_QUEUE,
     LOCK_OP_TOKEN, /* the latest fencing token; NULL build: no tokens */
+    /* a count's: set it if there is none (1, or 0: there is one), add
+     * amount to it (the new value), read it; NULL build: none */
+    LOCK_OP_TRY_SET,
+    LOCK_OP_ADD,
+    LOCK_OP_AVAILABLE,
     LOCK_OP_COUNT
 };
 
@@ -66,8 +73,27 @@ enum lock_outcome {
 };
 
 /* Keys a kind keeps besides the lock's own (the fair lock's queue and
- * deadlines, the fenced lock's token). */
-#define LOCK_KIND_MAX_KEYS 2
+ * deadlines, the fenced lock's token, a semaphore's owners, their
+ * deadlines and the expirable permits). */
+#define LOCK_KIND_MAX_KEYS 3
+
+/* How a kind names a channel or one of its keys from the lock's name, as
+ * Redisson does, so that each stays in the name's hash slot (but the
+ * latch's channel, as Redisson's). */
+enum lock_kind_naming {
+    /* "<affix>:{<name>}", or "<affix>:<name>" when the name has a '{' of
+     * its own (Redisson's prefixName) */
+    NAMED_PREFIX,
+    /* "{<name>}:<affix>", or "<name>:<affix>" (suffixName) */
+    NAMED_SUFFIX,
+    /* "<affix>{<name>}", always (the count-down latch's channel) */
+    NAMED_BRACED,
+};
+
+struct lock_kind_name {
+    const char *affix; /* NULL: no such key */
+    enum lock_kind_naming how;
+};
 
 /* What the row needs to build a call. */
 struct lock_call_args {
@@ -85,6 +111,9 @@ struct lock_call_args {
     /* acquire, release: the count this daemon knows the owner holds (0: a
      * new hold; none known); settle: the count to set */
     int64_t count;
+    /* acquire, release: how much (1 for a lock; a semaphore's permits);
+     * LOCK_OP_TRY_SET, LOCK_OP_ADD: the value */
+    int64_t amount;
     /* struct backend's publish: the last argument of a script that
      * publishes */
     const char *publish;
@@ -137,15 +166,28 @@ struct lock_kind_renewal {
     int (*renewed)(const struct backend_value *element);
 };
 
+/* What an owner holds of a kind. */
+enum lock_kind_holds {
+    /* a lock: each acquire adds one to the owner's count, each release
+     * takes one; the owner is a session's thread */
+    HOLDS_REENTRANT,
+    /* a semaphore's permits: each acquire adds its amount, each release
+     * takes its amount back; the owner is the session (thread-id 0) */
+    HOLDS_PERMITS,
+    /* an expirable semaphore's permits: each acquire is a hold of its
+     * own, named by its permit id (the owner field), which releases it */
+    HOLDS_PERMIT_IDS,
+    /* nothing: a grant ends a wait (the count-down latch's AWAIT) */
+    HOLDS_NOTHING,
+};
+
 struct lock_kind {
     const char *name; /* in the session record, and the log */
     const char *word; /* the protocol's kind word; "" for RLock */
-    /* The channel waiters listen on, and the kind's other keys, are
-     * "<prefix>:{<name>}", or "<prefix>:<name>" when the name holds a '{'
-     * (a hash tag of its own), as Redisson names them: each stays in the
-     * lock's hash slot. */
-    const char *channel_prefix;
-    const char *key_prefix[LOCK_KIND_MAX_KEYS]; /* NULL-padded */
+    /* The channel waiters listen on, and the kind's other keys
+     * (NULL-padded). */
+    struct lock_kind_name channel;
+    struct lock_kind_name keys[LOCK_KIND_MAX_KEYS];
     /* Each waiter listens on "<channel>:<its owner field>" (the fair
      * lock signals only its queue's head), not all on the channel. */
     bool channel_per_waiter;
@@ -166,6 +208,7 @@ struct lock_kind {
      * other kind so marked (the plain, fair and fenced locks): an owner
      * holds a name as one of them at a time, and names that one. */
     bool rlock_hash;
+    enum lock_kind_holds holds;
     /* How many waiters, from the head, a message's payload wakes. */
     size_t (*on_message)(const char *payload, size_t len);
     /* Its count of acquisitions in INFO; NULL: only the total. */
@@ -204,11 +247,10 @@ void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
 enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
                                         int64_t *value);
 
-/* Writes "<prefix>:{<name>}" (or "<prefix>:<name>" for a name with a '{')
- * to out, which has room for len + LOCK_KIND_NAME_EXTRA bytes; returns its
- * length. */
-size_t lock_kind_tagged_name(char *out, const char *prefix, const char *name,
-                             size_t len);
+/* Writes how's name of the lock name to out, which has room for len +
+ * LOCK_KIND_NAME_EXTRA bytes; returns its length. */
+size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
+                         const char *name, size_t len);
 
 /* The kind table (lock_kind.c): one entry per kind. */
 enum lock_kind_id {
@@ -217,11 +259,15 @@ enum lock_kind_id {
     LOCK_KIND_READ,
     LOCK_KIND_WRITE,
     LOCK_KIND_FENCED,
+    LOCK_KIND_SEMAPHORE,
+    LOCK_KIND_EXPIRABLE,
+    LOCK_KIND_LATCH,
     LOCK_KIND_COUNT
 };
 
 extern const struct lock_kind lock_kind_rlock, lock_kind_fair, lock_kind_fenced,
-    lock_kind_read, lock_kind_write;
+    lock_kind_read, lock_kind_write, lock_kind_semaphore, lock_kind_expirable,
+    lock_kind_latch;
 extern const struct lock_kind *const lock_kinds[LOCK_KIND_COUNT];
 
 #endif

@@ -51,13 +51,11 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     lock->name_len = len;
     p = lock->key + 1 + len;
     lock->channel = p;
-    lock->channel_len =
-        lock_kind_tagged_name(p, kind->channel_prefix, name, len);
+    lock->channel_len = lock_kind_name_of(p, &kind->channel, name, len);
     p += lock->channel_len;
-    for (int i = 0; i < LOCK_KIND_MAX_KEYS && kind->key_prefix[i]; i++) {
+    for (int i = 0; i < LOCK_KIND_MAX_KEYS && kind->keys[i].affix; i++) {
         lock->keys[i] = p;
-        lock->key_len[i] =
-            lock_kind_tagged_name(p, kind->key_prefix[i], name, len);
+        lock->key_len[i] = lock_kind_name_of(p, &kind->keys[i], name, len);
         p += lock->key_len[i];
     }
     waiter_queue_init(&lock->waiters);

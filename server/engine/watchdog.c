@@ -155,6 +155,8 @@ static void send_batch(struct renew_batch *batch)
             struct hold *h = batch->entries[i].hold;
             struct lock_call_args a = {.name = h->lock->name,
                                        .name_len = h->lock->name_len,
+                                       .keys = h->lock->keys,
+                                       .key_len = h->lock->key_len,
                                        .field = h->field,
                                        .field_len = h->field_len,
                                        .lease_ms = h->lease_ms};

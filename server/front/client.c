@@ -216,6 +216,8 @@ static int write_result(struct buffer *out, const struct lock_result *r,
         return reply_error(out, r->error, "%s", r->message);
     case RESULT_OWNERS:
         return write_owners(out, r);
+    case RESULT_TEXT:
+        return reply_bulk(out, r->message, strlen(r->message));
     }
     return -EINVAL;
 }

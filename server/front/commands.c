@@ -10,6 +10,7 @@
  */
 #include "front/commands.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
@@ -88,6 +89,15 @@ static const enum lock_request_op op_of_command[COMMAND_COUNT] = {
     [CMD_PTTL] = LOCK_REQUEST_PTTL,
     [CMD_OWNERS] = LOCK_REQUEST_OWNERS,
     [CMD_TOKEN] = LOCK_REQUEST_TOKEN,
+    [CMD_SETPERMITS] = LOCK_REQUEST_TRY_SET,
+    [CMD_ADDPERMITS] = LOCK_REQUEST_ADD,
+    [CMD_PERMITS] = LOCK_REQUEST_AVAILABLE,
+    [CMD_ACQUIRE] = LOCK_REQUEST_ACQUIRE,
+    [CMD_RELEASE] = LOCK_REQUEST_RELEASE,
+    [CMD_LATCHSET] = LOCK_REQUEST_TRY_SET,
+    [CMD_COUNTDOWN] = LOCK_REQUEST_ADD,
+    [CMD_LATCHCOUNT] = LOCK_REQUEST_AVAILABLE,
+    [CMD_AWAIT] = LOCK_REQUEST_ACQUIRE,
 };
 
 /* The lock kind each kind word names; TOKEN is the fenced lock's. */
@@ -99,24 +109,84 @@ static const enum lock_kind_id kind_of_word[] = {
     [COMMAND_KIND_FENCED] = LOCK_KIND_FENCED,
 };
 
-/* Every lock command: a request for the engine, answered in order. */
+/* The kind a command is for: the lock kind its word names, the fenced
+ * lock's TOKEN, a semaphore's (expirable when its permit has an id) or
+ * the latch's. */
+static enum lock_kind_id kind_of_command(const struct command *cmd,
+                                         const struct command_args *a)
+{
+    switch (cmd->id) {
+    case CMD_TOKEN:
+        return LOCK_KIND_FENCED;
+    case CMD_SETPERMITS:
+    case CMD_ADDPERMITS:
+    case CMD_PERMITS:
+        return LOCK_KIND_SEMAPHORE;
+    case CMD_ACQUIRE:
+    case CMD_RELEASE:
+        return a->expirable || a->permit_id ? LOCK_KIND_EXPIRABLE
+                                            : LOCK_KIND_SEMAPHORE;
+    case CMD_LATCHSET:
+    case CMD_COUNTDOWN:
+    case CMD_LATCHCOUNT:
+    case CMD_AWAIT:
+        return LOCK_KIND_LATCH;
+    default:
+        return kind_of_word[a->kind];
+    }
+}
+
+/* An expirable permit's id: a new random one (ACQUIRE), or the one the
+ * client named (RELEASE ... ID), in lower case as Redisson shows them;
+ * id has room for LOCK_PERMIT_ID_LEN + 1 bytes. 0 or a negative errno. */
+static int permit_id_of(const struct command_args *a, char *id)
+{
+    char uuid[CLIENT_ID_RANDOM_SIZE];
+    const char *from = a->permit_id;
+    int err;
+
+    if (from == NULL) {
+        if ((err = client_id_random(uuid)) != 0)
+            return err;
+        from = uuid;
+    }
+    for (int n = 0; n < LOCK_PERMIT_ID_LEN; from++)
+        if (*from != '-')
+            id[n++] = (char)tolower((unsigned char)*from);
+    id[LOCK_PERMIT_ID_LEN] = '\0';
+    return 0;
+}
+
+/* Every lock, semaphore and latch command: a request for the engine,
+ * answered in order. A grant is +OK for LOCK and a waiting ACQUIRE, :1
+ * for the others that may wait (their caller asked for an answer). */
 static int command_request(struct client *c, const struct command *cmd,
                            const struct command_args *a)
 {
-    enum lock_kind_id kind =
-        cmd->id == CMD_TOKEN ? LOCK_KIND_FENCED : kind_of_word[a->kind];
-    struct lock_request req = {.kind = lock_kinds[kind],
+    const struct lock_kind *kind = lock_kinds[kind_of_command(cmd, a)];
+    struct lock_request req = {.kind = kind,
                                .op = op_of_command[cmd->id],
                                .thread_id = a->thread_id,
                                .wait_ms = a->wait_ms,
-                               .lease_ms = a->lease_ms};
+                               .lease_ms = a->lease_ms,
+                               .amount =
+                                   cmd->id == CMD_COUNTDOWN ? -1 : a->amount};
+    char id[LOCK_PERMIT_ID_LEN + 1];
     struct buffer *out;
 
+    if (kind->holds == HOLDS_PERMIT_IDS && permit_id_of(a, id) != 0) {
+        out = client_reply_buffer(c);
+        return out ? reply_error(out, REPLY_ERR, "no randomness for an id")
+                   : -ENOMEM;
+    }
+    req.permit_id = id;
     if (lock_key(a->name, a->name_len, &req.name, &req.name_len) != 0) {
         out = client_reply_buffer(c);
         return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
     }
-    client_start_call(c, &req, cmd->flags & CMD_ALONE, cmd->id == CMD_LOCK);
+    client_start_call(c, &req, cmd->flags & CMD_ALONE,
+                      cmd->id == CMD_LOCK ||
+                          (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));
     return 0;
 }
 

@@ -82,19 +82,6 @@ static int json_key(struct buffer *b, const char *key, bool first)
     return err ? -ENOMEM : 0;
 }
 
-/* The thread-id that ends the owner's field, "<client-id>:<thread-id>". */
-static uint64_t owner_thread_id(const char *owner, size_t len)
-{
-    uint64_t id = 0;
-    size_t i = len;
-
-    while (i > 0 && owner[i - 1] >= '0' && owner[i - 1] <= '9')
-        i--;
-    for (; i < len; i++)
-        id = id * 10 + (uint64_t)(owner[i] - '0');
-    return id;
-}
-
 /* The lock's name as its client named it: the engine's is the Redis key,
  * [lock] name_prefix included. */
 static void client_lock_name(const struct lock_loss *loss, const char **name,
@@ -127,9 +114,7 @@ static int write_payload(struct buffer *b, const struct lock_loss *loss)
     err |= json_key(b, "owner", false);
     err |= json_string(b, loss->owner, loss->owner_len);
     err |= json_key(b, "thread_id", false);
-    err |= buffer_append(
-        b, digits,
-        format_uint64(digits, owner_thread_id(loss->owner, loss->owner_len)));
+    err |= buffer_append(b, digits, format_uint64(digits, loss->thread_id));
     err |= json_key(b, "reason", false);
     err |= json_string(b, loss->reason, strlen(loss->reason));
     err |= buffer_append(b, "}", 1);

@@ -15,6 +15,7 @@
  * depend on anything but the input, and everything allocated is freed,
  * because LeakSanitizer runs after each input.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -195,6 +196,11 @@ static void check_name(const struct request_parser *p,
     case SYNTAX_NAME_THREAD:
     case SYNTAX_LOCK:
     case SYNTAX_TRYLOCK:
+    case SYNTAX_NAME_COUNT:
+    case SYNTAX_NAME_DELTA:
+    case SYNTAX_ACQUIRE:
+    case SYNTAX_RELEASE:
+    case SYNTAX_AWAIT:
         CHECK(a->name == p->argv[1] && a->name_len == p->argv_len[1]);
         CHECK(a->name_len >= 1 && a->name_len <= FUZZ_MAX_NAME_LEN);
         break;
@@ -229,6 +235,38 @@ static void check_connection_args(const struct request_parser *p,
         CHECK(p->argc == 2 && p->argv_len[1] >= 1);
 }
 
+/* The semaphores' and latch's values: a count in range, PERMITS from 1,
+ * a lease only for an expirable permit, which is one at a time, an id of
+ * 32 hex digits, and none of it on any other command. */
+static void check_counting(const struct command *cmd,
+                           const struct command_args *a)
+{
+    switch (cmd->syntax) {
+    case SYNTAX_NAME_COUNT:
+        CHECK(a->amount >= 0 && a->amount <= COMMAND_MAX_COUNT);
+        break;
+    case SYNTAX_NAME_DELTA:
+        CHECK(a->amount >= -COMMAND_MAX_COUNT &&
+              a->amount <= COMMAND_MAX_COUNT);
+        break;
+    case SYNTAX_ACQUIRE:
+    case SYNTAX_RELEASE:
+        CHECK(a->amount == 0 ||
+              (a->amount >= 1 && a->amount <= COMMAND_MAX_COUNT));
+        CHECK(a->amount == 0 || (!a->expirable && a->permit_id == NULL));
+        CHECK(a->lease_ms == COMMAND_LEASE_WATCHDOG || a->expirable);
+        break;
+    default:
+        CHECK(a->amount == 0);
+    }
+    if (a->permit_id != NULL) {
+        CHECK(cmd->syntax == SYNTAX_RELEASE);
+        for (int i = 0; i < COMMAND_PERMIT_ID_LEN; i++)
+            CHECK(isxdigit((unsigned char)a->permit_id[i]));
+    }
+    CHECK(!a->expirable || cmd->syntax == SYNTAX_ACQUIRE);
+}
+
 /* What command.h promises about a successful decode. */
 static void check_args(const struct request_parser *p,
                        const struct command *cmd, const struct command_args *a)
@@ -244,7 +282,9 @@ static void check_args(const struct request_parser *p,
     if (cmd->syntax == SYNTAX_LOCK || cmd->syntax == SYNTAX_TRYLOCK ||
         cmd->syntax == SYNTAX_NAME_THREAD)
         check_thread_id(p->argv[2], p->argv_len[2], a->thread_id);
-    if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK)
+    check_counting(cmd, a);
+    if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK &&
+        cmd->syntax != SYNTAX_ACQUIRE && cmd->syntax != SYNTAX_AWAIT)
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
     if (cmd->syntax != SYNTAX_AUTH && cmd->syntax != SYNTAX_HELLO)
         CHECK(a->password == NULL && a->password_len == 0);

@@ -13,7 +13,8 @@ with global, with sharded, and, for a mixed fleet, with both; node-redisson over
 ioredis's Cluster client and rlockd in global mode; a waiter on a slot that moves is
 woken on its new master; every lock kind (FAIR's queue, deadlines and per-waiter
 channel, READ's timeout keys, FENCED's counter) keeps its keys in the name's slot
-and wakes waiters across two rlockd; a master killed with SIGKILL is
+and wakes waiters across two rlockd, and so do the semaphores and the latch; a
+master killed with SIGKILL is
 replaced by its replica, the holds in its slots alone are checked, waiters woken and
 new locks served; a seed that is down at start-up is skipped; and slots moved
 between masters under 20 looping clients cost no error and no overlap, with MOVED
@@ -255,6 +256,44 @@ def test_every_lock_kind_keeps_its_keys_in_the_names_slot_and_wakes_across_daemo
             for (kind, keys), name in zip(sorted(kinds.items()), names):
                 _kind_hand_off(s, other, port, name, kind,
                                lambda stage, field: [k % name for k in keys(stage, field)])
+        for d in (s.rlockd, other):
+            assert_eq(info_int(d, "cluster_moved"), 0, "every call went straight to its master")
+
+
+def _woken_across(s, other, port, what, setup, wait, release, want):
+    """setup on s.rlockd, a waiter on other (wait), release on s.rlockd; the waiter is
+    answered want(reply), and other heard the release's message."""
+    a, b = s.client("%s-a-%d" % (what, port)), s.client("%s-b-%d" % (what, port), daemon=other)
+    held = [a.call(*c) for c in setup][-1]
+    b.send(*wait)
+    wait_info(other, "waiting_clients", 1, what="the %s waiter queued" % what)
+    before = info_int(other, "unlock_messages")
+    a.call(*[held if x is None else x for x in release])
+    got = b.read_reply(timeout=5.0)
+    assert want(got), "the %s waiter answered %r" % (what, got)
+    wait_until(lambda: info_int(other, "unlock_messages") > before, 3.0,
+               what="the %s release's message heard by the other rlockd" % what)
+    return a, b, got
+
+
+def test_semaphores_and_latches_keep_their_keys_in_the_names_slot_and_wake_across_daemons():
+    with Setup({"lock": {"watchdog_timeout_ms": 30000}}) as s:
+        other = s.second()
+        for port, (sem, xsem, latch) in s.cluster.names_on_each_master("counting", count=3).items():
+            a, b, _ = _woken_across(s, other, port, "semaphore",
+                                    [("SETPERMITS", sem, 1), ("ACQUIRE", sem)], ("ACQUIRE", sem),
+                                    ("RELEASE", sem), lambda r: r == "OK")
+            _assert_in_slot(s, port, sem, ["rlockd_permits:{%s}" % sem,
+                                           "rlockd_permits_deadline:{%s}" % sem], "semaphore")
+            assert_eq(b.call("RELEASE", sem), 1, "RELEASE through the second rlockd")
+            a, b, pid = _woken_across(s, other, port, "expirable",
+                                      [("SETPERMITS", xsem, 1), ("ACQUIRE", xsem, "EXPIRABLE")],
+                                      ("ACQUIRE", xsem, "EXPIRABLE"), ("RELEASE", xsem, "ID", None),
+                                      lambda r: isinstance(r, str) and len(r) == 32)
+            _assert_in_slot(s, port, xsem, ["{%s}:timeout" % xsem], "expirable semaphore")
+            assert_eq(b.call("RELEASE", xsem, "ID", pid), 1, "RELEASE ID through the second rlockd")
+            _woken_across(s, other, port, "latch", [("LATCHSET", latch, 1)], ("AWAIT", latch),
+                          ("COUNTDOWN", latch), lambda r: r == 1)
         for d in (s.rlockd, other):
             assert_eq(info_int(d, "cluster_moved"), 0, "every call went straight to its master")
 

@@ -6,7 +6,8 @@ free loopback ports, started and stopped by pid by the test.
 Each test starts its own setup (failovers change it for good). What is proved:
 discovery through any one sentinel; a failover keeps replicated holds (and renews
 them on the new master), lets a waiter go at once and serves new LOCKs; so it does
-for a hold of every lock kind, each checked with its own script; a hold the
+for a hold of every lock kind, each checked with its own script, and for
+semaphore permits; a hold the
 replica never got is reported lost to its holder; sync_replicas sends WAIT, and a
 grant no replica acknowledges is undone and answered -NOREPLICAS.
 """
@@ -151,6 +152,36 @@ def test_failover_keeps_a_hold_of_every_kind_and_renews_it_on_the_new_master():
             assert_eq(holder.call("UNLOCK", name, tid, kind) in (0, 1), True, "%s UNLOCK %s" % (kind, name))
         for name in ("rw", "w", "t"):
             assert_eq(on_new.call("EXISTS", name), 0, "%s released" % name)
+
+
+def test_failover_keeps_semaphore_permits_and_renews_them_on_the_new_master():
+    """Permits are holds too: each looked for on the new master (the session's plain
+    permits by its record, an expirable permit by its id), kept, renewed there, and given
+    back when released."""
+    with Setup({"lock": {"watchdog_timeout_ms": 3000}}) as s:
+        holder = s.client("holder")
+        assert_eq(holder.call("SETPERMITS", "sem", 3), 1, "SETPERMITS")
+        assert_eq(holder.call("ACQUIRE", "sem", "PERMITS", 2), "OK", "ACQUIRE 2")
+        assert_eq(holder.call("SETPERMITS", "xsem", 1), 1, "SETPERMITS")
+        pid = holder.call("ACQUIRE", "xsem", "EXPIRABLE")
+        on_old = s.master()
+        wait_until(lambda: on_old.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the permits")
+        new = s.sentinels.failover()
+        wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, new), timeout=5.0)
+        wait_info(s.rlockd, "failover_locks_kept", "2", timeout=5.0)
+        assert_eq(s.info()["failover_locks_lost"], "0", "INFO failover_locks_lost")
+        on_new = s.master()
+        time.sleep(2.5)   # longer than a lease's last third: only renewals keep them
+        now = time.time() * 1000
+        owner = float(on_new.call("ZSCORE", "rlockd_permits_deadline:{sem}", "holder:0"))
+        assert owner - now > 2000, "the session's deadline renewed on the new master"
+        member = bytes.fromhex(pid)
+        assert float(on_new.call("ZSCORE", "{xsem}:timeout", member)) - now > 2000, \
+            "the expirable permit renewed on the new master"
+        assert_eq(holder.call("RELEASE", "sem", "PERMITS", 2), 1, "RELEASE on the new master")
+        assert_eq(holder.call("RELEASE", "xsem", "ID", pid), 1, "RELEASE ID on the new master")
+        assert_eq(holder.call("PERMITS", "sem"), 3, "every permit back")
+        assert_eq(holder.call("PERMITS", "xsem"), 1, "the expirable permit back")
 
 
 def test_a_hold_the_replica_never_got_is_reported_lost():

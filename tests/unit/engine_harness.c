@@ -66,8 +66,8 @@ static void expect_nothing_left(void)
 static struct fake_eval *find_catch_up_call(void)
 {
     static const char *const names[] = {
-        SETTLE,         "fair_settle", "rw_read_set",
-        "rw_write_set", "fair_leave",  "DEL",
+        SETTLE,       "fair_settle",      "rw_read_set",      "rw_write_set",
+        "fair_leave", "semaphore_settle", "expirable_settle", "DEL",
     };
     struct fake_eval *e = NULL;
 
@@ -208,6 +208,8 @@ static void on_done(void *ctx, const struct lock_result *result)
                  (int)result->owners[0].field_len, result->owners[0].field);
         c->first_count = result->owners[0].count;
     }
+    if (result->type == RESULT_TEXT)
+        snprintf(c->text, sizeof(c->text), "%s", result->message);
     c->call = NULL;
 }
 
@@ -224,19 +226,24 @@ struct test_call *start_kind(struct session *s, const struct lock_kind *kind,
                              uint64_t thread_id, int64_t wait_ms,
                              int64_t lease_ms)
 {
-    struct lock_request req = {.kind = kind,
-                               .op = op,
-                               .name = name,
-                               .name_len = strlen(name),
-                               .thread_id = thread_id,
-                               .wait_ms = wait_ms,
-                               .lease_ms = lease_ms};
+    return start_request(s, &(struct lock_request){.kind = kind,
+                                                   .op = op,
+                                                   .name = name,
+                                                   .name_len = strlen(name),
+                                                   .thread_id = thread_id,
+                                                   .wait_ms = wait_ms,
+                                                   .lease_ms = lease_ms});
+}
+
+struct test_call *start_request(struct session *s,
+                                const struct lock_request *req)
+{
     struct test_call *c;
     struct lock_call *call;
 
     ck_assert_uint_lt(world.call_count, MAX_CALLS);
     c = &world.calls[world.call_count++];
-    call = lock_engine_start(s, &req, on_done, c);
+    call = lock_engine_start(s, req, on_done, c);
     /* NULL exactly when done was called before start returned */
     ck_assert_int_eq(call == NULL, c->done_count == 1);
     if (c->done_count == 0)

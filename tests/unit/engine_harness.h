@@ -54,6 +54,7 @@ struct test_call {
     struct lock_result result; /* message and owners not kept */
     char first_owner[64];      /* RESULT_OWNERS: the first owner's field */
     int64_t first_count;       /* and its count */
+    char text[64];             /* RESULT_TEXT's text */
 };
 
 /* The config the engine runs with; a test may change it after setup. */
@@ -97,6 +98,9 @@ struct test_call *start_kind(struct session *s, const struct lock_kind *kind,
                              enum lock_request_op op, const char *name,
                              uint64_t thread_id, int64_t wait_ms,
                              int64_t lease_ms);
+/* start of a request of any shape (a semaphore's amount, a permit id). */
+struct test_call *start_request(struct session *s,
+                                const struct lock_request *req);
 struct test_call *acquire(struct session *s, const char *name,
                           uint64_t thread_id, int64_t wait_ms,
                           int64_t lease_ms);

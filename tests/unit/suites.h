@@ -25,6 +25,7 @@
     X(cluster_map_suite)                                                       \
     X(lock_engine_suite)                                                       \
     X(lock_kinds_suite)                                                        \
+    X(semaphores_suite)                                                        \
     X(watchdog_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);

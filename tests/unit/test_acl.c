@@ -147,7 +147,9 @@ START_TEST(command_rules_apply_left_to_right)
                     BIT(ISHELD) | BIT(HOLDCOUNT) | BIT(PTTL) | BIT(OWNERS) |
                     BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT) | BIT(SUBSCRIBE) |
                     BIT(UNSUBSCRIBE) | BIT(PSUBSCRIBE) | BIT(PUNSUBSCRIBE) |
-                    BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE);
+                    BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE) | BIT(SETPERMITS) |
+                    BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) | BIT(RELEASE) |
+                    BIT(LATCHSET) | BIT(COUNTDOWN) | BIT(LATCHCOUNT) | BIT(AWAIT);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);

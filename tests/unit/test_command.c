@@ -232,10 +232,14 @@ START_TEST(lock_name_commands_are_those_with_a_name_argument)
 {
     for (int id = 0; id < COMMAND_COUNT; id++) {
         const struct command *cmd = command_by_id((enum command_id)id);
-        bool want = id == CMD_LOCK || id == CMD_TRYLOCK || id == CMD_UNLOCK ||
-                    id == CMD_FORCEUNLOCK || id == CMD_ISLOCKED ||
-                    id == CMD_ISHELD || id == CMD_HOLDCOUNT || id == CMD_PTTL ||
-                    id == CMD_OWNERS || id == CMD_TOKEN;
+        bool want =
+            id == CMD_LOCK || id == CMD_TRYLOCK || id == CMD_UNLOCK ||
+            id == CMD_FORCEUNLOCK || id == CMD_ISLOCKED || id == CMD_ISHELD ||
+            id == CMD_HOLDCOUNT || id == CMD_PTTL || id == CMD_OWNERS ||
+            id == CMD_TOKEN || id == CMD_SETPERMITS || id == CMD_ADDPERMITS ||
+            id == CMD_PERMITS || id == CMD_ACQUIRE || id == CMD_RELEASE ||
+            id == CMD_LATCHSET || id == CMD_COUNTDOWN || id == CMD_LATCHCOUNT ||
+            id == CMD_AWAIT;
 
         ck_assert_msg(command_has_lock_name(cmd) == want, "%s", cmd->name);
     }
