@@ -132,7 +132,7 @@ static int spawn_guardian(const struct child_spec *spec, struct child *ch)
     int fds[2];
 
     snprintf(message, sizeof message,
-             "rlock: rlock (pid %d) died holding lock '%s'; sending SIGTERM "
+             "rlock: rlock (pid %d) died holding %s; sending SIGTERM "
              "to COMMAND's process group %d (SIGKILL after %d s)\n",
              (int)getpid(), spec->name, (int)ch->pid,
              spec->kill_grace_ms / 1000);

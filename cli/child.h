@@ -24,7 +24,7 @@ struct child_spec {
     char **env;
     const sigset_t *mask;
     int kill_grace_ms;
-    const char *name;
+    const char *name; /* what is held, for messages: "lock 'NAME'" */
 };
 
 /* The signals rlock must block before child_spawn(), besides the ones it

@@ -8,6 +8,7 @@
  *     rlock [OPTION...] hold NAME
  *     rlock [OPTION...] status NAME
  *     rlock [OPTION...] force-unlock NAME
+ *     rlock [OPTION...] --permits N NAME -- COMMAND [ARG...]  (or hold)
  *
  * -s was rlockd's address in earlier versions; it is --shared now, as in
  * flock(1), and the address is -S (CHANGELOG.md says why). An old command line never
@@ -36,10 +37,15 @@ static const char usage_text[] =
     "       rlock [OPTION...] [KIND] hold NAME\n"
     "       rlock [-S ADDR] [KIND] status NAME\n"
     "       rlock [-S ADDR] [KIND] force-unlock NAME\n"
+    "       rlock [OPTION...] --permits N NAME -- COMMAND [ARG...]\n"
+    "                                 (or -c STRING, or hold NAME)\n"
     "\n"
     "Runs COMMAND while holding the rlockd lock NAME, as flock(1) does with a\n"
     "file: waits for the lock, runs COMMAND in a process group of its own,\n"
     "releases the lock when COMMAND ends and exits with COMMAND's status.\n"
+    "With --permits N, the same holding one of N permits of the semaphore\n"
+    "NAME (Redisson's RSemaphore), as consul lock -n N does: at most N\n"
+    "COMMANDs run at once.\n"
     "\n"
     "Options:\n"
     "  -S, --server ADDR   rlockd's address, HOST:PORT or unix:PATH\n"
@@ -63,6 +69,13 @@ static const char usage_text[] =
     "  -b, --heartbeat MS  if rlock itself stops (SIGSTOP, hung) for MS ms,\n"
     "                      rlockd releases the lock (default 10000; 0: never,\n"
     "                      the lock is held while rlock's connection lives)\n"
+    "  --permits N         hold one permit of the semaphore NAME, not a lock;\n"
+    "                      a semaphore that does not exist is created with N\n"
+    "                      permits (1 to 2147483647). One that exists keeps\n"
+    "                      its own number: rlock warns when more than N are\n"
+    "                      available (rlockd, as Redisson, keeps only the\n"
+    "                      number available, not the limit). No KIND, no -l;\n"
+    "                      not with status or force-unlock\n"
     "  -h, --help          print this help and exit 0\n"
     "  -V, --version       print rlock's version and exit 0\n"
     "SECS: -w 0 to 10^9, -k 0 to 86400; MS: -l 1 to 10^12, -b 0 or 100 to\n"
@@ -95,8 +108,9 @@ static const char usage_text[] =
     "    terminal back when COMMAND ends or is stopped (then it stops too).\n"
     "  - SIGINT, SIGTERM and SIGHUP sent to rlock go to COMMAND's process\n"
     "    group; rlock exits when COMMAND does, having released the lock.\n"
-    "  - rlock asks rlockd every third of the lease (at most every second)\n"
-    "    whether it still holds the lock. If rlockd says it does not (the\n"
+    "  - rlock asks rlockd every third of the lease (at most every second;\n"
+    "    every second for a permit) whether it still holds the lock. If rlockd "
+    "says it does not (the\n"
     "    lease ran out, someone force-unlocked it, rlockd restarted and it\n"
     "    was released), or if the lock's TTL runs out before rlockd could\n"
     "    confirm it again (rlockd or Redis unreachable), rlock prints a\n"
@@ -131,13 +145,15 @@ static const char usage_text[] =
     "              that it never shows in ps)\n"
     "COMMAND gets, in place of any it inherited:\n"
     "  RLOCK_NAME   NAME\n"
-    "  RLOCK_OWNER  the lock's owner in rlockd: CLIENT-ID:THREAD-ID\n"
+    "  RLOCK_OWNER  the lock's owner in rlockd: CLIENT-ID:THREAD-ID; with\n"
+    "               --permits CLIENT-ID:0, the permit holder's field in\n"
+    "               rlockd_permits:{NAME}\n"
     "  RLOCK_TOKEN  with --fenced: the fencing token of the acquisition,\n"
     "               larger than every earlier holder's of NAME\n";
 
 /* The values of long options that have no short one lie past every
  * character; the kinds: OPT_KIND plus the enum rlock_kind. */
-enum { OPT_VERSION = 256, OPT_KIND };
+enum { OPT_VERSION = 256, OPT_PERMITS, OPT_KIND };
 
 static const struct option long_options[] = {
     {"server", required_argument, NULL, 'S'},
@@ -158,6 +174,7 @@ static const struct option long_options[] = {
     {"write", no_argument, NULL, OPT_KIND + RLOCK_WRITE},
     {"fair", no_argument, NULL, OPT_KIND + RLOCK_FAIR},
     {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
+    {"permits", required_argument, NULL, OPT_PERMITS},
     {NULL, 0, NULL, 0},
 };
 /* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
@@ -269,10 +286,11 @@ static void print_version(void)
 /* What the options seen so far ask for, beyond struct options: which were
  * given, for the checks that need the whole command line. */
 struct given {
-    char kind[32];     /* the first kind option's name, or "" */
-    char lock_opt[32]; /* -w, -n, -E, -l or -b: how to take the lock */
-    char run_opt[32];  /* -k or -c: how to run COMMAND */
-    bool short_s;      /* -s, which was the address in earlier versions */
+    char kind[32];      /* the first kind option's name, or "" */
+    char lock_opt[32];  /* -w, -n, -E, -l or -b: how to take the lock */
+    char run_opt[32];   /* -k or -c: how to run COMMAND */
+    char lease_opt[32]; /* -l, which a permit has none of */
+    bool short_s;       /* -s, which was the address in earlier versions */
 };
 
 /* One option; 0 or the exit status to leave with. */
@@ -318,6 +336,8 @@ static int parse_option(struct options *o, struct given *g, int opt,
     case 'h':
         fputs(usage_text, stdout);
         exit(0);
+    case OPT_PERMITS:
+        return parse_number(name, optarg, 1, COMMAND_MAX_COUNT, &o->permits);
     case 'V':
     case OPT_VERSION:
         print_version();
@@ -382,6 +402,25 @@ static int check_form(const struct options *o, const struct given *g)
     return 0;
 }
 
+/* A semaphore's permit has no kind and no lease (rlockd's watchdog keeps
+ * it while rlock lives), and status and force-unlock are a lock's. */
+static int check_permits(const struct options *o, const struct given *g)
+{
+    if (o->permits == 0)
+        return 0;
+    if (g->kind[0] != '\0')
+        return usage_error(
+            "--permits and %s exclude each other: a semaphore has no kind",
+            g->kind);
+    if (g->lease_opt[0] != '\0')
+        return usage_error(
+            "--permits and %s exclude each other: a permit has no lease",
+            g->lease_opt);
+    if (o->mode == MODE_STATUS || o->mode == MODE_FORCE_UNLOCK)
+        return usage_error("--permits goes with a COMMAND or hold only");
+    return 0;
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
     const char *env_addr = getenv("RLOCK_ADDR");
@@ -411,11 +450,15 @@ int options_parse(int argc, char **argv, struct options *o)
             memcpy(g.lock_opt, name, sizeof name);
         else if (opt == 'k' || opt == 'c')
             memcpy(g.run_opt, name, sizeof name);
+        if (opt == 'l')
+            memcpy(g.lease_opt, name, sizeof name);
     }
     if (err == 0)
         err = parse_form(o, &g, argc - optind, argv + optind);
     if (err == 0)
         err = check_form(o, &g);
+    if (err == 0)
+        err = check_permits(o, &g);
     if (err == 0 && o->name[0] == '\0')
         err = usage_error("empty lock NAME");
     return err;

@@ -15,6 +15,9 @@ struct options {
     const char *addr;
     const char *name;
     enum rlock_kind kind;
+    /* --permits N: hold one of N permits of the semaphore NAME rather
+     * than a lock; 0: a lock */
+    long long permits;
     char **command;       /* NULL-terminated, MODE_RUN only */
     char *shell_argv[4];  /* -c STRING: command points here */
     long long wait_ms;    /* RLOCK_WAIT_FOREVER, or 0 for -n */

@@ -5,10 +5,12 @@
  *     rlock [OPTION...] [KIND] hold NAME
  *     rlock [-S ADDR] [KIND] status NAME
  *     rlock [-S ADDR] [KIND] force-unlock NAME
+ *     rlock [OPTION...] --permits N NAME -- COMMAND [ARG...]  (or hold)
  *
- * Owns the lock's side of rlock: taking it, confirming it while COMMAND
- * runs or the hold lasts, releasing it, and the exit status. It talks to
- * rlockd only through librlock. The command
+ * Owns the lock's side of rlock: taking it (or a semaphore's permit),
+ * confirming it while COMMAND runs or the hold lasts, releasing it, and
+ * the exit status; what differs between a lock and a permit is a struct
+ * holding. It talks to rlockd only through librlock. The command
  * line is options.c's; COMMAND's process group child.c's; acting on time
  * the supervisor thread's (supervisor.c).
  */
@@ -35,10 +37,26 @@ static const char *const lock_variables[] = {"RLOCK_NAME", "RLOCK_OWNER",
                                              "RLOCK_TOKEN"};
 enum { VAR_NAME, VAR_OWNER, VAR_TOKEN, VAR_COUNT };
 
+struct keeper;
+
+/* What differs between holding a lock and a permit of a semaphore. */
+struct holding {
+    /* Takes it, waiting o->wait_ms: 1 taken, 0 not within the wait, or a
+     * librlock error; sets the keeper's owner. */
+    int (*take)(struct keeper *k, const struct options *o);
+    /* 1 still held (*pttl its time to live, -1 if it has none the client
+     * can know), 0 not held, or a librlock error. */
+    int (*confirm)(struct keeper *k, long long *pttl);
+    /* Gives it back: 1 once released, or a librlock error. */
+    int (*release)(struct keeper *k);
+};
+
 /* The main thread's own state of the lock. */
 struct keeper {
     rlock_client *client;
+    const struct holding *holding;
     const char *name;
+    const char *label; /* for messages: "lock 'NAME'", "semaphore 'NAME'" */
     enum rlock_kind kind;
     long long lease_ms;
     long long token;        /* a fenced lock's, of the first acquisition */
@@ -83,6 +101,17 @@ static int force_unlock(rlock_client *c, const struct options *o)
 
 /* ------------------------------------------------------ the lock itself */
 
+/* The main thread makes every call: the lock is its. */
+static int take_lock(struct keeper *k, const struct options *o)
+{
+    int rc = rlock_trylock_kind(k->client, k->name, k->kind, o->wait_ms,
+                                o->lease_ms, &k->token);
+
+    snprintf(k->owner, sizeof k->owner, "%s:%d", rlock_client_id(k->client),
+             (int)gettid());
+    return rc;
+}
+
 /* Asks rlockd whether we hold the lock, and its TTL: 1 held (*pttl set),
  * 0 not held, or a librlock error. After a failed call the library may
  * have reconnected, possibly to a restarted rlockd that knows nothing of
@@ -91,7 +120,7 @@ static int force_unlock(rlock_client *c, const struct options *o)
  * same session after all: every hold is released at the end. (A fenced
  * lock's second hold gets a new token, which COMMAND does not see: its
  * own is still larger than every earlier holder's.) */
-static int confirm_held(struct keeper *k, long long *pttl)
+static int confirm_lock(struct keeper *k, long long *pttl)
 {
     int rc = rlock_is_held_kind(k->client, k->name, k->kind);
 
@@ -116,12 +145,12 @@ static void check_lock(struct keeper *k, struct watch *w)
 {
     int64_t asked = now_ms();
     long long pttl;
-    int rc = confirm_held(k, &pttl);
+    int rc = k->holding->confirm(k, &pttl);
 
     if (rc == RLOCK_ECONNLOST) {
         k->maybe_new_session = true;
         asked = now_ms();
-        rc = confirm_held(k, &pttl);
+        rc = k->holding->confirm(k, &pttl);
     }
     if (rc == 1) {
         watch_confirmed(w, asked, pttl);
@@ -143,6 +172,69 @@ static int release_lock(struct keeper *k)
     return rc;
 }
 
+static const struct holding lock_holding = {take_lock, confirm_lock,
+                                            release_lock};
+
+/* ------------------------------------------------- a semaphore's permit */
+
+/* Creates the semaphore with o->permits permits, as consul lock -n does,
+ * unless it exists: then its own number stands. rlockd keeps only the
+ * number available (as Redisson does), so a larger limit shows only when
+ * more than N are available; a smaller one cannot be told. */
+static int create_semaphore(struct keeper *k, const struct options *o)
+{
+    long long available;
+    int rc = rlock_semaphore_set(k->client, k->name, o->permits);
+
+    if (rc != 0)
+        return rc < 0 ? rc : RLOCK_OK;
+    rc = rlock_semaphore_available(k->client, k->name, &available);
+    if (rc == RLOCK_OK && available > o->permits)
+        fprintf(stderr,
+                "rlock: warning: %s exists with %lld permits available, "
+                "more than --permits %lld: its own number applies\n",
+                k->label, available, o->permits);
+    return rc;
+}
+
+/* One permit, the client's (a semaphore's permits are its session's):
+ * rlockd's record names its owner CLIENT-ID:0. */
+static int take_permit(struct keeper *k, const struct options *o)
+{
+    int rc = create_semaphore(k, o);
+
+    snprintf(k->owner, sizeof k->owner, "%s:0", rlock_client_id(k->client));
+    if (rc != RLOCK_OK)
+        return rc;
+    return rlock_try_acquire(k->client, k->name, 1, o->wait_ms);
+}
+
+/* rlockd renews the permit while rlock's session lives (its watchdog), so
+ * it has no time to live the client could know; rlockd says when it was
+ * lost (its renewal found it gone, or a resumed session did), and so does
+ * librlock when the session was (RLOCK_ELOCKLOST both). A session given
+ * back by a restarted rlockd brings the permit with it: nothing to take
+ * again, as a lock must be. */
+static int confirm_permit(struct keeper *k, long long *pttl)
+{
+    int rc = rlock_semaphore_held(k->client, k->name);
+
+    *pttl = -1;
+    if (rc == RLOCK_ELOCKLOST)
+        return 0;
+    if (rc == 1)
+        k->maybe_new_session = false;
+    return rc;
+}
+
+static int release_permit(struct keeper *k)
+{
+    return rlock_release(k->client, k->name, 1);
+}
+
+static const struct holding permit_holding = {take_permit, confirm_permit,
+                                              release_permit};
+
 /* rlock's exit status once COMMAND (or the hold) has ended and the lock
  * is released. */
 static int final_status(struct keeper *k, const struct watch *w, int rc)
@@ -152,15 +244,15 @@ static int final_status(struct keeper *k, const struct watch *w, int rc)
     if (rc == RLOCK_ELOCKLOST || rc == RLOCK_ENOTOWNER) {
         /* Lost after the last check: the end of COMMAND's work may not
          * have been exclusive. */
-        fprintf(stderr, "rlock: lock '%s' lost before the end: %s\n", k->name,
+        fprintf(stderr, "rlock: %s lost before the end: %s\n", k->label,
                 rlock_strerror(rc));
         return EXIT_LOCK_LOST;
     }
     if (rc < 0)
         fprintf(stderr,
-                "rlock: releasing lock '%s': %s (rlockd releases it when "
+                "rlock: releasing %s: %s (rlockd releases it when "
                 "rlock disconnects, or it expires)\n",
-                k->name, rlock_strerror(rc));
+                k->label, rlock_strerror(rc));
     if (WIFSIGNALED(w->wait_status))
         return 128 + WTERMSIG(w->wait_status);
     return WEXITSTATUS(w->wait_status);
@@ -218,7 +310,7 @@ static int keep_until_end(struct keeper *k, struct watch *w, long long pttl)
     while (!watch_wait_ended(w, watch_is_lost(w) ? -1 : check_ms))
         check_lock(k, w);
     pthread_join(supervisor, NULL);
-    return final_status(k, w, release_lock(k));
+    return final_status(k, w, k->holding->release(k));
 }
 
 /* Runs COMMAND under the lock the keeper holds, confirmed at `asked` with
@@ -227,7 +319,7 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
                        long long pttl)
 {
     struct child child;
-    struct watch w = {.name = o->name,
+    struct watch w = {.name = k->label,
                       .lease_ms = o->lease_ms,
                       .kill_grace_ms = o->kill_grace_ms,
                       .child = &child,
@@ -247,7 +339,7 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
         status = fail_sys("malloc");
     if (status == 0)
         status = child_spawn(&(struct child_spec){o->command, env, &mask,
-                                                  o->kill_grace_ms, o->name},
+                                                  o->kill_grace_ms, k->label},
                              &child);
     free(env);
     if (status == 0) {
@@ -264,7 +356,7 @@ static int hold(struct keeper *k, const struct options *o, int64_t asked,
                 long long pttl)
 {
     struct watch w = {
-        .name = o->name, .lease_ms = o->lease_ms, .input_fd = STDIN_FILENO};
+        .name = k->label, .lease_ms = o->lease_ms, .input_fd = STDIN_FILENO};
     sigset_t mask;
     int status = watch_open(&w, asked, pttl, &mask);
 
@@ -280,36 +372,38 @@ static int hold(struct keeper *k, const struct options *o, int64_t asked,
     return status;
 }
 
-/* Takes the lock and confirms it, then runs COMMAND or holds it. */
-static int take_lock(rlock_client *c, const struct options *o)
+/* Takes the lock (or permit) and confirms it, then runs COMMAND or holds
+ * it. */
+static int take(rlock_client *c, const struct options *o, const char *label)
 {
-    struct keeper k = {
-        .client = c, .name = o->name, .kind = o->kind, .lease_ms = o->lease_ms};
+    struct keeper k = {.client = c,
+                       .holding =
+                           o->permits > 0 ? &permit_holding : &lock_holding,
+                       .name = o->name,
+                       .label = label,
+                       .kind = o->kind,
+                       .lease_ms = o->lease_ms};
     int64_t asked;
     long long pttl;
-    int rc = rlock_trylock_kind(c, o->name, o->kind, o->wait_ms, o->lease_ms,
-                                &k.token);
+    int rc = k.holding->take(&k, o);
 
     if (rc < 0)
-        return fail(rc, "lock '%s'", o->name);
+        return fail(rc, "%s", label);
     if (rc == 0) {
         if (o->wait_ms == 0)
-            fprintf(stderr, "rlock: lock '%s' is held elsewhere\n", o->name);
+            fprintf(stderr, "rlock: %s is held elsewhere\n", label);
         else
-            fprintf(stderr, "rlock: lock '%s' not acquired within %s s\n",
-                    o->name, o->wait_arg);
+            fprintf(stderr, "rlock: %s not acquired within %s s\n", label,
+                    o->wait_arg);
         return o->conflict_status;
     }
     k.holds = 1;
-    /* The main thread makes every call: the lock is its. */
-    snprintf(k.owner, sizeof k.owner, "%s:%d", rlock_client_id(c),
-             (int)gettid());
     asked = now_ms();
-    rc = confirm_held(&k, &pttl);
+    rc = k.holding->confirm(&k, &pttl);
     if (rc < 0)
-        return fail(rc, "lock '%s'", o->name);
+        return fail(rc, "%s", label);
     if (rc == 0) {
-        fprintf(stderr, "rlock: lock '%s' lost before it was used\n", o->name);
+        fprintf(stderr, "rlock: %s lost before it was used\n", label);
         return EXIT_LOCK_LOST;
     }
     if (o->mode == MODE_HOLD)
@@ -317,11 +411,25 @@ static int take_lock(rlock_client *c, const struct options *o)
     return run_command(&k, o, asked, pttl);
 }
 
+/* How messages name what rlock holds: "lock 'NAME'" or "semaphore
+ * 'NAME'". NULL when out of memory; the caller frees it. */
+static char *label_of(const struct options *o)
+{
+    const char *what = o->permits > 0 ? "semaphore" : "lock";
+    size_t size = strlen(what) + strlen(o->name) + 4;
+    char *label = malloc(size);
+
+    if (label != NULL)
+        snprintf(label, size, "%s '%s'", what, o->name);
+    return label;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
     rlock_options connect_opts = {.auth_token = getenv("RLOCK_AUTH")};
     rlock_client *c;
+    char *label = NULL;
     int err, status = options_parse(argc, argv, &o);
 
     if (status != 0)
@@ -334,8 +442,11 @@ int main(int argc, char **argv)
         status = print_status(c, &o);
     else if (o.mode == MODE_FORCE_UNLOCK)
         status = force_unlock(c, &o);
+    else if ((label = label_of(&o)) == NULL)
+        status = fail_sys("malloc");
     else
-        status = take_lock(c, &o);
+        status = take(c, &o, label);
+    free(label);
     rlock_close(c);
     return status;
 }

@@ -139,11 +139,11 @@ static void watch_lose(struct watch *w, const char *reason)
     w->lost = true;
     if (w->child != NULL)
         fprintf(stderr,
-                "rlock: lock '%s' lost: %s; sending SIGTERM to COMMAND "
+                "rlock: %s lost: %s; sending SIGTERM to COMMAND "
                 "(SIGKILL after %d s)\n",
                 w->name, reason, w->kill_grace_ms / 1000);
     else
-        fprintf(stderr, "rlock: lock '%s' lost: %s\n", w->name, reason);
+        fprintf(stderr, "rlock: %s lost: %s\n", w->name, reason);
 }
 
 void watch_lost(struct watch *w, const char *reason)

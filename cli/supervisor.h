@@ -23,7 +23,7 @@
  * change (child: only the supervisor uses it until it is joined); mu
  * guards the rest. */
 struct watch {
-    const char *name;
+    const char *name; /* what is held, for messages: "lock 'NAME'" */
     long long lease_ms;
     int kill_grace_ms;
     struct child *child; /* NULL for rlock hold */

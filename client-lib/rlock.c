@@ -3,7 +3,8 @@
  * table of each client's per-thread connections, and the record of the
  * holds the client believes it has, which turns a lost connection into
  * RLOCK_ELOCKLOST later. Every call, whatever its lock kind, is one row
- * of the command table and one of the kind table, sent by execute().
+ * of the command table and one of the kind table, sent by execute(); the
+ * semaphores' and the latch's calls too (they name no kind).
  *
  * Never: holds the client's mutex during I/O (a thread blocked in LOCK
  * must not delay another); lets two threads use one connection; retries
@@ -12,7 +13,9 @@
  */
 #include "rlock.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,23 +25,32 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "command.h" /* COMMAND_MAX_MS */
+#include "command.h" /* COMMAND_MAX_MS, COMMAND_MAX_COUNT */
 #include "connection.h"
 #include "heartbeat.h"
 
-/* request.wait_ms / lease_ms when the option is not sent. */
-#define OPTION_ABSENT (-2)
+/* A request's option or number when it is not sent: no value of any
+ * (ADDPERMITS's may be negative). */
+#define OPTION_ABSENT LLONG_MIN
 #define MAX_ARGS 8 /* TRYLOCK name tid kind WAIT ms LEASE ms */
 
-/* A lock a thread of this client holds, as far as the library knows. */
+/*
+ * A hold of this client, as far as the library knows: a lock a thread
+ * holds (its name and its kind), the permits of a semaphore the client
+ * holds (its name), or an expirable permit (its name and its id).
+ */
 struct hold {
     struct hold *next;
-    enum rlock_kind kind; /* a lock is its name and its kind */
-    /* A connection went while the lock was held: it may be gone. */
+    enum rlock_kind kind; /* RLOCK_LOCK for permits */
+    /* A connection went while it was held: it may be gone. */
     bool suspect;
     /* rlockd had no session to give back: it is gone, and the next
-     * LOCK or UNLOCK of it says so. */
+     * acquisition or release of it says so. */
     bool lost;
+    /* A semaphore's: how many permits the client took and has not given
+     * back, as far as it knows. */
+    long long permits;
+    char id[RLOCK_PERMIT_ID_SIZE]; /* an expirable permit's; else "" */
     char name[];
 };
 
@@ -52,9 +64,24 @@ struct thread_state {
     struct hold *holds;     /* guarded by the client's mutex */
 };
 
+/* Where a command's hold is recorded: a lock is a thread's; permits
+ * belong to the client-id's session, shared by all its connections, so
+ * they are the client's, whichever thread took them. */
+enum hold_list { LIST_THREAD, LIST_PERMITS, LIST_PERMIT_IDS, LIST_COUNT };
+
+/* Whether rlockd's session record names the list's holds, so that they
+ * come back with a resumed session (docs/protocol.md, section 12). An
+ * expirable permit is not in it: a client that holds only those has no
+ * session to resume, and one that had none to resume may still give
+ * such a permit back while its lease lasts; its release tells. */
+static const bool list_in_record[LIST_COUNT] = {
+    [LIST_THREAD] = true, [LIST_PERMITS] = true, [LIST_PERMIT_IDS] = false};
+
 struct rlock_client {
-    pthread_mutex_t mutex; /* guards threads and every thread's holds */
+    pthread_mutex_t mutex; /* guards threads and every list of holds */
     struct thread_state *threads;
+    /* the client's own lists (LIST_PERMITS, LIST_PERMIT_IDS) */
+    struct hold *holds[LIST_COUNT];
     struct rlock_target target;
     struct heartbeat heartbeat;
 };
@@ -73,35 +100,80 @@ enum client_command_id {
     CLIENT_CMD_PTTL,
     CLIENT_CMD_TOKEN,
     CLIENT_CMD_OWNERS,
+    CLIENT_CMD_SETPERMITS,
+    CLIENT_CMD_ADDPERMITS,
+    CLIENT_CMD_PERMITS,
+    CLIENT_CMD_ACQUIRE,
+    CLIENT_CMD_RELEASE,
+    CLIENT_CMD_ACQUIRE_EXPIRABLE,
+    CLIENT_CMD_RELEASE_EXPIRABLE,
+    CLIENT_CMD_LATCHSET,
+    CLIENT_CMD_COUNTDOWN,
+    CLIENT_CMD_LATCHCOUNT,
+    CLIENT_CMD_AWAIT,
 };
 
 /* The commands the API sends, and how each is sent and answered. */
 static const struct client_command {
     const char *name;
+    const char *word; /* a word of its own after the name, or NULL */
     bool with_thread; /* the caller's thread-id follows the lock name */
-    bool blocks;      /* waits with no limit: no reply timeout */
-    /* REDIS_REPLY_INTEGER, STATUS for +OK, or ARRAY: handed back whole */
+    /* Without WAIT it waits as long as it takes: no reply timeout. */
+    bool blocks;
+    /* Its grant is +OK when it waits with no limit (ACQUIRE's), else
+     * reply_type. */
+    bool ok_without_limit;
+    /* How its number is sent: after this option word ("PERMITS"), or
+     * NULL: right after the name (SETPERMITS name n). */
+    const char *amount_option;
+    /* REDIS_REPLY_INTEGER, STATUS for +OK, or ARRAY (OWNERS) or STRING
+     * (an expirable permit's id, or :0) handed back whole */
     int reply_type;
     enum hold_effect effect;
+    enum hold_list list; /* where its hold is recorded (with an effect) */
 } client_commands[] = {
-    [CLIENT_CMD_LOCK] = {"LOCK", true, true, REDIS_REPLY_STATUS, HOLD_ACQUIRE},
-    [CLIENT_CMD_TRYLOCK] = {"TRYLOCK", true, false, REDIS_REPLY_INTEGER,
-                            HOLD_ACQUIRE},
-    [CLIENT_CMD_UNLOCK] = {"UNLOCK", true, false, REDIS_REPLY_INTEGER,
-                           HOLD_RELEASE},
-    [CLIENT_CMD_FORCEUNLOCK] = {"FORCEUNLOCK", false, false,
-                                REDIS_REPLY_INTEGER, HOLD_NONE},
-    [CLIENT_CMD_ISLOCKED] = {"ISLOCKED", false, false, REDIS_REPLY_INTEGER,
-                             HOLD_NONE},
-    [CLIENT_CMD_ISHELD] = {"ISHELD", true, false, REDIS_REPLY_INTEGER,
-                           HOLD_NONE},
-    [CLIENT_CMD_HOLDCOUNT] = {"HOLDCOUNT", true, false, REDIS_REPLY_INTEGER,
-                              HOLD_NONE},
-    [CLIENT_CMD_PTTL] = {"PTTL", false, false, REDIS_REPLY_INTEGER, HOLD_NONE},
-    [CLIENT_CMD_TOKEN] = {"TOKEN", false, false, REDIS_REPLY_INTEGER,
-                          HOLD_NONE},
-    [CLIENT_CMD_OWNERS] = {"OWNERS", false, false, REDIS_REPLY_ARRAY,
-                           HOLD_NONE},
+    [CLIENT_CMD_LOCK] = {"LOCK", .with_thread = true, .blocks = true,
+                         .reply_type = REDIS_REPLY_STATUS,
+                         .effect = HOLD_ACQUIRE},
+    [CLIENT_CMD_TRYLOCK] = {"TRYLOCK", .with_thread = true,
+                            .reply_type = REDIS_REPLY_INTEGER,
+                            .effect = HOLD_ACQUIRE},
+    [CLIENT_CMD_UNLOCK] = {"UNLOCK", .with_thread = true,
+                           .reply_type = REDIS_REPLY_INTEGER,
+                           .effect = HOLD_RELEASE},
+    [CLIENT_CMD_FORCEUNLOCK] = {"FORCEUNLOCK",
+                                .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_ISLOCKED] = {"ISLOCKED", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_ISHELD] = {"ISHELD", .with_thread = true,
+                           .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_HOLDCOUNT] = {"HOLDCOUNT", .with_thread = true,
+                              .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_PTTL] = {"PTTL", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_TOKEN] = {"TOKEN", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_OWNERS] = {"OWNERS", .reply_type = REDIS_REPLY_ARRAY},
+    [CLIENT_CMD_SETPERMITS] = {"SETPERMITS", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_ADDPERMITS] = {"ADDPERMITS", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_PERMITS] = {"PERMITS", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_ACQUIRE] = {"ACQUIRE", .blocks = true, .ok_without_limit = true,
+                            .amount_option = "PERMITS",
+                            .reply_type = REDIS_REPLY_INTEGER,
+                            .effect = HOLD_ACQUIRE, .list = LIST_PERMITS},
+    [CLIENT_CMD_RELEASE] = {"RELEASE", .amount_option = "PERMITS",
+                            .reply_type = REDIS_REPLY_INTEGER,
+                            .effect = HOLD_RELEASE, .list = LIST_PERMITS},
+    [CLIENT_CMD_ACQUIRE_EXPIRABLE] = {"ACQUIRE", "EXPIRABLE", .blocks = true,
+                                      .reply_type = REDIS_REPLY_STRING,
+                                      .effect = HOLD_ACQUIRE,
+                                      .list = LIST_PERMIT_IDS},
+    [CLIENT_CMD_RELEASE_EXPIRABLE] = {"RELEASE",
+                                      .reply_type = REDIS_REPLY_INTEGER,
+                                      .effect = HOLD_RELEASE,
+                                      .list = LIST_PERMIT_IDS},
+    [CLIENT_CMD_LATCHSET] = {"LATCHSET", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_COUNTDOWN] = {"COUNTDOWN", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_LATCHCOUNT] = {"LATCHCOUNT", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_AWAIT] = {"AWAIT", .blocks = true,
+                          .reply_type = REDIS_REPLY_INTEGER},
 };
 
 /* The kinds, by enum rlock_kind: the word that names each after a
@@ -117,19 +189,23 @@ static const struct client_kind {
     [RLOCK_FENCED] = {"FENCED", true},
 };
 
-/* One API call: a command, its lock (name and kind) and its options. */
+/* One API call: a command, its lock (name and kind) and its options;
+ * request_new() makes one with no options. */
 struct request {
     const struct client_command *command;
-    enum rlock_kind kind;
+    enum rlock_kind kind; /* RLOCK_LOCK, no word, for all but locks */
     const char *name;
-    long long wait_ms;  /* WAIT, or OPTION_ABSENT */
-    long long lease_ms; /* LEASE, or OPTION_ABSENT */
+    long long wait_ms;     /* WAIT, or OPTION_ABSENT */
+    long long lease_ms;    /* LEASE, RLOCK_WATCHDOG or OPTION_ABSENT */
+    long long amount;      /* permits, a count, or OPTION_ABSENT */
+    const char *permit_id; /* ID, or NULL */
 };
 
 static const char *const error_texts[] = {
     [-RLOCK_OK] = "success",
-    [-RLOCK_ENOTOWNER] = "lock not held by this thread",
-    [-RLOCK_ELOCKLOST] = "lock was lost while held",
+    [-RLOCK_ENOTOWNER] =
+        "lock not held by this thread, or permits not by this client",
+    [-RLOCK_ELOCKLOST] = "lock or permit was lost while held",
     [-RLOCK_EDAEMON] = "cannot connect to rlockd",
     [-RLOCK_EREDIS] = "rlockd cannot reach Redis",
     [-RLOCK_ETIMEOUT] = "no reply from rlockd in time",
@@ -215,7 +291,32 @@ static struct thread_state *thread_state_find(const rlock_client *c, pid_t tid)
  * table first sweeps out the states of exited threads, which keeps the
  * table as small as the set of live threads that used the client.
  */
-/* Whether any thread of the client holds a lock, as far as it knows. */
+/* Marks every hold of a list suspect, or lost. */
+static void holds_mark(struct hold *h, bool lost)
+{
+    for (; h != NULL; h = h->next) {
+        h->suspect = true;
+        h->lost |= lost;
+    }
+}
+
+/* Marks the client's own holds (its permits), and those of thread t, or
+ * of every thread when t is NULL; lost: those of the session record.
+ * Caller holds the mutex. */
+static void client_holds_mark(rlock_client *c, const struct thread_state *t,
+                              bool lost)
+{
+    for (struct thread_state *each = c->threads; each != NULL;
+         each = each->next)
+        if (t == NULL || each == t)
+            holds_mark(each->holds, lost);
+    if (t == NULL)
+        for (int list = LIST_THREAD + 1; list < LIST_COUNT; list++)
+            holds_mark(c->holds[list], lost && list_in_record[list]);
+}
+
+/* Whether the client holds anything its session must be resumed for (a
+ * thread a lock, or the client permits), as far as it knows. */
 static bool client_holds_any(void *ctx)
 {
     rlock_client *c = ctx;
@@ -224,19 +325,20 @@ static bool client_holds_any(void *ctx)
     pthread_mutex_lock(&c->mutex);
     for (struct thread_state *t = c->threads; t != NULL && !any; t = t->next)
         any = t->holds != NULL;
+    for (int list = LIST_THREAD + 1; list < LIST_COUNT && !any; list++)
+        any = list_in_record[list] && c->holds[list] != NULL;
     pthread_mutex_unlock(&c->mutex);
     return any;
 }
 
-/* rlockd had no session of the client to give back: every lock is lost. */
+/* rlockd had no session of the client to give back: every lock and
+ * permit of the record is lost (an expirable permit is suspect). */
 static void client_session_lost(void *ctx)
 {
     rlock_client *c = ctx;
 
     pthread_mutex_lock(&c->mutex);
-    for (struct thread_state *t = c->threads; t != NULL; t = t->next)
-        for (struct hold *h = t->holds; h != NULL; h = h->next)
-            h->lost = true;
+    client_holds_mark(c, NULL, true);
     pthread_mutex_unlock(&c->mutex);
 }
 
@@ -296,48 +398,94 @@ static int thread_state_get(rlock_client *c, struct thread_state **out)
 /*
  * The thread's connection broke or timed out: close it, and mark the
  * holds that may have gone with it. If no other connection of the client
- * is open, rlockd saw the session end and may have released them all;
- * otherwise the session goes on, and only this thread's are in doubt.
+ * is open, rlockd saw the session end and may have released them all,
+ * the client's permits too; otherwise the session goes on, and only this
+ * thread's locks are in doubt (permits are the session's).
  */
 static void thread_state_lost(rlock_client *c, struct thread_state *t)
 {
     struct rlock_conn lost = t->conn;
-    struct thread_state *other;
     bool session_ended = true;
 
     pthread_mutex_lock(&c->mutex);
     t->conn.ctx = NULL;
-    for (other = c->threads; other != NULL; other = other->next)
+    for (struct thread_state *other = c->threads; other != NULL;
+         other = other->next)
         if (other->conn.ctx != NULL)
             session_ended = false;
-    for (other = c->threads; other != NULL; other = other->next)
-        if (session_ended || other == t)
-            for (struct hold *h = other->holds; h != NULL; h = h->next)
-                h->suspect = true;
+    client_holds_mark(c, session_ended ? NULL : t, false);
     pthread_mutex_unlock(&c->mutex);
     rlock_conn_close(&lost);
 }
 
 /* ---- the record of holds --------------------------------------------- */
 
-static struct hold **hold_find(struct thread_state *t, const char *name,
-                               enum rlock_kind kind)
+/* The id that names the request's hold in its list: an expirable
+ * permit's (the one acquired is known only from the reply: spare's),
+ * else "". */
+static const char *hold_id(const struct request *rq, const struct hold *spare)
 {
-    struct hold **link = &t->holds;
+    if (spare != NULL)
+        return spare->id;
+    return rq->permit_id != NULL ? rq->permit_id : "";
+}
+
+static struct hold **hold_find(rlock_client *c, struct thread_state *t,
+                               const struct request *rq, const char *id)
+{
+    struct hold **link = rq->command->list == LIST_THREAD
+                             ? &t->holds
+                             : &c->holds[rq->command->list];
 
     while (*link != NULL &&
-           ((*link)->kind != kind || strcmp((*link)->name, name) != 0))
+           ((*link)->kind != rq->kind || strcmp((*link)->name, rq->name) != 0 ||
+            strcmp((*link)->id, id) != 0))
         link = &(*link)->next;
     return link;
 }
 
+static void hold_unlink(struct hold **link)
+{
+    struct hold *h = *link;
+
+    *link = h->next;
+    free(h);
+}
+
+/*
+ * A semaphore's permits, after rlockd's answer to a RELEASE of n of them
+ * (the hold is recorded): 1, none held now; 0, some still (at least one,
+ * even if the client took fewer than it gave back, as it may when an
+ * ACQUIRE's reply was lost); -NOTOWNER of no more than the client took
+ * means rlockd no longer has them: lost; of more, it asked too much, and
+ * nothing changed.
+ */
+static int permits_released(struct hold **link, long long n, int err,
+                            long long value)
+{
+    struct hold *h = *link;
+
+    if (err == RLOCK_OK && value == 0) {
+        h->permits = h->permits > n ? h->permits - n : 1;
+        return err;
+    }
+    if (err == RLOCK_ENOTOWNER && n > h->permits)
+        return err;
+    if (err == RLOCK_ENOTOWNER)
+        err = RLOCK_ELOCKLOST;
+    if (err == RLOCK_ELOCKLOST || err == RLOCK_OK)
+        hold_unlink(link);
+    return err;
+}
+
 /*
  * Brings the record in line with what rlockd answered. An acquisition
- * (any value but 0: 1, or a fencing token) adds the hold (spare:
- * allocated before the command went out, so that a lock rlockd granted is
- * never left unrecorded); an UNLOCK that released
- * it, or that rlockd refused, drops it. An UNLOCK refused with -NOTOWNER
- * of a hold marked suspect is a lock lost with a connection.
+ * (any value but 0: 1, a fencing token, or a permit's id) adds the hold
+ * (spare: allocated before the command went out, so that a lock rlockd
+ * granted is never left unrecorded), or adds to its permits; one told the
+ * old hold is gone drops it. A release that released it, or that rlockd
+ * refused, drops it (a semaphore's: permits_released). A release refused
+ * with -NOTOWNER of a hold marked suspect was lost with a connection.
  */
 static int holds_update(rlock_client *c, struct thread_state *t,
                         const struct request *rq, int err, long long value,
@@ -346,53 +494,72 @@ static int holds_update(rlock_client *c, struct thread_state *t,
     struct hold **link, *h;
 
     pthread_mutex_lock(&c->mutex);
-    link = hold_find(t, rq->name, rq->kind);
+    link = hold_find(c, t, rq, hold_id(rq, *spare));
     h = *link;
-    if (rq->command->effect == HOLD_ACQUIRE && err == RLOCK_OK && value != 0 &&
-        h == NULL) {
-        *link = *spare;
-        *spare = NULL;
+    if (rq->command->effect == HOLD_ACQUIRE && err == RLOCK_OK && value != 0) {
+        if (h == NULL) {
+            *link = *spare;
+            *spare = NULL;
+        } else {
+            h->permits += (*spare)->permits;
+        }
     } else if (rq->command->effect == HOLD_ACQUIRE && h != NULL &&
-               err == RLOCK_ELOCKLOST) { /* told the old hold is gone */
-        *link = h->next;
-        free(h);
+               err == RLOCK_ELOCKLOST) {
+        hold_unlink(link);
+    } else if (rq->command->effect == HOLD_RELEASE && h != NULL &&
+               rq->command->list == LIST_PERMITS) {
+        err = permits_released(link, rq->amount, err, value);
     } else if (rq->command->effect == HOLD_RELEASE && h != NULL &&
                (err == RLOCK_ENOTOWNER || err == RLOCK_ELOCKLOST ||
                 (err == RLOCK_OK && value == 1))) {
         if (err == RLOCK_ENOTOWNER && h->suspect)
             err = RLOCK_ELOCKLOST;
-        *link = h->next;
-        free(h);
+        hold_unlink(link);
     }
     pthread_mutex_unlock(&c->mutex);
     return err;
 }
 
-/* Forgets the thread's hold of the lock if its session was lost: true
+/* Forgets the hold the request names if its session was lost: true
  * then. */
 static bool hold_take_lost(rlock_client *c, struct thread_state *t,
                            const struct request *rq)
 {
-    struct hold **link, *h;
+    struct hold **link;
     bool lost;
 
     pthread_mutex_lock(&c->mutex);
-    link = hold_find(t, rq->name, rq->kind);
-    h = *link;
-    lost = h != NULL && h->lost;
-    if (lost) {
-        *link = h->next;
-        free(h);
-    }
+    link = hold_find(c, t, rq, hold_id(rq, NULL));
+    lost = *link != NULL && (*link)->lost;
+    if (lost)
+        hold_unlink(link);
     pthread_mutex_unlock(&c->mutex);
     return lost;
 }
 
 /* ---- the one path every API call takes ------------------------------- */
 
+static struct request request_new(enum client_command_id id,
+                                  enum rlock_kind kind, const char *name)
+{
+    return (struct request){.command = &client_commands[id],
+                            .kind = kind,
+                            .name = name,
+                            .wait_ms = OPTION_ABSENT,
+                            .lease_ms = OPTION_ABSENT,
+                            .amount = OPTION_ABSENT};
+}
+
+/* Whether the request may wait as long as it takes for its reply. */
+static bool waits_without_limit(const struct request *rq)
+{
+    return rq->wait_ms == RLOCK_WAIT_FOREVER ||
+           (rq->wait_ms == OPTION_ABSENT && rq->command->blocks);
+}
+
 static long long reply_timeout(const rlock_client *c, const struct request *rq)
 {
-    if (rq->command->blocks || rq->wait_ms == RLOCK_WAIT_FOREVER)
+    if (waits_without_limit(rq))
         return RLOCK_NO_TIMEOUT;
     if (rq->wait_ms > 0)
         return rq->wait_ms + c->target.command_timeout_ms;
@@ -403,7 +570,7 @@ struct argv_builder {
     const char *argv[MAX_ARGS];
     size_t lens[MAX_ARGS];
     int argc;
-    char numbers[2][24]; /* the values of WAIT and LEASE */
+    char numbers[3][24]; /* the values of WAIT, LEASE and the amount */
     int numbers_used;
 };
 
@@ -414,14 +581,18 @@ static void add_arg(struct argv_builder *b, const char *arg)
     b->argc++;
 }
 
-static void add_option(struct argv_builder *b, const char *option, long long ms)
+/* A number, after its option word unless that is NULL; nothing when it
+ * is absent. */
+static void add_option(struct argv_builder *b, const char *option,
+                       long long value)
 {
     char *text = b->numbers[b->numbers_used++];
 
-    if (ms == OPTION_ABSENT)
+    if (value == OPTION_ABSENT)
         return;
-    snprintf(text, sizeof b->numbers[0], "%lld", ms);
-    add_arg(b, option);
+    snprintf(text, sizeof b->numbers[0], "%lld", value);
+    if (option != NULL)
+        add_arg(b, option);
     add_arg(b, text);
 }
 
@@ -431,74 +602,127 @@ static bool valid_kind(enum rlock_kind kind)
 }
 
 /* What rlockd answers the request with: an acquisition of a kind with
- * tokens answers its token, even LOCK, whose others answer +OK. */
+ * tokens answers its token, even LOCK, whose others answer +OK; an
+ * ACQUIRE that waits with no limit answers +OK, with WAIT :1. */
 static int reply_type(const struct request *rq)
 {
     if (rq->command->effect == HOLD_ACQUIRE && client_kinds[rq->kind].tokens)
         return REDIS_REPLY_INTEGER;
+    if (rq->command->ok_without_limit && waits_without_limit(rq))
+        return REDIS_REPLY_STATUS;
     return rq->command->reply_type;
 }
 
-/*
- * Sends a command on the calling thread's connection and stores its
- * reply's value in *value. A broken connection is closed here, and the
- * record of holds follows the outcome. A watchdog lease is sent as no
- * LEASE, rlockd's default; the plain lock's kind as no word, as before
- * there were kinds. A kind not in the table costs no trip. An array reply
- * goes to *array instead (the caller frees it).
- */
-static int execute(rlock_client *c, enum client_command_id id,
-                   enum rlock_kind kind, const char *name, long long wait_ms,
-                   long long lease_ms, long long *value, redisReply **array)
+/* The words of the request, as rlockd's docs/protocol.md orders them. A
+ * watchdog lease is sent as no LEASE, rlockd's default; the plain lock's
+ * kind as no word, as before there were kinds. */
+static void request_argv(struct argv_builder *b, const struct request *rq,
+                         const struct thread_state *t)
 {
-    const struct request rq = {&client_commands[id], kind, name, wait_ms,
-                               lease_ms == RLOCK_WATCHDOG ? OPTION_ABSENT
-                                                          : lease_ms};
+    const struct client_command *cmd = rq->command;
+
+    add_arg(b, cmd->name);
+    add_arg(b, rq->name);
+    if (cmd->with_thread)
+        add_arg(b, t->tid_text);
+    if (client_kinds[rq->kind].word != NULL)
+        add_arg(b, client_kinds[rq->kind].word);
+    if (cmd->word != NULL)
+        add_arg(b, cmd->word);
+    add_option(b, cmd->amount_option, rq->amount);
+    if (rq->permit_id != NULL) {
+        add_arg(b, "ID");
+        add_arg(b, rq->permit_id);
+    }
+    add_option(b, "WAIT", rq->wait_ms);
+    add_option(b, "LEASE",
+               rq->lease_ms == RLOCK_WATCHDOG ? OPTION_ABSENT : rq->lease_ms);
+}
+
+/* A reply handed back whole: OWNERS' array, or an expirable permit's id
+ * (*value 1) or :0 (the wait ran out). RLOCK_EPROTOCOL for another. */
+static int whole_reply_value(const struct request *rq, const redisReply *r,
+                             long long *value)
+{
+    *value = 0;
+    if (rq->command->reply_type == REDIS_REPLY_ARRAY)
+        return r->type == REDIS_REPLY_ARRAY ? RLOCK_OK : RLOCK_EPROTOCOL;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+        return RLOCK_OK;
+    if (r->type != REDIS_REPLY_STRING || r->len != RLOCK_PERMIT_ID_SIZE - 1)
+        return RLOCK_EPROTOCOL;
+    *value = 1;
+    return RLOCK_OK;
+}
+
+/* Sends the request on the thread's connection: RLOCK_OK with *value,
+ * and *whole for a command whose reply is handed back whole. */
+static int request_send(rlock_client *c, struct thread_state *t,
+                        const struct request *rq, long long *value,
+                        redisReply **whole)
+{
     struct argv_builder b = {.argc = 0};
+    int err;
+
+    request_argv(&b, rq, t);
+    if (whole == NULL)
+        return rlock_conn_exchange(&t->conn, b.argc, b.argv, b.lens,
+                                   reply_timeout(c, rq), reply_type(rq), value);
+    err = rlock_conn_command(&t->conn, b.argc, b.argv, b.lens,
+                             reply_timeout(c, rq), whole);
+    if (err == RLOCK_OK && (err = whole_reply_value(rq, *whole, value)) != 0)
+        freeReplyObject(*whole);
+    return err;
+}
+
+/* The record of an acquisition, allocated before it is sent: its permits
+ * (the request's amount, for a semaphore) and its name. */
+static struct hold *hold_new(const struct request *rq)
+{
+    struct hold *h = calloc(1, sizeof *h + strlen(rq->name) + 1);
+
+    if (h == NULL)
+        return NULL;
+    h->kind = rq->kind;
+    h->permits = rq->command->list == LIST_PERMITS ? rq->amount : 0;
+    strcpy(h->name, rq->name);
+    return h;
+}
+
+/*
+ * Sends a request on the calling thread's connection and stores its
+ * reply's value in *value. A broken connection is closed here, and the
+ * record of holds follows the outcome. A kind not in the table costs no
+ * trip. A reply of a command that hands it back whole goes to *whole
+ * too (the caller frees it): OWNERS' array, or an expirable permit's id,
+ * which names its record.
+ */
+static int execute(rlock_client *c, const struct request *rq, long long *value,
+                   redisReply **whole)
+{
     struct thread_state *t;
     struct hold *spare = NULL;
     long long reply = 0;
     int err;
 
-    if (c == NULL || name == NULL || name[0] == '\0' || !valid_kind(kind))
+    if (c == NULL || rq->name == NULL || rq->name[0] == '\0' ||
+        !valid_kind(rq->kind))
         return RLOCK_EINVAL;
-    if (rq.command->effect == HOLD_ACQUIRE) {
-        spare = calloc(1, sizeof *spare + strlen(name) + 1);
-        if (spare == NULL)
-            return RLOCK_ESYSTEM;
-        spare->kind = kind;
-        strcpy(spare->name, name);
-    }
+    if (rq->command->effect == HOLD_ACQUIRE && (spare = hold_new(rq)) == NULL)
+        return RLOCK_ESYSTEM;
     err = thread_state_get(c, &t);
     if (err != RLOCK_OK)
         goto out;
-    if (rq.command->effect != HOLD_NONE && hold_take_lost(c, t, &rq)) {
+    if (rq->command->effect != HOLD_NONE && hold_take_lost(c, t, rq)) {
         err = RLOCK_ELOCKLOST; /* told once; nothing sent */
         goto out;
     }
-    add_arg(&b, rq.command->name);
-    add_arg(&b, name);
-    if (rq.command->with_thread)
-        add_arg(&b, t->tid_text);
-    if (client_kinds[kind].word != NULL)
-        add_arg(&b, client_kinds[kind].word);
-    add_option(&b, "WAIT", rq.wait_ms);
-    add_option(&b, "LEASE", rq.lease_ms);
-    if (rq.command->reply_type == REDIS_REPLY_ARRAY) {
-        err = rlock_conn_command(&t->conn, b.argc, b.argv, b.lens,
-                                 reply_timeout(c, &rq), array);
-        if (err == RLOCK_OK && (*array)->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(*array);
-            err = RLOCK_EPROTOCOL;
-        }
-    } else {
-        err =
-            rlock_conn_exchange(&t->conn, b.argc, b.argv, b.lens,
-                                reply_timeout(c, &rq), reply_type(&rq), &reply);
-    }
+    err = request_send(c, t, rq, &reply, whole);
     if (err != RLOCK_OK && rlock_conn_broken(&t->conn))
         thread_state_lost(c, t);
-    err = holds_update(c, t, &rq, err, reply, &spare);
+    if (err == RLOCK_OK && spare != NULL && whole != NULL && reply == 1)
+        memcpy(spare->id, (*whole)->str, RLOCK_PERMIT_ID_SIZE - 1);
+    err = holds_update(c, t, rq, err, reply, &spare);
     if (err == RLOCK_OK)
         *value = reply;
 out:
@@ -506,14 +730,14 @@ out:
     return err;
 }
 
-/* A command without WAIT or LEASE, answered with a count or a boolean:
- * the value or an error. */
+/* A command without options, answered with a count or a boolean: the
+ * value or an error. */
 static long long execute_query(rlock_client *c, enum client_command_id id,
                                enum rlock_kind kind, const char *name)
 {
+    struct request rq = request_new(id, kind, name);
     long long value;
-    int err =
-        execute(c, id, kind, name, OPTION_ABSENT, OPTION_ABSENT, &value, NULL);
+    int err = execute(c, &rq, &value, NULL);
 
     return err != RLOCK_OK ? err : value;
 }
@@ -525,6 +749,18 @@ static bool valid_lease(long long lease_ms)
 {
     return lease_ms == RLOCK_WATCHDOG ||
            (lease_ms > 0 && lease_ms <= COMMAND_MAX_MS);
+}
+
+static bool valid_wait(long long wait_ms)
+{
+    return wait_ms >= RLOCK_WAIT_FOREVER && wait_ms <= COMMAND_MAX_MS;
+}
+
+/* A count of permits, or a latch's, as rlockd takes it: from min to
+ * Java's largest int. */
+static bool valid_count(long long n, long long min)
+{
+    return n >= min && n <= COMMAND_MAX_COUNT;
 }
 
 /* An acquisition's reply is its fencing token for a kind with tokens;
@@ -568,6 +804,8 @@ void rlock_close(rlock_client *c)
         return;
     heartbeat_stop(&c->heartbeat);
     thread_states_free(c->threads);
+    for (int list = 0; list < LIST_COUNT; list++)
+        holds_free(c->holds[list]);
     pthread_mutex_destroy(&c->mutex);
     rlock_target_free(&c->target);
     free(c);
@@ -581,6 +819,7 @@ const char *rlock_client_id(const rlock_client *c)
 int rlock_lock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
                     long long lease_ms, long long *token)
 {
+    struct request rq = request_new(CLIENT_CMD_LOCK, kind, name);
     long long reply;
     int err;
 
@@ -588,8 +827,8 @@ int rlock_lock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
         *token = 0;
     if (!valid_lease(lease_ms))
         return RLOCK_EINVAL;
-    err = execute(c, CLIENT_CMD_LOCK, kind, name, OPTION_ABSENT, lease_ms,
-                  &reply, NULL);
+    rq.lease_ms = lease_ms;
+    err = execute(c, &rq, &reply, NULL);
     if (err == RLOCK_OK)
         store_token(kind, reply, token);
     return err;
@@ -598,16 +837,17 @@ int rlock_lock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
 int rlock_trylock_kind(rlock_client *c, const char *name, enum rlock_kind kind,
                        long long wait_ms, long long lease_ms, long long *token)
 {
+    struct request rq = request_new(CLIENT_CMD_TRYLOCK, kind, name);
     long long reply;
     int err;
 
     if (token != NULL)
         *token = 0;
-    if (wait_ms < RLOCK_WAIT_FOREVER || wait_ms > COMMAND_MAX_MS ||
-        !valid_lease(lease_ms))
+    if (!valid_wait(wait_ms) || !valid_lease(lease_ms))
         return RLOCK_EINVAL;
-    err = execute(c, CLIENT_CMD_TRYLOCK, kind, name, wait_ms, lease_ms, &reply,
-                  NULL);
+    rq.wait_ms = wait_ms;
+    rq.lease_ms = lease_ms;
+    err = execute(c, &rq, &reply, NULL);
     if (err != RLOCK_OK)
         return err;
     store_token(kind, reply, token);
@@ -645,20 +885,22 @@ long long rlock_hold_count_kind(rlock_client *c, const char *name,
 int rlock_pttl_kind(rlock_client *c, const char *name, enum rlock_kind kind,
                     long long *ttl_ms)
 {
+    struct request rq = request_new(CLIENT_CMD_PTTL, kind, name);
+
     if (ttl_ms == NULL)
         return RLOCK_EINVAL;
     /* -1 and -2 are answers here, not errors */
-    return execute(c, CLIENT_CMD_PTTL, kind, name, OPTION_ABSENT, OPTION_ABSENT,
-                   ttl_ms, NULL);
+    return execute(c, &rq, ttl_ms, NULL);
 }
 
 int rlock_token(rlock_client *c, const char *name, long long *token)
 {
+    /* TOKEN names no kind: only the fenced lock has tokens */
+    struct request rq = request_new(CLIENT_CMD_TOKEN, RLOCK_LOCK, name);
+
     if (token == NULL)
         return RLOCK_EINVAL;
-    /* TOKEN names no kind: only the fenced lock has tokens */
-    return execute(c, CLIENT_CMD_TOKEN, RLOCK_LOCK, name, OPTION_ABSENT,
-                   OPTION_ABSENT, token, NULL);
+    return execute(c, &rq, token, NULL);
 }
 
 /* OWNERS' reply, {pttl, {field, count, field, count...}}, as owners: one
@@ -709,14 +951,14 @@ int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
                       long long *pttl_ms, struct rlock_owner **owners,
                       size_t *count)
 {
+    struct request rq = request_new(CLIENT_CMD_OWNERS, kind, name);
     redisReply *r;
     long long unused;
     int err;
 
     if (pttl_ms == NULL || owners == NULL || count == NULL)
         return RLOCK_EINVAL;
-    err = execute(c, CLIENT_CMD_OWNERS, kind, name, OPTION_ABSENT,
-                  OPTION_ABSENT, &unused, &r);
+    err = execute(c, &rq, &unused, &r);
     if (err != RLOCK_OK)
         return err;
     err = owners_of_reply(r, pttl_ms, owners, count);
@@ -727,6 +969,217 @@ int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
 void rlock_owners_free(struct rlock_owner *owners)
 {
     free(owners);
+}
+
+/* ---- semaphores and the count-down latch ------------------------------ */
+
+/* A semaphore's or latch's command with a number after its name (none
+ * when amount is OPTION_ABSENT), answered with an integer in *value.
+ * RLOCK_OK or an error. */
+static int execute_count(rlock_client *c, enum client_command_id id,
+                         const char *name, long long amount, long long *value)
+{
+    struct request rq = request_new(id, RLOCK_LOCK, name);
+
+    rq.amount = amount;
+    return execute(c, &rq, value, NULL);
+}
+
+/* trySetPermits and trySetCount: 1 set, 0 set before, or an error. */
+static int execute_try_set(rlock_client *c, enum client_command_id id,
+                           const char *name, long long count)
+{
+    long long set;
+    int err;
+
+    if (!valid_count(count, 0))
+        return RLOCK_EINVAL;
+    err = execute_count(c, id, name, count, &set);
+    return err != RLOCK_OK ? err : (int)set;
+}
+
+int rlock_semaphore_set(rlock_client *c, const char *name, long long permits)
+{
+    return execute_try_set(c, CLIENT_CMD_SETPERMITS, name, permits);
+}
+
+int rlock_semaphore_add(rlock_client *c, const char *name, long long delta,
+                        long long *available)
+{
+    long long unused;
+
+    if (delta < -COMMAND_MAX_COUNT || delta > COMMAND_MAX_COUNT)
+        return RLOCK_EINVAL;
+    return execute_count(c, CLIENT_CMD_ADDPERMITS, name, delta,
+                         available != NULL ? available : &unused);
+}
+
+int rlock_semaphore_available(rlock_client *c, const char *name,
+                              long long *available)
+{
+    if (available == NULL)
+        return RLOCK_EINVAL;
+    return execute_count(c, CLIENT_CMD_PERMITS, name, OPTION_ABSENT, available);
+}
+
+/* ACQUIRE or RELEASE of permits, with a WAIT unless wait_ms is
+ * OPTION_ABSENT: its reply (1 or 0) or an error. */
+static int execute_permits(rlock_client *c, enum client_command_id id,
+                           const char *name, long long permits,
+                           long long wait_ms)
+{
+    struct request rq = request_new(id, RLOCK_LOCK, name);
+    long long reply;
+    int err;
+
+    if (!valid_count(permits, 1))
+        return RLOCK_EINVAL;
+    rq.amount = permits;
+    rq.wait_ms = wait_ms;
+    err = execute(c, &rq, &reply, NULL);
+    return err != RLOCK_OK ? err : reply != 0;
+}
+
+int rlock_acquire(rlock_client *c, const char *name, long long permits)
+{
+    int rc =
+        execute_permits(c, CLIENT_CMD_ACQUIRE, name, permits, OPTION_ABSENT);
+
+    return rc < 0 ? rc : RLOCK_OK; /* +OK */
+}
+
+int rlock_try_acquire(rlock_client *c, const char *name, long long permits,
+                      long long wait_ms)
+{
+    if (!valid_wait(wait_ms))
+        return RLOCK_EINVAL;
+    return execute_permits(c, CLIENT_CMD_ACQUIRE, name, permits, wait_ms);
+}
+
+int rlock_release(rlock_client *c, const char *name, long long permits)
+{
+    return execute_permits(c, CLIENT_CMD_RELEASE, name, permits, OPTION_ABSENT);
+}
+
+/* Whether the record names permits of the semaphore the client took. */
+static bool permits_recorded(rlock_client *c, const char *name)
+{
+    struct request rq = request_new(CLIENT_CMD_RELEASE, RLOCK_LOCK, name);
+    bool recorded;
+
+    pthread_mutex_lock(&c->mutex);
+    recorded = *hold_find(c, NULL, &rq, "") != NULL;
+    pthread_mutex_unlock(&c->mutex);
+    return recorded;
+}
+
+/*
+ * rlockd has no query of a session's permits; a RELEASE of more than any
+ * client holds is one that changes nothing: rlockd refuses it with
+ * -NOTOWNER, from its own table, while it has the session's permits, and
+ * answers -LOCKLOST once they came back (its watchdog found their record
+ * gone, or a resumed session's were gone), as it does for the RELEASE
+ * that would follow. The record of permits turns both into the answer.
+ */
+int rlock_semaphore_held(rlock_client *c, const char *name)
+{
+    int rc;
+
+    if (c == NULL || name == NULL)
+        return RLOCK_EINVAL;
+    if (!permits_recorded(c, name))
+        return 0;
+    rc = execute_permits(c, CLIENT_CMD_RELEASE, name, COMMAND_MAX_COUNT,
+                         OPTION_ABSENT);
+    if (rc == RLOCK_ENOTOWNER)
+        return 1;
+    /* given back: the client held every permit there can be */
+    return rc < 0 ? rc : 0;
+}
+
+/* An expirable permit's id as rlockd names it, 32 hex digits in lower
+ * case, into out; false if id is not one. */
+static bool permit_id_copy(const char *id, char out[RLOCK_PERMIT_ID_SIZE])
+{
+    size_t i;
+
+    for (i = 0; id[i] != '\0' && i < RLOCK_PERMIT_ID_SIZE - 1; i++) {
+        if (!isxdigit((unsigned char)id[i]))
+            return false;
+        out[i] = (char)tolower((unsigned char)id[i]);
+    }
+    out[i] = '\0';
+    return i == RLOCK_PERMIT_ID_SIZE - 1 && id[i] == '\0';
+}
+
+int rlock_acquire_expirable(rlock_client *c, const char *name,
+                            long long wait_ms, long long lease_ms,
+                            char id[RLOCK_PERMIT_ID_SIZE])
+{
+    struct request rq =
+        request_new(CLIENT_CMD_ACQUIRE_EXPIRABLE, RLOCK_LOCK, name);
+    redisReply *r;
+    long long taken;
+    int err;
+
+    if (id == NULL || !valid_wait(wait_ms) || !valid_lease(lease_ms))
+        return RLOCK_EINVAL;
+    id[0] = '\0';
+    rq.wait_ms = wait_ms;
+    rq.lease_ms = lease_ms;
+    err = execute(c, &rq, &taken, &r);
+    if (err != RLOCK_OK)
+        return err;
+    if (taken)
+        permit_id_copy(r->str, id); /* checked: 32 characters */
+    freeReplyObject(r);
+    return (int)taken;
+}
+
+int rlock_release_expirable(rlock_client *c, const char *name, const char *id)
+{
+    struct request rq =
+        request_new(CLIENT_CMD_RELEASE_EXPIRABLE, RLOCK_LOCK, name);
+    char permit_id[RLOCK_PERMIT_ID_SIZE];
+    long long released;
+
+    if (id == NULL || !permit_id_copy(id, permit_id))
+        return RLOCK_EINVAL;
+    rq.permit_id = permit_id;
+    return execute(c, &rq, &released, NULL);
+}
+
+int rlock_latch_set(rlock_client *c, const char *name, long long count)
+{
+    return execute_try_set(c, CLIENT_CMD_LATCHSET, name, count);
+}
+
+int rlock_count_down(rlock_client *c, const char *name, long long *left)
+{
+    long long unused;
+
+    return execute_count(c, CLIENT_CMD_COUNTDOWN, name, OPTION_ABSENT,
+                         left != NULL ? left : &unused);
+}
+
+int rlock_latch_count(rlock_client *c, const char *name, long long *count)
+{
+    if (count == NULL)
+        return RLOCK_EINVAL;
+    return execute_count(c, CLIENT_CMD_LATCHCOUNT, name, OPTION_ABSENT, count);
+}
+
+int rlock_await(rlock_client *c, const char *name, long long wait_ms)
+{
+    struct request rq = request_new(CLIENT_CMD_AWAIT, RLOCK_LOCK, name);
+    long long open;
+    int err;
+
+    if (!valid_wait(wait_ms))
+        return RLOCK_EINVAL;
+    rq.wait_ms = wait_ms;
+    err = execute(c, &rq, &open, NULL);
+    return err != RLOCK_OK ? err : open != 0;
 }
 
 /* The functions from before there were kinds: the plain lock's case. */

@@ -15,7 +15,8 @@
  * An rlock_client is one rlockd client: one client-id (by default a random
  * UUID, so each process is one client). A lock is owned by the client-id
  * plus the calling thread's kernel thread id (gettid), so ownership is per
- * thread exactly as in Redisson, and reentrancy is per thread too.
+ * thread exactly as in Redisson, and reentrancy is per thread too. A
+ * semaphore's permits are owned by the client-id alone (below).
  *
  * Thread safety: every function may be called from any thread. Each thread
  * talks to rlockd over a connection of its own, opened on the thread's
@@ -51,7 +52,7 @@ extern "C" {
 #endif
 
 #define RLOCK_VERSION_MAJOR 0
-#define RLOCK_VERSION_MINOR 2
+#define RLOCK_VERSION_MINOR 3
 #define RLOCK_VERSION_PATCH 0
 
 /* lease_ms: keep the lock alive with rlockd's watchdog until unlocked. */
@@ -61,11 +62,13 @@ extern "C" {
 
 enum rlock_error {
     RLOCK_OK = 0,
-    /* UNLOCK of a lock this thread does not hold (rlockd: -NOTOWNER). */
+    /* UNLOCK of a lock this thread does not hold, or a release of more
+     * permits than the client holds (rlockd: -NOTOWNER). */
     RLOCK_ENOTOWNER = -1,
-    /* This thread held the lock but it is gone: its lease expired, it was
-     * force-unlocked, or rlockd (or the connection to it) went away while
-     * it was held. Work done under it is suspect. */
+    /* This thread held the lock (the client the permits) but it is gone:
+     * its lease expired, it was force-unlocked (the permits' record was
+     * deleted), or rlockd (or the connection to it) went away while it
+     * was held. Work done under it is suspect. */
     RLOCK_ELOCKLOST = -2,
     /* rlockd cannot be reached: connect refused or timed out. */
     RLOCK_EDAEMON = -3,
@@ -275,6 +278,104 @@ RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
                                 enum rlock_kind kind, long long *pttl_ms,
                                 struct rlock_owner **owners, size_t *count);
 RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
+
+/*
+ * Semaphores and the count-down latch: Redisson's RSemaphore,
+ * RPermitExpirableSemaphore and RCountDownLatch, in their formats, so
+ * that Java services share them (rlockd's docs/protocol.md, section 6b).
+ *
+ * A semaphore's permits belong to the client (its client-id's session),
+ * not to a thread: any thread of the client may release permits another
+ * took, and rlockd gives back those the client still holds when it
+ * closes, or its process dies. As for locks, the library keeps a record
+ * of the permits the client took: when a connection loss may have taken
+ * them (rlockd ended the session), or rlockd says they came back while
+ * held, the next release, or rlock_semaphore_held(), reports
+ * RLOCK_ELOCKLOST. Permits and counts are 0 to 2147483647 (Java's int);
+ * a semaphore may have fewer than 0 available after rlock_semaphore_add.
+ */
+
+/* Room for an expirable permit's id: 32 hex digits and a NUL. */
+#define RLOCK_PERMIT_ID_SIZE 33
+
+/* Gives the semaphore `permits` permits (0 to 2147483647) if it has no
+ * count yet (trySetPermits): 1 set, 0 it had one (left as it is), or an
+ * error. */
+RLOCK_API int rlock_semaphore_set(rlock_client *c, const char *name,
+                                  long long permits);
+
+/* Adds delta (-2147483647 to 2147483647) to the permits available
+ * (addPermits) and stores their number now in *available (may be NULL).
+ * RLOCK_OK or an error. */
+RLOCK_API int rlock_semaphore_add(rlock_client *c, const char *name,
+                                  long long delta, long long *available);
+
+/* Stores the number of permits available now in *available (0 for a
+ * semaphore that does not exist). RLOCK_OK or an error. */
+RLOCK_API int rlock_semaphore_available(rlock_client *c, const char *name,
+                                        long long *available);
+
+/* Takes `permits` permits (1 to 2147483647) for the client, waiting as
+ * long as it takes. RLOCK_OK or an error; RLOCK_ELOCKLOST (once) when
+ * permits the client held of it were lost. */
+RLOCK_API int rlock_acquire(rlock_client *c, const char *name,
+                            long long permits);
+
+/* As rlock_acquire, waiting at most wait_ms (0: one attempt;
+ * RLOCK_WAIT_FOREVER: no limit). 1 taken, 0 not taken when the wait ran
+ * out, or an error. */
+RLOCK_API int rlock_try_acquire(rlock_client *c, const char *name,
+                                long long permits, long long wait_ms);
+
+/* Gives back `permits` permits the client holds (taken by any of its
+ * threads). 1 it holds none of the semaphore now, 0 it holds some still,
+ * or an error: RLOCK_ENOTOWNER when that is more than it holds (nothing
+ * is given back); RLOCK_ELOCKLOST when the permits it took are gone. */
+RLOCK_API int rlock_release(rlock_client *c, const char *name,
+                            long long permits);
+
+/* Whether the client still holds the permits it took of the semaphore:
+ * 1 rlockd has them, 0 it took none through this client (or gave them
+ * back: nothing is sent), RLOCK_ELOCKLOST they came back while held (and
+ * the record forgets them), or an error. Nothing changes in rlockd. */
+RLOCK_API int rlock_semaphore_held(rlock_client *c, const char *name);
+
+/* Takes a permit of the expirable semaphore (RPermitExpirableSemaphore),
+ * waiting at most wait_ms (0: one attempt; RLOCK_WAIT_FOREVER: no limit):
+ * 1 with its id in id (32 lower-case hex digits, as Java shows them), 0
+ * not taken when the wait ran out (id ""), or an error. lease_ms > 0:
+ * the permit comes back lease_ms after it was taken; RLOCK_WATCHDOG:
+ * rlockd renews it while the client lives. */
+RLOCK_API int rlock_acquire_expirable(rlock_client *c, const char *name,
+                                      long long wait_ms, long long lease_ms,
+                                      char id[RLOCK_PERMIT_ID_SIZE]);
+
+/* Gives back the expirable permit id (any client may, as in Redisson).
+ * RLOCK_OK, or an error: RLOCK_ELOCKLOST when this client took it and it
+ * is gone (its lease ran out, or it went with a session), RLOCK_ENOTOWNER
+ * when there is no such permit. */
+RLOCK_API int rlock_release_expirable(rlock_client *c, const char *name,
+                                      const char *id);
+
+/* Sets the latch's count (0 to 2147483647) if it has none (trySetCount):
+ * 1 set, 0 it had one, or an error. */
+RLOCK_API int rlock_latch_set(rlock_client *c, const char *name,
+                              long long count);
+
+/* Counts the latch down by one (countDown) and stores the count left in
+ * *left (may be NULL); at 0 the latch opens. RLOCK_OK or an error. */
+RLOCK_API int rlock_count_down(rlock_client *c, const char *name,
+                               long long *left);
+
+/* Stores the latch's count in *count (0: open, or never set). RLOCK_OK
+ * or an error. */
+RLOCK_API int rlock_latch_count(rlock_client *c, const char *name,
+                                long long *count);
+
+/* Waits until the latch's count is zero, at most wait_ms
+ * (RLOCK_WAIT_FOREVER: no limit; 0: no wait): 1 open, 0 the wait ran
+ * out, or an error. */
+RLOCK_API int rlock_await(rlock_client *c, const char *name, long long wait_ms);
 
 /* The text of an enum rlock_error. Never NULL. */
 RLOCK_API const char *rlock_strerror(int err);

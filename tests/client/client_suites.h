@@ -12,7 +12,8 @@
 #define CLIENT_SUITE_LIST(X)                                                   \
     X(locks_suite)                                                             \
     X(kinds_suite)                                                             \
-    X(failures_suite)
+    X(failures_suite)                                                          \
+    X(semaphores_suite)
 
 #define CLIENT_SUITE_DECLARE(constructor) Suite *constructor(void);
 CLIENT_SUITE_LIST(CLIENT_SUITE_DECLARE)

@@ -33,6 +33,13 @@ static void *run_call(void *arg)
     case OP_IS_HELD:
         call->result = rlock_is_held_kind(call->client, call->name, call->kind);
         break;
+    case OP_ACQUIRE:
+        call->result = rlock_try_acquire(call->client, call->name,
+                                         call->permits, call->wait_ms);
+        break;
+    case OP_AWAIT:
+        call->result = rlock_await(call->client, call->name, call->wait_ms);
+        break;
     }
     call->elapsed_ms = harness_now_ms() - start;
     return NULL;

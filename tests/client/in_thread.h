@@ -22,6 +22,8 @@ enum thread_op {
     OP_UNLOCK,    /* rlock_unlock(name) */
     OP_IS_LOCKED, /* rlock_is_locked(name) */
     OP_IS_HELD,   /* rlock_is_held(name) */
+    OP_ACQUIRE,   /* rlock_try_acquire(name, permits, wait_ms) */
+    OP_AWAIT,     /* rlock_await(name, wait_ms) */
 };
 
 struct thread_call {
@@ -31,6 +33,7 @@ struct thread_call {
     long long wait_ms;
     long long lease_ms;
     enum rlock_kind kind;
+    long long permits; /* OP_ACQUIRE */
     /* set by the thread */
     long long result;
     long long token; /* OP_LOCK, OP_TRYLOCK: the fencing token, or 0 */

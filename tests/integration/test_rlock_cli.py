@@ -1028,7 +1028,8 @@ def test_bash_completion_offers_options_subcommands_and_commands_after_dashdash(
               'comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE};\n'
               '         COMPREPLY=(); _rlock 2>/dev/null; echo "${COMPREPLY[*]}"; }\n'
               'comp rlock --conf; comp rlock -S x --fe; comp rlock -x st; comp rlock -w 1 -n h;\n'
-              'comp rlock --fair name -- true; comp rlock -E 3 name "";\n' % BASH_COMPLETION)
+              'comp rlock --fair name -- true; comp rlock -E 3 name "";\n'
+              'comp rlock --perm; comp rlock --permits 2 ""; comp rlock --permits 2 -n st;\n' % BASH_COMPLETION)
     r = subprocess.run(["bash", "-c", script, "bash", os.path.join(ROOT, "cli", "rlock.bash-completion")],
                        capture_output=True, text=True, timeout=10)
     assert_eq(r.returncode, 0, "bash (stderr %r)" % r.stderr)
@@ -1036,3 +1037,158 @@ def test_bash_completion_offers_options_subcommands_and_commands_after_dashdash(
     assert_eq(lines[:4], ["--conflict-exit-code", "--fenced", "status", "hold"], "completions")
     assert "true" in lines[4].split(), "a COMMAND after --: %r" % lines[4]
     assert_eq(lines[5], "", "after NAME")
+    assert_eq(lines[6:9], ["--permits", "hold", ""], "completions with --permits (a permit has hold only)")
+
+
+# ---------------------------------------------------------------- --permits N: a semaphore's slot
+
+
+def _permit_holders(env, n):
+    return env.redis_hash("rlockd_permits:{%s}" % n)
+
+
+def test_help_documents_permits():
+    r = run_rlock(["-h"])
+    for word in ["--permits N", "semaphore NAME", "consul lock -n N", "CLIENT-ID:0"]:
+        assert word in r.stdout, "rlock -h does not mention %r:\n%s" % (word, r.stdout)
+
+
+def test_permits_usage_errors_exit_64():
+    for args, why in [(["--permits", "0", "s", "--", "true"], "from 1 to 2147483647"),
+                      (["--permits", "2147483648", "s", "--", "true"], "from 1 to 2147483647"),
+                      (["--permits", "2", "--fair", "s", "--", "true"], "a semaphore has no kind"),
+                      (["-x", "--permits", "2", "s", "--", "true"], "a semaphore has no kind"),
+                      (["--permits", "2", "-l", "100", "s", "--", "true"], "a permit has no lease"),
+                      (["--permits", "2", "status", "s"], "with a COMMAND or hold only"),
+                      (["--permits", "2", "force-unlock", "s"], "with a COMMAND or hold only")]:
+        r = run_rlock(args)
+        assert_eq(r.returncode, EXIT_USAGE, "exit status of rlock %s (stderr %r)" % (" ".join(args), r.stderr))
+        assert why in r.stderr, "rlock %s: message %r should say %r" % (" ".join(args), r.stderr, why)
+
+
+def test_permits_2_with_6_concurrent_commands_never_runs_more_than_2_at_once(env):
+    n, runs = env.name("sem"), 6
+    step = 'echo start $1 $(date +%s%N) >> log; sleep 0.3; echo end $1 $(date +%s%N) >> log'
+    assert_eq(env.redis("EXISTS", n), 0, "the semaphore before the first rlock")
+    with TempDir() as d:
+        procs = [subprocess.Popen([_bin(), "-S", _addr(env), "--permits", "2", n, "--", "sh", "-c", step, "sh",
+                                   str(i)], cwd=d, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) for i in range(runs)]
+        try:
+            outs = [p.communicate(timeout=15)[0] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        assert_eq([p.returncode for p in procs], [0] * runs, "exit statuses (output %r)" % outs)
+        events = []
+        for line in open(os.path.join(d, "log")):
+            what, who, ns = line.split()
+            events.append((int(ns), 0 if what == "end" else 1, who))
+    assert_eq(sorted(who for _, start, who in events if start), [str(i) for i in range(runs)], "runs that started")
+    assert_eq(len(events), 2 * runs, "start and end lines")
+    running = most = 0
+    for _, start, _ in sorted(events):   # an end before a start at the same instant
+        running += 1 if start else -1
+        most = max(most, running)
+    assert_eq(most, 2, "most COMMANDs running at once under --permits 2")
+    assert_eq(env.redis("GET", n), "2", "the semaphore, created with 2 permits, all back")
+    assert_eq(_permit_holders(env, n), {}, "rlockd's record of permit holders after all runs")
+
+
+def test_permits_creates_the_semaphore_and_command_gets_name_and_owner(env):
+    n = env.name("sem")
+    command = 'echo "$RLOCK_NAME" > name; echo "$RLOCK_OWNER" > owner; ' + WAIT_FOR_GO
+    with TempDir() as d, Background(d, ["-S", _addr(env), "--permits", "3", n, "--", "sh", "-c", command]) as rl:
+        rl.wait_ready()
+        owner = open(rl.path("owner")).read().strip()
+        assert re.match(OWNER_RE % 0, owner), "RLOCK_OWNER %r" % owner
+        assert_eq(open(rl.path("name")).read().strip(), n, "RLOCK_NAME")
+        assert_eq(env.redis("GET", n), "2", "permits available while COMMAND runs (3, one taken)")
+        assert_eq(_permit_holders(env, n), {owner: "1"}, "rlockd's record: RLOCK_OWNER holds one permit")
+        rl.go()
+        assert_eq(rl.wait(3.0), 0, "rlock's exit status")
+        assert_eq(rl.output(), "", "rlock's output")
+    assert_eq(env.redis("GET", n), "3", "permits after rlock gave its one back")
+    assert_eq(_permit_holders(env, n), {}, "rlockd's record after the run")
+
+
+def test_permits_of_an_existing_semaphore_keep_its_number_and_more_is_a_warning(env):
+    n = env.name("sem")
+    assert_eq(env.client().call("SETPERMITS", n, 5), 1, "SETPERMITS by another client")
+    with TempDir() as d:
+        r = run_rlock(["-S", _addr(env), "--permits", "2", n, "--", "sh", "-c", "touch ran"], cwd=d)
+        assert_eq(r.returncode, 0, "rlock's exit status (stderr %r)" % r.stderr)
+        assert os.path.exists(os.path.join(d, "ran")), "COMMAND did not run"
+    assert "warning" in r.stderr and "5 permits available" in r.stderr and "--permits 2" in r.stderr, \
+        "rlock's warning: %r" % r.stderr
+    assert_eq(env.redis("GET", n), "5", "the semaphore's own number of permits")
+
+
+def test_permits_no_wait_and_wait_give_up_with_the_conflict_status(env):
+    n = env.name("sem")
+    a = env.client()
+    assert_eq(a.call("SETPERMITS", n, 1), 1, "SETPERMITS")
+    assert_eq(a.call("ACQUIRE", n), "OK", "ACQUIRE of the one permit by another client")
+    with TempDir() as d:
+        t0 = time.monotonic()
+        r = run_rlock(["-S", _addr(env), "--permits", "1", "-n", n, "--", "touch", "ran"], cwd=d)
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "exit status of rlock --permits 1 -n")
+        assert time.monotonic() - t0 < 0.5, "rlock -n did not give up at once"
+        assert "semaphore '%s' is held elsewhere" % n in r.stderr, "rlock -n message: %r" % r.stderr
+        r = run_rlock(["-S", _addr(env), "--permits", "1", "-E", "9", "-w", "0.3", n, "--", "touch", "ran"], cwd=d)
+        assert_eq(r.returncode, 9, "exit status of rlock --permits 1 -E 9 -w 0.3")
+        assert "not acquired within 0.3 s" in r.stderr, "rlock -w message: %r" % r.stderr
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without a permit"
+        with Background(d, ["-S", _addr(env), "--permits", "1", "-w", "3", n, "--", "touch", "ran"]) as rl:
+            env.wait_waiting(1, what="rlock --permits 1 -w 3 queued for the permit")
+            assert_eq(a.call("RELEASE", n), 1, "RELEASE by the other client")
+            assert_eq(rl.wait(2.0), 0, "rlock's exit status once the permit came back")
+            assert os.path.exists(rl.path("ran")), "COMMAND did not run"
+    assert_eq(env.redis("GET", n), "1", "the permit after the run")
+
+
+def test_permits_killed_rlock_gives_its_permit_back(env):
+    n = env.name("sem")
+    with TempDir() as d, Background(d, ["-S", _addr(env), "--permits", "1", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        rl.wait_ready()
+        assert_eq(env.redis("GET", n), "0", "permits available while COMMAND runs")
+        rl.proc.kill()
+        rl.proc.wait(2)
+        wait_until(lambda: os.path.exists(rl.path("trapped")), 2.0, what="COMMAND got SIGTERM after rlock died")
+        wait_until(lambda: env.redis("GET", n) == "1", 2.0, what="the permit back after rlock died")
+        assert_eq(_permit_holders(env, n), {}, "rlockd's record after rlock died")
+        assert "died holding semaphore '%s'" % n in rl.output(), "guardian's message: %r" % rl.output()
+
+
+def test_permits_lost_while_command_runs_stops_it_and_exits_75(env):
+    # The permit comes back behind rlockd's back, as a Redis that lost
+    # rlockd's record and a reclaim would leave it: rlockd's watchdog
+    # finds it gone at its next renewal, rlock at its next check.
+    n = env.name("sem")
+    with TempDir() as d, Background(d, ["-S", _addr(env), "--permits", "1", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+        rl.wait_ready()
+        time.sleep(1.2)   # confirmed more than once: held until then
+        assert rl.proc.poll() is None, "rlock exited: %r" % rl.output()
+        t0 = time.monotonic()
+        assert_eq(env.redis("DEL", "rlockd_permits:{%s}" % n, "rlockd_permits_deadline:{%s}" % n), 2,
+                  "rlockd's record of the permit deleted")
+        assert_eq(env.redis("SET", n, "1"), "OK", "the permit given back to the count")
+        assert_eq(rl.wait(4.0), EXIT_LOCK_LOST, "rlock's exit status once the permit was lost")
+        dt = time.monotonic() - t0
+        assert dt < env.watchdog_ms / 1000.0 / 3 + 1.5, "rlock noticed the lost permit after %.2fs" % dt
+        assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+        out = rl.output()
+        assert "semaphore '%s' lost" % n in out and "SIGTERM" in out, "rlock's warning: %r" % out
+
+
+def test_permits_hold_prints_the_owner_and_gives_the_permit_back_at_the_end(env):
+    n = env.name("sem")
+    with Hold(env, ["--permits", "1", "hold", n]) as h:
+        owner = h.first_line().strip()
+        assert re.match(OWNER_RE % 0, owner), "hold's line %r" % owner
+        assert_eq(_permit_holders(env, n), {owner: "1"}, "rlockd's record while held")
+        h.proc.stdin.close()
+        assert_eq(h.end(), (0, ""), "rlock hold's exit status and stderr once stdin ended")
+    assert_eq(env.redis("GET", n), "1", "the permit after the hold")
