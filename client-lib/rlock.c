@@ -103,6 +103,7 @@ enum client_command_id {
     CLIENT_CMD_SETPERMITS,
     CLIENT_CMD_ADDPERMITS,
     CLIENT_CMD_PERMITS,
+    CLIENT_CMD_PERMITS_HELD,
     CLIENT_CMD_ACQUIRE,
     CLIENT_CMD_RELEASE,
     CLIENT_CMD_ACQUIRE_EXPIRABLE,
@@ -154,6 +155,8 @@ static const struct client_command {
     [CLIENT_CMD_SETPERMITS] = {"SETPERMITS", .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_ADDPERMITS] = {"ADDPERMITS", .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_PERMITS] = {"PERMITS", .reply_type = REDIS_REPLY_INTEGER},
+    [CLIENT_CMD_PERMITS_HELD] = {"PERMITS", "HELD",
+                                 .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_ACQUIRE] = {"ACQUIRE", .blocks = true, .ok_without_limit = true,
                             .amount_option = "PERMITS",
                             .reply_type = REDIS_REPLY_INTEGER,
@@ -1061,40 +1064,44 @@ int rlock_release(rlock_client *c, const char *name, long long permits)
     return execute_permits(c, CLIENT_CMD_RELEASE, name, permits, OPTION_ABSENT);
 }
 
-/* Whether the record names permits of the semaphore the client took. */
-static bool permits_recorded(rlock_client *c, const char *name)
+/* Whether the record names permits of the semaphore the client took;
+ * forget: drop them from it (they were lost, and are told once). */
+static bool permits_recorded(rlock_client *c, const char *name, bool forget)
 {
     struct request rq = request_new(CLIENT_CMD_RELEASE, RLOCK_LOCK, name);
+    struct hold **link;
     bool recorded;
 
     pthread_mutex_lock(&c->mutex);
-    recorded = *hold_find(c, NULL, &rq, "") != NULL;
+    link = hold_find(c, NULL, &rq, "");
+    recorded = *link != NULL;
+    if (recorded && forget)
+        hold_unlink(link);
     pthread_mutex_unlock(&c->mutex);
     return recorded;
 }
 
 /*
- * rlockd has no query of a session's permits; a RELEASE of more than any
- * client holds is one that changes nothing: rlockd refuses it with
- * -NOTOWNER, from its own table, while it has the session's permits, and
- * answers -LOCKLOST once they came back (its watchdog found their record
- * gone, or a resumed session's were gone), as it does for the RELEASE
- * that would follow. The record of permits turns both into the answer.
+ * PERMITS name HELD: the permits rlockd's record in Redis says the
+ * session holds. None, where the client took some, is permits that came
+ * back while it lived (its rlockd's watchdog stopped, its session was not
+ * given back): lost.
  */
 int rlock_semaphore_held(rlock_client *c, const char *name)
 {
-    int rc;
+    long long held;
 
     if (c == NULL || name == NULL)
         return RLOCK_EINVAL;
-    if (!permits_recorded(c, name))
+    if (!permits_recorded(c, name, false))
         return 0;
-    rc = execute_permits(c, CLIENT_CMD_RELEASE, name, COMMAND_MAX_COUNT,
-                         OPTION_ABSENT);
-    if (rc == RLOCK_ENOTOWNER)
+    held = execute_query(c, CLIENT_CMD_PERMITS_HELD, RLOCK_LOCK, name);
+    if (held < 0)
+        return (int)held;
+    if (held > 0)
         return 1;
-    /* given back: the client held every permit there can be */
-    return rc < 0 ? rc : 0;
+    permits_recorded(c, name, true);
+    return RLOCK_ELOCKLOST;
 }
 
 /* An expirable permit's id as rlockd names it, 32 hex digits in lower

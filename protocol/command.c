@@ -66,6 +66,7 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_ACQUIRE:
     case SYNTAX_RELEASE:
     case SYNTAX_AWAIT:
+    case SYNTAX_PERMITS:
         return true;
     }
     return false;
@@ -81,6 +82,7 @@ enum command_option {
     OPTION_PERMITS = 0x8,
     OPTION_EXPIRABLE = 0x10,
     OPTION_ID = 0x20,
+    OPTION_HELD = 0x40,
 };
 
 /* What an option's value is. */
@@ -101,6 +103,7 @@ static const struct option_spec {
      "PERMITS must be a number from 1 to 2147483647"},
     {"id", OPTION_ID, VALUE_ID, 0, "ID must be a permit id, 32 hex digits"},
     {"expirable", OPTION_EXPIRABLE, VALUE_NONE, 0, NULL},
+    {"held", OPTION_HELD, VALUE_NONE, 0, NULL},
 };
 
 static int parse_error(char *err, size_t err_size, const char *fmt, ...)
@@ -251,7 +254,10 @@ static int option_value(const struct option_spec *spec, const char *s,
         out->permit_id = s;
         return 0;
     case VALUE_NONE:
-        out->expirable = true;
+        if (spec->option == OPTION_EXPIRABLE)
+            out->expirable = true;
+        else
+            out->held = true;
         return 0;
     }
     return -EINVAL;
@@ -302,6 +308,7 @@ static int parse_counting(const struct command *cmd, size_t argc,
             OPTION_PERMITS | OPTION_WAIT | OPTION_EXPIRABLE | OPTION_LEASE,
         [SYNTAX_RELEASE] = OPTION_PERMITS | OPTION_ID,
         [SYNTAX_AWAIT] = OPTION_WAIT,
+        [SYNTAX_PERMITS] = OPTION_HELD,
     };
     unsigned seen;
 
@@ -614,7 +621,7 @@ int command_parse_args(const struct command *cmd, size_t argc,
         return rc;
     if (cmd->syntax == SYNTAX_NAME_COUNT || cmd->syntax == SYNTAX_NAME_DELTA ||
         cmd->syntax == SYNTAX_ACQUIRE || cmd->syntax == SYNTAX_RELEASE ||
-        cmd->syntax == SYNTAX_AWAIT)
+        cmd->syntax == SYNTAX_AWAIT || cmd->syntax == SYNTAX_PERMITS)
         return parse_counting(cmd, argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_NAME_KIND)
         return parse_options(2, argc, argv, argv_len, OPTION_KIND, &seen, out,

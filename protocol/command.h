@@ -37,6 +37,7 @@ enum command_syntax {
     SYNTAX_ACQUIRE,
     SYNTAX_RELEASE,       /* RELEASE: <name> [PERMITS n | ID <permit-id>] */
     SYNTAX_AWAIT,         /* AWAIT: <name> [WAIT ms] */
+    SYNTAX_PERMITS,       /* PERMITS: <name> [HELD] */
 };
 
 /* The subcommands of CLIENT and COMMAND, as their parser decodes them. */
@@ -88,7 +89,7 @@ enum command_sub {
     X(TOKEN,       "token",       request,     2, 2, SYNTAX_NAME,          0)         \
     X(SETPERMITS,  "setpermits",  request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
     X(ADDPERMITS,  "addpermits",  request,     3, 3, SYNTAX_NAME_DELTA,    0)         \
-    X(PERMITS,     "permits",     request,     2, 2, SYNTAX_NAME,          0)         \
+    X(PERMITS,     "permits",     request,     2, 3, SYNTAX_PERMITS,       0)         \
     X(ACQUIRE,     "acquire",     request,     2, 8, SYNTAX_ACQUIRE,       CMD_ALONE) \
     X(RELEASE,     "release",     request,     2, 4, SYNTAX_RELEASE,       0)         \
     X(LATCHSET,    "latchset",    request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
@@ -197,6 +198,7 @@ struct command_args {
      * ADDPERMITS's and LATCHSET's value */
     int64_t amount;
     bool expirable;        /* ACQUIRE ... EXPIRABLE */
+    bool held;             /* PERMITS ... HELD: the session's, not the free */
     const char *permit_id; /* RELEASE ... ID: COMMAND_PERMIT_ID_LEN hex */
 };
 

@@ -165,7 +165,8 @@ static int command_request(struct client *c, const struct command *cmd,
 {
     const struct lock_kind *kind = lock_kinds[kind_of_command(cmd, a)];
     struct lock_request req = {.kind = kind,
-                               .op = op_of_command[cmd->id],
+                               .op = a->held ? LOCK_REQUEST_HOLD_COUNT
+                                             : op_of_command[cmd->id],
                                .thread_id = a->thread_id,
                                .wait_ms = a->wait_ms,
                                .lease_ms = a->lease_ms,

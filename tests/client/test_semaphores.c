@@ -216,6 +216,9 @@ START_TEST(permits_lost_while_held_are_reported_once_by_held)
     forget_permit_holders(redis, "lost");
     ck_assert_int_eq(held_until_lost(c, "lost"), RLOCK_ELOCKLOST);
     ck_assert_int_eq(rlock_semaphore_held(c, "lost"), 0);
+    /* rlockd's own hold learns it at the RELEASE (a query changes no
+     * hold): it says so, and then it has none */
+    ck_assert_int_eq(rlock_release(c, "lost", 1), RLOCK_ELOCKLOST);
     ck_assert_int_eq(rlock_release(c, "lost", 1), RLOCK_ENOTOWNER);
     redisFree(redis);
     rlock_close(c);

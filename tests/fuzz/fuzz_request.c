@@ -201,6 +201,7 @@ static void check_name(const struct request_parser *p,
     case SYNTAX_ACQUIRE:
     case SYNTAX_RELEASE:
     case SYNTAX_AWAIT:
+    case SYNTAX_PERMITS:
         CHECK(a->name == p->argv[1] && a->name_len == p->argv_len[1]);
         CHECK(a->name_len >= 1 && a->name_len <= FUZZ_MAX_NAME_LEN);
         break;
@@ -265,6 +266,7 @@ static void check_counting(const struct command *cmd,
             CHECK(isxdigit((unsigned char)a->permit_id[i]));
     }
     CHECK(!a->expirable || cmd->syntax == SYNTAX_ACQUIRE);
+    CHECK(!a->held || (cmd->syntax == SYNTAX_PERMITS && p->argc == 3));
 }
 
 /* What command.h promises about a successful decode. */

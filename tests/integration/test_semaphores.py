@@ -127,6 +127,8 @@ def test_permits_are_redissons_counter_and_rlockd_records_who_holds_them(env):
     deadline = float(env.redis("ZSCORE", "rlockd_permits_deadline:{%s}" % n, "%s:0" % cid))
     assert 0 < deadline - now_ms() <= 1600, "the owner's deadline is a watchdog timeout away: %r" % deadline
     assert_eq(a.call("PERMITS", n), 1, "PERMITS")
+    assert_eq(a.call("PERMITS", n, "HELD"), 2, "PERMITS HELD: the session's")
+    assert_eq(env.client().call("PERMITS", n, "HELD"), 0, "another client-id's PERMITS HELD")
     assert_eq(a.call("RELEASE", n), 0, "RELEASE of one of two: still holds one")
     assert_eq(sub.read_reply(2.0), ["message", sc_channel(n), "2"], "a release publishes the new count")
     assert_error(a.call("RELEASE", n, "PERMITS", 2), "NOTOWNER", "holds 1", what="RELEASE of more than held")
@@ -235,6 +237,7 @@ def test_permits_of_a_dead_rlockd_come_back_after_the_watchdog_timeout(env):
         assert 1.0 <= waited <= 3.5, "got it after %.2f s (watchdog timeout 1.5 s)" % waited
     finally:
         env.rlockd.signal(signal.SIGCONT)
+    assert_eq(holder.call("PERMITS", n, "HELD", timeout=3.0), 0, "PERMITS HELD: they came back")
     assert_error(holder.call("RELEASE", n, timeout=3.0), "LOCKLOST", what="the stopped holder's RELEASE")
 
 
