@@ -32,13 +32,24 @@ static size_t kind_index(const struct lock_kind *kind)
     return i;
 }
 
+/* How many keys of its own a kind has. */
+static size_t kind_keys(const struct lock_kind *kind)
+{
+    size_t n = 0;
+
+    while (n < LOCK_KIND_MAX_KEYS && kind->keys[n].affix != NULL)
+        n++;
+    return n;
+}
+
 /* One block: the struct, the table key (kind byte + name), the channel
  * and the kind's keys (each at most len + LOCK_KIND_NAME_EXTRA bytes, so
- * that the block is allocated before they are written). */
+ * that the block is allocated before they are written; a plain lock, the
+ * most numerous, has room for its channel alone). */
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    size_t room = (1 + LOCK_KIND_MAX_KEYS) * (len + LOCK_KIND_NAME_EXTRA);
+    size_t room = (1 + kind_keys(kind)) * (len + LOCK_KIND_NAME_EXTRA);
     struct lock *lock = calloc(1, sizeof(*lock) + 1 + len + room);
     char *p;
 
@@ -53,7 +64,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     lock->channel = p;
     lock->channel_len = lock_kind_name_of(p, &kind->channel, name, len);
     p += lock->channel_len;
-    for (int i = 0; i < LOCK_KIND_MAX_KEYS && kind->keys[i].affix; i++) {
+    for (size_t i = 0; i < kind_keys(kind); i++) {
         lock->keys[i] = p;
         lock->key_len[i] = lock_kind_name_of(p, &kind->keys[i], name, len);
         p += lock->key_len[i];

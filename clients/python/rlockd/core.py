@@ -321,6 +321,13 @@ def identify_steps(identity, book):
         yield Request(identity.clientid_args(False))
 
 
+# A session another connection of the client is resuming (the heartbeat's,
+# another thread's) answers -UNAVAILABLE for that moment: CLIENTID is
+# asked again this often, this many times.
+RESUME_RETRY_S = 0.05
+RESUME_RETRIES = 40
+
+
 def _take_gone(book, key):
     """The hold of key; raises LockLost (once) when its session was lost."""
     hold = book.get(key)
