@@ -1,0 +1,15 @@
+"use strict";
+/*
+ * rlockd - a client for rlockd, the lock broker that speaks RESP, on
+ * ioredis. See README.md in this directory, and index.d.ts for the API.
+ */
+const { Client, Lock, LostEvent } = require("./lib/client");
+const errors = require("./lib/errors");
+
+module.exports = {
+  Client,
+  Lock,
+  LostEvent,
+  connect: Client.connect,
+  ...errors,
+};
