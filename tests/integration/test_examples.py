@@ -3,14 +3,17 @@
 Each example takes a lock, prints "locked <owner>", holds it until a line
 comes on its stdin, unlocks, prints "unlocked" and exits 0. The tests check
 in Redis what the example says, and that it waits while another client
-holds the lock. A missing interpreter or library is a SKIP naming what to
-install, never a pass.
+holds the lock. redis_cli_lock.sh and fencing.sh print their replies
+instead. The README's snippets of these programs are checked to be their
+lines. A missing interpreter or library is a SKIP naming what to install,
+never a pass.
 """
 
 import os
 import re
 import select
 import subprocess
+import textwrap
 import time
 
 from harness import HOST, Skip, assert_eq, which
@@ -34,17 +37,26 @@ def _python():
     return [SYSTEM_PYTHON, os.path.join(EXAMPLES, "python_lock.py")], os.environ
 
 
-def _node():
+def _node(package="ioredis", example="node_lock.js"):
     node = which("node")
     if not node:
         raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
     modules = os.environ.get("NODE_PATH") or os.path.join(ROOT, "build", "npm", "node_modules")
     env = dict(os.environ, NODE_PATH=os.path.abspath(modules))
-    r = subprocess.run([node, "-e", "require('ioredis')"], env=env, capture_output=True, text=True)
+    r = subprocess.run([node, "-e", "require(%r)" % package], env=env, capture_output=True, text=True)
     if r.returncode != 0:
-        raise Skip("ioredis not found in %s (scripts/install-npm-deps.sh installs it; "
-                   "it needs npm and the network)" % modules)
-    return [node, os.path.join(EXAMPLES, "node_lock.js")], env
+        raise Skip("%s not found in %s (scripts/install-npm-deps.sh installs it; "
+                   "it needs npm and the network)" % (package, modules))
+    return [node, os.path.join(EXAMPLES, example)], env
+
+
+def _ruby():
+    ruby = which("ruby")
+    if not ruby:
+        raise Skip("ruby not found (apt-get install ruby ruby-redis, or scripts/install-deps.sh)")
+    if subprocess.run([ruby, "-e", 'require "redis"'], capture_output=True).returncode != 0:
+        raise Skip("ruby-redis not installed (apt-get install ruby-redis, or scripts/install-deps.sh)")
+    return [ruby, os.path.join(EXAMPLES, "ruby_lock.rb")], os.environ
 
 
 def _read_line(proc, timeout):
@@ -120,3 +132,98 @@ def test_fencing_example_rejects_the_paused_holders_write(env):
     new = int(lines[0].split()[-1])
     assert_eq(lines[0], "accepted token %d" % new, "the second holder's write")
     assert_eq(lines[1], "rejected token %d < %d" % (new - 1, new), "the paused holder's write")
+
+
+def test_node_redis_example_locks_waits_for_holder_and_unlocks(env):
+    argv, proc_env = _node("redis", "node_redis_lock.js")
+    _example_holds_and_releases(env, argv, proc_env, False, env.watchdog_ms / 1000.0 * 1.3)
+    _example_holds_and_releases(env, argv, proc_env, True, 0)
+
+
+def test_ruby_example_locks_waits_for_holder_and_unlocks(env):
+    argv, proc_env = _ruby()
+    _example_holds_and_releases(env, argv, proc_env, False, env.watchdog_ms / 1000.0 * 1.3)
+    _example_holds_and_releases(env, argv, proc_env, True, 0)
+
+
+def test_redis_cli_example_locks_with_a_lease_and_unlocks(env):
+    """examples/redis_cli_lock.sh: its LOCK waits for another client's hold,
+    then LOCK (with a lease), another owner's TRYLOCK and UNLOCK answer
+    OK, 0 and 1 through one redis-cli."""
+    if not which("redis-cli"):
+        raise Skip("redis-cli not found (apt-get install redis-tools)")
+    script = os.path.join(EXAMPLES, "redis_cli_lock.sh")
+    addr = "%s:%d" % (HOST, env.port)
+    for args, proc_env in ((["sh", script, None, addr], {k: v for k, v in os.environ.items()
+                                                         if k != "RLOCK_ADDR"}),
+                           (["sh", script, None], dict(os.environ, RLOCK_ADDR=addr))):
+        n = env.name("cli-example")
+        args[2] = n
+        other = env.client()
+        assert_eq(other.call("LOCK", n, 1), "OK", "LOCK by another client first")
+        proc = subprocess.Popen(args, env=proc_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            env.wait_waiting(1, what="the example's LOCK queued behind the other client's lock")
+            assert proc.poll() is None, "the example ended while another client held the lock: %r" % (
+                proc.communicate(),)
+            owner = "%s:1" % other.call("CLIENTID")
+            assert_eq(env.redis_hash(n), {owner: "1"}, "Redis hash while the other client holds the lock")
+            assert_eq(other.call("UNLOCK", n, 1), 1, "UNLOCK by the other client")
+            out, err = proc.communicate(timeout=10)
+            assert_eq((proc.returncode, out.splitlines()), (0, ["OK", "0", "1"]),
+                      "the example's exit status and replies to LOCK ... LEASE, TRYLOCK, UNLOCK "
+                      "(stderr %r)" % err)
+            assert_eq(env.redis("EXISTS", n), 0, "lock key after the example unlocked")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+# ---- the README shows the examples' own lines ----------------------------------
+
+README_SECTION = "## Using from other languages"
+README_EXAMPLES = {"python_lock.py", "node_lock.js", "node_redis_lock.js", "ruby_lock.rb",
+                   "redis_cli_lock.sh"}
+
+
+def _readme_snippets():
+    """(example file, code block lines) for each code block of the README's
+    README_SECTION that follows a link to an examples/ file."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    start = text.index("\n" + README_SECTION + "\n")
+    end = text.find("\n## ", start + 1)
+    section = text[start:end if end >= 0 else len(text)]
+    snippets, pos = [], 0
+    for m in re.finditer(r"^```[a-z]*\n(.*?)^```$", section, re.S | re.M):
+        linked = re.findall(r"\(examples/([\w.]+)\)", section[pos:m.start()])
+        pos = m.end()
+        if linked:
+            snippets.append((linked[-1], m.group(1).splitlines()))
+    return snippets
+
+
+def _appears_verbatim(block, lines):
+    """block, dedented, is a run of lines with the same extra indentation."""
+    block = textwrap.dedent("\n".join(block)).splitlines()
+    for i in range(len(lines) - len(block) + 1):
+        first = lines[i]
+        indent = first[:len(first) - len(first.lstrip())]
+        if all((want == got == "") or indent + want == got for want, got in zip(block, lines[i:])):
+            return True
+    return False
+
+
+def test_readme_snippets_are_the_examples_lines():
+    """Each README snippet under "Using from other languages" that follows
+    a link to an example is that example's lines, verbatim: the README
+    shows what the tests above run, and every example is shown."""
+    snippets = _readme_snippets()
+    assert_eq({f for f, _ in snippets}, README_EXAMPLES,
+              "the examples the README section shows (each after a link to examples/FILE)")
+    for name, block in snippets:
+        with open(os.path.join(EXAMPLES, name)) as f:
+            lines = f.read().splitlines()
+        assert block and _appears_verbatim(block, lines), \
+            "README's snippet after examples/%s is not that file's lines:\n%s" % (name, "\n".join(block))
