@@ -328,6 +328,48 @@ def which(tool):
     return shutil.which(tool)
 
 
+# Debian's python3: only it sees Debian's python3-* modules (a pyenv
+# `python3` on PATH does not).
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def system_python(*modules):
+    """SYSTEM_PYTHON once it imports each (module, Debian package) given; Skip
+    naming what to install otherwise."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        raise Skip("%s not found (apt-get install python3)" % SYSTEM_PYTHON)
+    for module, package in modules:
+        if subprocess.run([SYSTEM_PYTHON, "-c", "import " + module], capture_output=True).returncode != 0:
+            raise Skip("%s not importable by %s (apt-get install %s, or scripts/install-deps.sh)"
+                       % (module, SYSTEM_PYTHON, package))
+    return SYSTEM_PYTHON
+
+
+def ruby_redis():
+    """ruby, once it can require Debian's ruby-redis; Skip otherwise."""
+    ruby = which("ruby")
+    if not ruby:
+        raise Skip("ruby not found (apt-get install ruby ruby-redis, or scripts/install-deps.sh)")
+    if subprocess.run([ruby, "-e", 'require "redis"'], capture_output=True).returncode != 0:
+        raise Skip("ruby-redis not installed (apt-get install ruby-redis, or scripts/install-deps.sh)")
+    return ruby
+
+
+def node_with(package):
+    """node and an environment whose NODE_PATH (default: build/npm, where
+    scripts/install-npm-deps.sh puts the test modules) has package; Skip otherwise."""
+    node = which("node")
+    if not node:
+        raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
+    modules = os.environ.get("NODE_PATH") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "npm", "node_modules")
+    env = dict(os.environ, NODE_PATH=os.path.abspath(modules))
+    if subprocess.run([node, "-e", "require(%r)" % package], env=env, capture_output=True).returncode != 0:
+        raise Skip("%s not found in %s (scripts/install-npm-deps.sh installs it; it needs npm and the "
+                   "network)" % (package, env["NODE_PATH"]))
+    return node, env
+
+
 def _spawn(argv, logpath, cwd, env=None, pass_fds=(), preexec_fn=None):
     """Starts a process in its own session, output to logpath; registered for cleanup."""
     log = open(logpath, "ab")

@@ -26,8 +26,8 @@ import subprocess
 import threading
 import time
 
-from harness import (ACQUIRE_SCRIPT, HOST, RELEASE_SCRIPT, Rlockd, RespClient, Skip, TempDir,
-                     assert_eq, channel_for, is_error, wait_info, wait_until, which)
+from harness import (ACQUIRE_SCRIPT, HOST, RELEASE_SCRIPT, Rlockd, RespClient, TempDir, assert_eq,
+                     channel_for, is_error, node_with, wait_info, wait_until)
 from topology import ClusterSetup
 
 
@@ -326,15 +326,7 @@ class NodeRedisson:
     """node_redisson_peer.js: node-redisson 1.0.4 over ioredis's Cluster client."""
 
     def __init__(self, cluster):
-        node = which("node")
-        if not node:
-            raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
-        modules = os.environ.get("NODE_PATH") or os.path.join(HERE, "..", "..", "build", "npm", "node_modules")
-        env = dict(os.environ, NODE_PATH=os.path.abspath(modules))
-        if subprocess.run([node, "-e", "require('node-redisson')"], env=env,
-                          capture_output=True).returncode != 0:
-            raise Skip("node-redisson not found in %s (scripts/install-npm-deps.sh installs it; "
-                       "it needs npm and the network)" % modules)
+        node, env = node_with("node-redisson")
         seeds = ",".join("%s:%d" % (HOST, p) for p in cluster.masters())
         self.proc = subprocess.Popen([node, os.path.join(HERE, "node_redisson_peer.js"), seeds],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,

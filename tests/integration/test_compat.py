@@ -13,12 +13,9 @@ import tempfile
 import time
 import uuid
 
-from harness import (HOST, Env, RespClient, RespError, Skip, assert_eq, assert_error, wait_info,
-                     wait_until, which)
+from harness import (HOST, Env, RespClient, Skip, assert_eq, assert_error, node_with,
+                     ruby_redis, system_python, wait_info, wait_until, which)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# Debian's python3-redis is importable by the system Python only.
-SYSTEM_PYTHON = "/usr/bin/python3"
 LEASE_MS = 200
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 600}}
@@ -336,13 +333,7 @@ def _check_client_output(out, cid, what):
 
 
 def _system_python():
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        raise Skip("%s not found (apt-get install python3)" % SYSTEM_PYTHON)
-    r = subprocess.run([SYSTEM_PYTHON, "-c", "import redis"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Skip("redis-py not importable by %s (apt-get install python3-redis, or scripts/install-deps.sh)"
-                   % SYSTEM_PYTHON)
-    return SYSTEM_PYTHON
+    return system_python(("redis", "python3-redis"))
 
 
 REDIS_PY = r'''
@@ -413,19 +404,6 @@ def test_redis_py_asyncio_with_default_options(env):
     _check_client_output(out, cid, "redis-py asyncio")
 
 
-def _node_with(package):
-    node = which("node")
-    if not node:
-        raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
-    modules = os.environ.get("NODE_PATH") or os.path.join(ROOT, "build", "npm", "node_modules")
-    env = dict(os.environ, NODE_PATH=os.path.abspath(modules))
-    r = subprocess.run([node, "-e", "require(%r)" % package], env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Skip("%s not found in %s (scripts/install-npm-deps.sh installs it; it needs npm and the "
-                   "network)" % (package, modules))
-    return node, env
-
-
 IOREDIS = r'''
 const Redis = require("ioredis");
 const [port, cid, secret, name] = process.argv.slice(-4);
@@ -469,7 +447,7 @@ const [port, cid, secret, name] = process.argv.slice(-4);
 
 
 def test_ioredis_with_default_options(env):
-    node, proc_env = _node_with("ioredis")
+    node, proc_env = node_with("ioredis")
     cid, secret = _identity()
     out = _run([node, "-e", IOREDIS, "--", str(env.port), cid, secret, env.name("ioredis")], "ioredis",
                env=proc_env)
@@ -477,7 +455,7 @@ def test_ioredis_with_default_options(env):
 
 
 def test_node_redis_with_default_options(env):
-    node, proc_env = _node_with("redis")
+    node, proc_env = node_with("redis")
     cid, secret = _identity()
     out = _run([node, "-e", NODE_REDIS, "--", str(env.port), cid, secret, env.name("node-redis")], "node-redis",
                env=proc_env)
@@ -501,11 +479,7 @@ end
 
 
 def test_ruby_redis_with_default_options(env):
-    ruby = which("ruby")
-    if not ruby:
-        raise Skip("ruby not found (apt-get install ruby ruby-redis, or scripts/install-deps.sh)")
-    if subprocess.run([ruby, "-e", 'require "redis"'], capture_output=True).returncode != 0:
-        raise Skip("ruby-redis not installed (apt-get install ruby-redis, or scripts/install-deps.sh)")
+    ruby = ruby_redis()
     cid, secret = _identity()
     out = _run([ruby, "-e", RUBY_REDIS, str(env.port), cid, secret, env.name("ruby")], "ruby-redis")
     _check_client_output(out, cid, "ruby-redis")

@@ -16,47 +16,26 @@ import subprocess
 import textwrap
 import time
 
-from harness import HOST, Skip, assert_eq, which
+from harness import HOST, Skip, assert_eq, node_with, ruby_redis, system_python, which
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 1000}}
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 EXAMPLES = os.path.join(ROOT, "examples")
-# redis-py from Debian's python3-redis: only the system interpreter sees it
-# (a pyenv `python3` on PATH does not).
-SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 def _python():
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        raise Skip("%s not found (apt-get install python3)" % SYSTEM_PYTHON)
-    r = subprocess.run([SYSTEM_PYTHON, "-c", "import redis"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Skip("redis-py not importable by %s (apt-get install python3-redis, "
-                   "or scripts/install-deps.sh)" % SYSTEM_PYTHON)
-    return [SYSTEM_PYTHON, os.path.join(EXAMPLES, "python_lock.py")], os.environ
+    return [system_python(("redis", "python3-redis")),
+            os.path.join(EXAMPLES, "python_lock.py")], os.environ
 
 
 def _node(package="ioredis", example="node_lock.js"):
-    node = which("node")
-    if not node:
-        raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
-    modules = os.environ.get("NODE_PATH") or os.path.join(ROOT, "build", "npm", "node_modules")
-    env = dict(os.environ, NODE_PATH=os.path.abspath(modules))
-    r = subprocess.run([node, "-e", "require(%r)" % package], env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Skip("%s not found in %s (scripts/install-npm-deps.sh installs it; "
-                   "it needs npm and the network)" % (package, modules))
+    node, env = node_with(package)
     return [node, os.path.join(EXAMPLES, example)], env
 
 
 def _ruby():
-    ruby = which("ruby")
-    if not ruby:
-        raise Skip("ruby not found (apt-get install ruby ruby-redis, or scripts/install-deps.sh)")
-    if subprocess.run([ruby, "-e", 'require "redis"'], capture_output=True).returncode != 0:
-        raise Skip("ruby-redis not installed (apt-get install ruby-redis, or scripts/install-deps.sh)")
-    return [ruby, os.path.join(EXAMPLES, "ruby_lock.rb")], os.environ
+    return [ruby_redis(), os.path.join(EXAMPLES, "ruby_lock.rb")], os.environ
 
 
 def _read_line(proc, timeout):

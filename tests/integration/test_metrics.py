@@ -7,18 +7,16 @@ password: bounded, whatever the outage's length."""
 
 import http.client
 import json
-import os
 import re
 import socket
 import subprocess
 import time
 import uuid
 
-from harness import (HOST, Env, Skip, assert_eq, free_port, is_error, parse_info, wait_until)
+from harness import HOST, Env, assert_eq, free_port, is_error, parse_info, system_python, wait_until
 
-# Debian's python3-prometheus-client: only the system interpreter sees it (a pyenv
-# `python3` on PATH does not), so the parsing runs there.
-SYSTEM_PYTHON = "/usr/bin/python3"
+# Debian's python3-prometheus-client: only the system interpreter sees it, so
+# the parsing runs there.
 PARSE = """
 import json, sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -34,11 +32,8 @@ class Family:
 
 def _parse(text):
     """Prometheus's own parser's families of text, by name."""
-    if not os.path.exists(SYSTEM_PYTHON):
-        raise Skip("%s not found (apt-get install python3)" % SYSTEM_PYTHON)
-    r = subprocess.run([SYSTEM_PYTHON, "-c", PARSE], input=text, capture_output=True, text=True)
-    if "No module named 'prometheus_client'" in r.stderr:
-        raise Skip("python3-prometheus-client not installed (scripts/install-deps.sh installs it)")
+    python = system_python(("prometheus_client", "python3-prometheus-client"))
+    r = subprocess.run([python, "-c", PARSE], input=text, capture_output=True, text=True)
     assert r.returncode == 0, "Prometheus's parser refused /metrics: %s" % r.stderr[-800:]
     return {name: Family(name, type_, samples) for name, type_, samples in json.loads(r.stdout)}
 

@@ -9,23 +9,15 @@ import glob
 import os
 import subprocess
 
-from harness import Skip, rlockd_bin, which
+from harness import node_with, rlockd_bin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 PACKAGE = os.path.join(ROOT, "clients", "node")
 
 
 def test_node_package_suite():
-    node = which("node")
-    if not node:
-        raise Skip("node not found (apt-get install nodejs npm, then scripts/install-npm-deps.sh)")
-    modules = os.path.abspath(os.environ.get("NODE_PATH")
-                              or os.path.join(ROOT, "build", "npm", "node_modules"))
-    env = dict(os.environ, NODE_PATH=modules, RLOCKD_BIN=rlockd_bin())
-    r = subprocess.run([node, "-e", "require('ioredis')"], env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise Skip("ioredis not found in %s (scripts/install-npm-deps.sh installs it; "
-                   "it needs npm and the network)" % modules)
+    node, env = node_with("ioredis")
+    env["RLOCKD_BIN"] = rlockd_bin()
     # the test files, not test/helper.js (node --test would count it as one)
     files = sorted(glob.glob(os.path.join(PACKAGE, "test", "*.test.js")))
     assert files, "no tests in %s/test" % PACKAGE

@@ -12,28 +12,17 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import Skip, rlockd_bin
+from harness import rlockd_bin, system_python
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PACKAGE = os.path.abspath(os.path.join(ROOT, "clients", "python"))
-SYSTEM_PYTHON = "/usr/bin/python3"
-
-
-def _need(module, package):
-    r = subprocess.run([SYSTEM_PYTHON, "-c", "import " + module], capture_output=True)
-    if r.returncode != 0:
-        raise Skip("%s not importable by %s (apt-get install %s, or scripts/install-deps.sh)"
-                   % (module, SYSTEM_PYTHON, package))
 
 
 def test_python_package_suite():
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        raise Skip("%s not found (apt-get install python3)" % SYSTEM_PYTHON)
-    _need("redis", "python3-redis")
-    _need("pytest", "python3-pytest")
+    python = system_python(("redis", "python3-redis"), ("pytest", "python3-pytest"))
     env = dict(os.environ, RLOCKD_BIN=rlockd_bin(), PYTHONDONTWRITEBYTECODE="1",
                RLOCKD_HARNESS_DIR=os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([SYSTEM_PYTHON, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+    r = subprocess.run([python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                         os.path.join(PACKAGE, "tests")],
                        cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=300)
     lines = r.stdout.strip().splitlines()
@@ -48,13 +37,13 @@ def test_python_package_suite():
 def test_python_package_installs_with_pip():
     """pip install ./clients/python, into a throw-away venv that sees the
     system's redis-py (offline: no build isolation, no downloads)."""
-    _need("venv", "python3-venv")
+    python = system_python(("venv", "python3-venv"))
     with tempfile.TemporaryDirectory(prefix="rlockd-pip-") as tmp:
         # a copy: setuptools writes build/ and *.egg-info next to the sources
         source = os.path.join(tmp, "src")
         shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("__pycache__", "tests"))
         venv = os.path.join(tmp, "venv")
-        subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", venv], check=True)
+        subprocess.run([python, "-m", "venv", "--system-site-packages", venv], check=True)
         py = os.path.join(venv, "bin", "python")
         r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index",
                             source], capture_output=True, text=True, timeout=120,
