@@ -1768,22 +1768,6 @@ static void call_begin(struct lock_call *call, const struct lock_request *req)
     call_proceed(call);
 }
 
-/* The hold of the session's expirable permit named id, or NULL. */
-static struct hold *permit_hold(struct lock *lock, const struct session *s,
-                                const char *id, size_t len)
-{
-    struct list_node *pos, *tmp;
-
-    list_for_each_safe (pos, tmp, &lock->holds) {
-        struct hold *h = list_entry(pos, struct hold, lock_link);
-
-        if (h->session == s && h->field_len == len &&
-            memcmp(h->field, id, len) == 0)
-            return h;
-    }
-    return NULL;
-}
-
 /* The owner's field and thread-id: a session's thread's, or an expirable
  * permit's id and the thread-id of its hold (a new one for an acquire,
  * counted down from the top of the range, where no client's thread-id
@@ -1801,13 +1785,13 @@ static void name_owner(struct lock_call *call, const struct lock_request *req)
     memcpy(call->field, req->permit_id, LOCK_PERMIT_ID_LEN);
     call->field[LOCK_PERMIT_ID_LEN] = '\0';
     call->field_len = LOCK_PERMIT_ID_LEN;
-    if (call->op == LOCK_OP_ACQUIRE)
+    if (call->op == LOCK_OP_ACQUIRE) {
         call->thread_id = UINT64_MAX - engine.permit_holds++;
-    else
-        call->thread_id = (hold = permit_hold(call->lock, call->session,
-                                              call->field, call->field_len))
-                              ? hold->thread_id
-                              : 0;
+        return;
+    }
+    hold = hold_of_field(call->lock, call->field, call->field_len);
+    call->thread_id =
+        hold != NULL && hold->session == call->session ? hold->thread_id : 0;
 }
 
 struct lock_call *lock_engine_start(struct session *session,
