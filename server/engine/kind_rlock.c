@@ -77,10 +77,7 @@
  * does. now_ms() is Redis's clock: one clock for every rlockd.
  */
 #define FAIR_QUEUE                                                             \
-    "local function now_ms() "                                                 \
-    "local t = redis.call('time'); "                                           \
-    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); "       \
-    "end; "                                                                    \
+    KIND_LUA_NOW                                                               \
     "local function queue_ok(q, z) "                                           \
     "local tq, tz = redis.call('type', q).ok, redis.call('type', z).ok; "      \
     "return (tq == 'none' or tq == 'list') and (tz == 'none' or tz == "        \

@@ -24,6 +24,13 @@
     "if how ~= 'spublish' then redis.call('publish', channel, message); end; " \
     "if how ~= 'publish' then redis.call('spublish', channel, message); end; " \
     "end; "
+/* now_ms(): Redis's clock (TIME), in ms: one clock for every rlockd, where
+ * scripts keep deadlines (the fair lock's queue, a semaphore's holders). */
+#define KIND_LUA_NOW                                                           \
+    "local function now_ms() "                                                 \
+    "local t = redis.call('time'); "                                           \
+    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); "       \
+    "end; "
 #define KIND_LUA_WRONG_TYPE                                                    \
     "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
 /* A reentrant acquire whose owner Redis no longer knows. */

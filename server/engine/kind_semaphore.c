@@ -36,6 +36,14 @@
 #include "engine/kind_script.h"
 
 /* clang-format off */
+/* raw(): an expirable permit's id, 32 hex digits, as the 16 bytes its
+ * zset member is. */
+#define RAW_ID_LUA                                                             \
+    "local function raw(hex) "                                                 \
+        "return (string.gsub(hex, '..', function(c) "                          \
+            "return string.char(tonumber(c, 16)); end)); "                     \
+    "end; "
+
 /*
  * What every semaphore script shares; KEYS name, channel, owners,
  * deadlines, timeout. permits() is the count, or nil when the name holds
@@ -46,11 +54,7 @@
  * message never strands it.
  */
 #define SEMAPHORE_LUA                                                          \
-    KIND_LUA_PUBLISH                                                           \
-    "local function now_ms() "                                                 \
-        "local t = redis.call('time'); "                                       \
-        "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); "   \
-    "end; "                                                                    \
+    KIND_LUA_PUBLISH KIND_LUA_NOW RAW_ID_LUA                                   \
     "local function permits() "                                                \
         "local v = redis.pcall('get', KEYS[1]); "                              \
         "if v == false then return 0; end; "                                   \
@@ -65,10 +69,6 @@
     "local function semaphore_ok() "                                           \
         "return permits() ~= nil and typed(KEYS[3], 'hash') and "              \
             "typed(KEYS[4], 'zset') and typed(KEYS[5], 'zset'); "              \
-    "end; "                                                                    \
-    "local function raw(hex) "                                                 \
-        "return (string.gsub(hex, '..', function(c) "                          \
-            "return string.char(tonumber(c, 16)); end)); "                     \
     "end; "                                                                    \
     "local function reclaim(now) "                                             \
         "local n = 0; "                                                        \
@@ -254,11 +254,12 @@ static struct backend_script inspect_script = {
  * Renews many holders' time: KEYS one zset per holder (the deadlines, or
  * the expirable permits), ARGV member, ms per holder: 1 renewed, 0 its
  * time ran out (its permits are back in the pool, or will be at the next
- * script: the hold is lost). RENEW_MEMBER says how ARGV names the member.
+ * script: the hold is lost). member is the Lua that makes the member
+ * from ARGV (raw(): an expirable permit's id).
  */
 #define RENEW_MANY(member)                                                     \
-    "local t = redis.call('time'); "                                           \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); "  \
+    KIND_LUA_NOW RAW_ID_LUA                                                    \
+    "local now = now_ms(); "                                                   \
     "local out = {}; "                                                         \
     "for i = 1, #KEYS do "                                                     \
         "local m, ms = " member ", tonumber(ARGV[2 * i]); "                    \
@@ -276,8 +277,7 @@ static struct backend_script renew_script = {
     "semaphore_renew_many", RENEW_MANY("ARGV[2 * i - 1]"), ""};
 static struct backend_script expirable_renew_script = {
     "expirable_renew_many",
-    RENEW_MANY("(string.gsub(ARGV[2 * i - 1], '..', function(c) "
-               "return string.char(tonumber(c, 16)); end))"),
+    RENEW_MANY("raw(ARGV[2 * i - 1])"),
     ""};
 
 /* trySetPermits (RSemaphore's and RPermitExpirableSemaphore's alike);
