@@ -19,7 +19,7 @@ import redis
 
 from . import core
 from .core import HoldBook, Identity, Request
-from .errors import ConnectionLost, NotAcquired, RlockError, Unavailable, from_redis
+from .errors import ConnectionLost, NotAcquired, RlockError, from_redis
 
 log = logging.getLogger("rlockd")
 
@@ -42,15 +42,8 @@ class _Identified:
         try:
             if client is None:
                 raise ConnectionLost("the client was closed")
-            for attempt in range(core.RESUME_RETRIES):
-                try:
-                    core.drive(core.identify_steps(client.identity, client.book),
-                               lambda rq: exchange(self, rq, client.command_timeout))
-                    break
-                except Unavailable:   # resumed by another connection meanwhile
-                    if attempt + 1 == core.RESUME_RETRIES:
-                        raise
-                    time.sleep(core.RESUME_RETRY_S)
+            core.drive(core.identify_steps(client.identity, client.book),
+                       lambda rq: exchange(self, rq, client.command_timeout))
         except BaseException:
             self.disconnect()
             raise

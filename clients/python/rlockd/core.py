@@ -15,9 +15,10 @@ import json
 import logging
 import secrets
 import threading
+import time
 import uuid
 
-from .errors import LockLost, NotOwner, RlockError
+from .errors import LockLost, NotOwner, RlockError, Unavailable
 
 log = logging.getLogger("rlockd")
 
@@ -251,6 +252,13 @@ class Request:
     wait_ms: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class Pause:
+    """A step that sends nothing: the driver sleeps this long, then goes on."""
+
+    seconds: float
+
+
 def reply_timeout(request, command_timeout):
     """Seconds to wait for request's reply: as long as it may wait for its
     lock, plus the usual reply time; None: no limit."""
@@ -311,14 +319,21 @@ def identify_steps(identity, book):
     holds locks (docs/protocol.md section 9, the rule for holders): a
     restarted rlockd then gives the session back, or says it cannot, and
     the holds are lost instead of silently forgotten."""
-    resume = book.any_held()
-    try:
-        yield Request(identity.clientid_args(resume))
-    except LockLost:
-        if not resume:
-            raise
-        book.session_lost()
-        yield Request(identity.clientid_args(False))
+    for attempt in range(RESUME_RETRIES):
+        resume = book.any_held()
+        try:
+            yield Request(identity.clientid_args(resume))
+            return
+        except Unavailable:   # resumed by another connection meanwhile
+            if attempt + 1 == RESUME_RETRIES:
+                raise
+            yield Pause(RESUME_RETRY_S)
+        except LockLost:
+            if not resume:
+                raise
+            book.session_lost()
+            yield Request(identity.clientid_args(False))
+            return
 
 
 # A session another connection of the client is resuming (the heartbeat's,
@@ -343,6 +358,10 @@ def drive(steps, send):
     try:
         request = next(steps)
         while True:
+            if isinstance(request, Pause):
+                time.sleep(request.seconds)
+                request = steps.send(None)
+                continue
             try:
                 reply = send(request)
             except RlockError as e:
@@ -358,6 +377,10 @@ async def drive_async(steps, send):
     try:
         request = next(steps)
         while True:
+            if isinstance(request, Pause):
+                await asyncio.sleep(request.seconds)
+                request = steps.send(None)
+                continue
             try:
                 reply = await send(request)
             except RlockError as e:

@@ -153,6 +153,19 @@ def test_identify_resumes_while_holding_and_tells_a_lost_session():
     assert sent.sent == []
 
 
+def test_identify_asks_again_while_another_connection_resumes():
+    book, _ = new_book()
+    core.drive(core.acquire_steps(book, (3, "n", ""), None, None), FakeRlockd("OK"))
+    busy = errors.Unavailable("the client-id's session ... is being resumed")
+    rlockd = FakeRlockd(busy, busy, "OK")
+    core.drive(core.identify_steps(book.identity, book), rlockd)
+    assert rlockd.sent == [("CLIENTID", "app-1", "SECRET", "s" * 32, "RESUME")] * 3
+    rlockd = FakeRlockd(*[busy] * core.RESUME_RETRIES)
+    with pytest.raises(errors.Unavailable):   # not for ever
+        core.drive(core.identify_steps(book.identity, book), rlockd)
+    assert len(rlockd.sent) == core.RESUME_RETRIES
+
+
 def test_channel_reports_told_once_per_hold():
     book, told = new_book()
     hold = core.drive(core.acquire_steps(book, (7, "orders:42", ""), None, None), FakeRlockd("OK"))
