@@ -331,8 +331,9 @@ print_comparison() {
                     base == "" ? "-" : fmt(base), new == "" ? "-" : fmt(new), ratio, spr, note
             }
             print "new/base: new median / baseline median (rates: higher is better;"
-            print "latency, CPU, memory: lower). spread: (max - min) / median over one"
-            print "binary'"'"'s rounds, the larger of the two. Reported, not enforced."
+            print "latency, CPU, memory, Redis work per pair: lower). spread: (max -"
+            print "min) / median over one binary'"'"'s rounds, the larger of the two."
+            print "Reported, not enforced."
         }' "$tmp/results"
     [ -s "$tmp/skipped" ] || return 0
     echo "Not compared: the baseline cannot run these (it answered -ERR, as a"

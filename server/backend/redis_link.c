@@ -95,6 +95,12 @@ static void poll_update(struct link_poll *p, int add, int del)
 
 static void flush_pending(uv_prepare_t *prepare)
 {
+    (void)prepare;
+    redis_links_flush();
+}
+
+void redis_links_flush(void)
+{
     struct list_node *node;
 
     while ((node = list_first(&link_io.flush)) != NULL) {
@@ -107,7 +113,7 @@ static void flush_pending(uv_prepare_t *prepare)
         if (p->ac != NULL && p->write_wanted) /* socket full: poll */
             poll_update(p, UV_WRITABLE, 0);
     }
-    uv_prepare_stop(prepare);
+    uv_prepare_stop(&link_io.prepare);
 }
 
 static void poll_add_read(void *d)

@@ -164,6 +164,9 @@ static const struct config_row config_rows[] = {
     INT_ROW("redis", "retry_timeout_ms", LIVE, retry_timeout_ms, "4500", 0,
             600000),
     INT_ROW("redis", "pool_size", 0, pool_size, "4", 1, 64),
+    /* Script calls of one loop turn for one connection (Cluster: slot)
+     * sent as one; 1: each alone. */
+    INT_ROW("redis", "batch_max_calls", LIVE, batch_max_calls, "32", 1, 1000),
     INT_ROW("redis", "connect_timeout_ms", 0, connect_timeout_ms, "1000", 10,
             600000),
     INT_ROW("redis", "command_timeout_ms", LIVE, command_timeout_ms, "5000", 10,
@@ -191,6 +194,9 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
+    /* 0: every waiter asks once the release's reply is in. */
+    INT_ROW("lock", "max_handoffs_in_a_row", LIVE, max_handoffs_in_a_row, "8",
+            0, 1000000),
     /* auto: the replicas the master's ROLE lists in sentinel mode, those
      * CLUSTER NODES lists for the key's master in cluster mode, none in
      * standalone mode (one server). */

@@ -75,6 +75,7 @@ struct config {
     int64_t pubsub;              /* enum redis_pubsub */
     int64_t retry_timeout_ms;    /* how long a command waits for Redis */
     int64_t pool_size;
+    int64_t batch_max_calls; /* script calls sent as one (script_batch.c) */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t reconnect_max_ms;
@@ -93,6 +94,8 @@ struct config {
     int64_t max_waiters_per_client;
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
+    /* local hand-offs of one lock before a release leaves it free */
+    int64_t max_handoffs_in_a_row;
     int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */
     int64_t sync_timeout_ms;
     /* [log] */

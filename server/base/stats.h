@@ -73,6 +73,10 @@ enum stats_section {
       "expirable semaphore permits acquired")                                 \
     X(COUNTS,  COUNTER, latch_waits_ended, "AWAITs that saw the latch open")  \
     X(COUNTS,  COUNTER, locks_released, "UNLOCKs that freed a lock")          \
+    X(COUNTS,  COUNTER, lock_handoffs,                                         \
+      "UNLOCKs sent with the next local waiter's acquire right behind")      \
+    X(COUNTS,  COUNTER, acquires_queued_unasked,                               \
+      "LOCKs queued at once: another owner held the lock through rlockd")    \
     X(COUNTS,  COUNTER, locks_force_released, "FORCEUNLOCKs that freed one")  \
     X(COUNTS,  COUNTER, locks_released_on_disconnect,                          \
       "releases sent because a client-id's last connection went")             \
@@ -131,6 +135,9 @@ enum stats_section {
     X(REDIS,   COUNTER, redis_stalls,                                          \
       "Redis connections unready: a request unanswered for ping_interval_ms") \
     X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")  \
+    X(REDIS,   COUNTER, script_batches,                                        \
+      "script calls to Redis that carried several calls (batch_max_calls)")   \
+    X(REDIS,   COUNTER, script_batched_calls, "calls carried by them")        \
     X(REDIS,   COUNTER, cluster_refreshes, "cluster maps read (CLUSTER NODES)") \
     X(REDIS,   COUNTER, cluster_moved, "MOVED redirections followed")         \
     X(REDIS,   COUNTER, cluster_asks, "ASK redirections followed")            \

@@ -244,6 +244,28 @@ static struct lock_call *queue_head(struct lock *lock)
     return node ? list_entry(node, struct lock_call, queue_link) : NULL;
 }
 
+/*
+ * Whether a hold of this daemon keeps the lock taken in Redis now (a lock
+ * one owner at a time holds): a message that it was freed then tells of
+ * an older release, most often the one that handed it to that hold, and
+ * a waiter woken by it would only be refused. (Were the hold lost behind
+ * this daemon's back, the head still looks when the TTL runs out.)
+ */
+static bool held_here(const struct lock *lock)
+{
+    struct list_node *pos, *tmp;
+
+    if (lock->kind->shared || lock->kind->holds != HOLDS_REENTRANT)
+        return false;
+    list_for_each_safe (pos, tmp, &lock->holds) {
+        const struct hold *h = list_entry(pos, struct hold, lock_link);
+
+        if (!h->lost && h->count > h->releasing)
+            return true;
+    }
+    return false;
+}
+
 static void on_lock_message(struct backend_listener *listener,
                             const char *payload, size_t len)
 {
@@ -251,7 +273,10 @@ static void on_lock_message(struct backend_listener *listener,
 
     /* No payload: just subscribed, and a message sent before that was
      * missed, so the head looks again. */
-    wake(lock, payload ? lock->kind->on_message(payload, len) : 1);
+    if (payload == NULL)
+        wake(lock, 1);
+    else if (!held_here(lock))
+        wake(lock, lock->kind->on_message(payload, len));
 }
 
 /* A message on a waiter's own channel (a fair lock's head): it asks. */
@@ -1220,16 +1245,6 @@ static void finish_granted(struct lock_call *call)
 
 /* A new hold for the call's owner: an expirable permit's is named by its
  * id, not by its session and thread. */
-static struct hold *hold_new(struct lock_call *call)
-{
-    struct hold *hold = hold_create(call->lock, call->session, call->thread_id);
-
-    if (hold != NULL && call->lock->kind->holds == HOLDS_PERMIT_IDS) {
-        memcpy(hold->field, call->field, call->field_len);
-        hold->field_len = call->field_len;
-    }
-    return hold;
-}
 
 static void acquire_granted(struct lock_call *call)
 {
@@ -1242,7 +1257,8 @@ static void acquire_granted(struct lock_call *call)
         return;
     }
     if (hold == NULL)
-        hold = hold_new(call);
+        hold = hold_create(lock, call->session, call->thread_id, call->field,
+                           call->field_len);
     if (hold == NULL) {
         release_in_background(lock, LOCK_OP_RELEASE, call->field,
                               call->field_len, effective_lease(call));
@@ -1416,6 +1432,25 @@ static void on_sync_reply(void *arg, const struct backend_value *reply)
     call_unref(call);
 }
 
+/*
+ * Whether a new acquire that may wait joins the queue without asking
+ * Redis: another owner holds the lock through this daemon, so Redis
+ * would refuse it. The head is then woken by that hold's release (which
+ * hands it the lock) or when the TTL this daemon set could have run out.
+ * Not a TRYLOCK (it asks, and answers what Redis says), not a reentrant
+ * acquire, and not a fair one, whose place in Redis's queue is taken by
+ * asking.
+ */
+static bool queues_unasked(const struct lock_call *call)
+{
+    struct lock *lock = call->lock;
+
+    return !call_queued(call) && call->may_wait &&
+           timers_now() < call->deadline_ms &&
+           lock->kind->ops[LOCK_OP_LEAVE_QUEUE].build == NULL &&
+           held_here(lock) && !owner_holds(call, lock);
+}
+
 static void call_attempt(struct lock_call *call)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
@@ -1428,6 +1463,11 @@ static void call_attempt(struct lock_call *call)
     call->woken = false;
     if (call_yields(call)) {
         acquire_refused(call, -1); /* woken when those waiters are gone */
+        return;
+    }
+    if (queues_unasked(call)) {
+        stats.acquires_queued_unasked++;
+        acquire_refused(call, call->lock->last_grant_ttl_ms);
         return;
     }
     call->count = hold != NULL && !hold->lost ? hold->count : 0;
@@ -1711,6 +1751,41 @@ static void call_resend(struct lock_call *call)
         call_park(call, call_resend);
 }
 
+/*
+ * An UNLOCK sent that frees the lock (its hold's last count, and holds
+ * are one owner's at a time) while a waiter of this daemon heads the
+ * lock's queue: the head asks now, right behind it, rather than when the
+ * reply comes. Both go to Redis in one script call (script_batch.c; or
+ * one after the other on one connection), so the lock passes in one
+ * round trip instead of two, atomically, and the holder's reply and the
+ * waiter's grant leave in the same loop turn. The release still
+ * publishes, so waiters elsewhere (another rlockd, a Java client) wake
+ * as ever; after max_handoffs_in_a_row hand-offs one release goes alone
+ * and leaves the lock free for them to race for, as a non-fair lock
+ * allows. A fair lock's script grants only Redis's queue head, so its
+ * order holds whatever asks.
+ */
+static void hand_off(struct lock_call *release, const struct hold *hold)
+{
+    struct lock *lock = release->lock;
+    struct lock_call *head = queue_head(lock);
+
+    if (lock->kind->shared || lock->kind->holds != HOLDS_REENTRANT ||
+        hold == NULL || hold->lost || release->count != release->amount ||
+        release->state != CALL_ASKING || list_linked(&release->park_link))
+        return;
+    if (head == NULL || head->state != CALL_QUEUED ||
+        lock->handoffs >= (unsigned)engine.cfg->max_handoffs_in_a_row) {
+        lock->handoffs = 0;
+        return;
+    }
+    lock->handoffs++;
+    stats.lock_handoffs++;
+    if (lock->freed_us == 0)
+        lock->freed_us = timers_now_us();
+    wake_one(head);
+}
+
 /* Runs a started call (again, when it had to wait for Redis first). */
 static void call_proceed(struct lock_call *call)
 {
@@ -1755,6 +1830,8 @@ static void call_proceed(struct lock_call *call)
             hold->releasing += call->amount;
         }
         call_resend(call);
+        if (call->op == LOCK_OP_RELEASE)
+            hand_off(call, hold);
     }
 }
 
@@ -1914,7 +1991,8 @@ static void resume_hold(struct lock_join *j, struct lock_call *call,
         record_forget(s, call->lock, call->thread_id);
         return;
     }
-    hold = hold_create(call->lock, s, call->thread_id);
+    hold = hold_create(call->lock, s, call->thread_id, call->field,
+                       call->field_len);
     if (hold == NULL) {
         j->err = -ENOMEM;
         return;

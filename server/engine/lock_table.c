@@ -151,17 +151,18 @@ static void lease_ran_out(struct timer *t)
 }
 
 struct hold *hold_create(struct lock *lock, struct session *session,
-                         uint64_t thread_id)
+                         uint64_t thread_id, const char *field,
+                         size_t field_len)
 {
-    struct hold *h = calloc(1, sizeof(*h));
+    struct hold *h = calloc(1, sizeof(*h) + field_len + 1);
 
     if (h == NULL)
         return NULL;
     h->lock = lock;
     h->session = session;
     h->thread_id = thread_id;
-    h->field_len = owner_field(h->field, lock->kind, session->id,
-                               session->id_len, thread_id);
+    memcpy(h->field, field, field_len);
+    h->field_len = field_len;
     h->refs = 1;
     list_init(&h->watchdog_link);
     timer_init(&h->lease_timer, lease_ran_out);

@@ -43,6 +43,7 @@ struct lock {
     const char *keys[LOCK_KIND_MAX_KEYS]; /* the kind's own, inline */
     size_t key_len[LOCK_KIND_MAX_KEYS];
     unsigned refs;
+    unsigned handoffs; /* in a row, each sent with its release (hand_off) */
     struct waiter_queue waiters;   /* struct lock_call, oldest first */
     struct list_node waiting_link; /* locks with waiters */
     struct list_node holds;        /* struct hold.lock_link */
@@ -58,7 +59,6 @@ struct hold {
     struct lock *lock; /* NULL once dropped */
     struct session *session;
     uint64_t thread_id;
-    char field[OWNER_FIELD_SIZE];
     size_t field_len;
     int64_t count;    /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
@@ -74,6 +74,10 @@ struct hold {
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
+    /* Its owner's field in Redis (a permit's id for an expirable permit),
+     * NUL-terminated: only as long as it is, for there may be a million
+     * holds. */
+    char field[];
 };
 
 void lock_table_init(void);
@@ -93,9 +97,11 @@ size_t owner_field(char *out, const struct lock_kind *kind,
 
 struct hold *hold_find(struct lock *lock, const struct session *session,
                        uint64_t thread_id);
-/* Records that session/thread holds lock; NULL when out of memory. */
+/* Records that session/thread holds lock under field; NULL when out of
+ * memory. */
 struct hold *hold_create(struct lock *lock, struct session *session,
-                         uint64_t thread_id);
+                         uint64_t thread_id, const char *field,
+                         size_t field_len);
 /* Forgets a hold (unlocked, or its session ended); the caller has taken
  * it off the watchdog's schedule. */
 void hold_drop(struct hold *hold);

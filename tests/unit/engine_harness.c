@@ -301,6 +301,19 @@ struct test_call *queue(struct session *s, const char *name, uint64_t thread_id,
     return c;
 }
 
+struct test_call *queue_unasked(struct session *s, const char *name,
+                                uint64_t thread_id, int64_t wait_ms)
+{
+    uint64_t unasked = stats.acquires_queued_unasked;
+    size_t pending = fake_backend_pending();
+    struct test_call *c = acquire(s, name, thread_id, wait_ms, LEASE_MS);
+
+    expect_open(c);
+    ck_assert_uint_eq(stats.acquires_queued_unasked, unasked + 1);
+    ck_assert_uint_eq(fake_backend_pending(), pending);
+    return c;
+}
+
 void expect_open(const struct test_call *c)
 {
     ck_assert_uint_eq(c->done_count, 0);

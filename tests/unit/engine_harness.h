@@ -119,6 +119,10 @@ struct test_call *unlock_answered(struct session *s, const char *name,
 /* Acquires and has Redis refuse it with pttl: the call is left queued. */
 struct test_call *queue(struct session *s, const char *name, uint64_t thread_id,
                         int64_t wait_ms, long long pttl);
+/* Acquires a lock another owner holds through the engine: the call is
+ * queued without asking Redis. */
+struct test_call *queue_unasked(struct session *s, const char *name,
+                                uint64_t thread_id, int64_t wait_ms);
 
 void expect_open(const struct test_call *c);
 void expect_result(const struct test_call *c, enum lock_result_type type);

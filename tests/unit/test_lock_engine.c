@@ -592,9 +592,11 @@ static void waiters_on_l(struct test_call **w, size_t count)
 
 START_TEST(waiters_ask_in_arrival_order_one_at_a_time)
 {
+    struct session *b = join("b");
     struct test_call *w[2];
 
-    waiters_on_l(w, 2);
+    w[0] = queue(b, "L", 1, WAIT_FOREVER, 5000);
+    w[1] = queue(join("c"), "L", 1, WAIT_FOREVER, 5000);
     ck_assert_uint_eq(stats.waiting_clients, 2);
     ck_assert_uint_eq(fake_backend_listeners(CHANNEL_OF_L), 1);
     expect_nothing_pending();
@@ -617,7 +619,13 @@ START_TEST(waiters_ask_in_arrival_order_one_at_a_time)
     ck_assert_uint_eq(stats.waiting_clients, 1);
     ck_assert_uint_eq(fake_clock.due_ms, fake_clock.now_ms + LEASE_MS);
 
+    /* b holds it through this daemon: a message is about an older
+     * release, and wakes nobody */
     fake_backend_publish(CHANNEL_OF_L, "0");
+    expect_nothing_pending();
+    /* b's UNLOCK hands it to c */
+    request(b, LOCK_REQUEST_RELEASE, "L", 1);
+    answer_integer(RELEASE, "L", 1);
     fake_eval_answer(expect_acquire_by("L", "c:1"), &nil_reply);
     expect_result(w[1], RESULT_GRANTED);
     ck_assert_uint_eq(stats.waiting_clients, 0);
@@ -703,14 +711,81 @@ START_TEST(the_head_asks_again_when_the_lock_ttl_runs_out)
 }
 END_TEST
 
-START_TEST(a_release_through_this_daemon_wakes_the_head_at_once)
+/* The hand-off: the head's acquire goes right behind the UNLOCK that
+ * frees the lock, before its reply, and both answers come together. */
+START_TEST(a_release_through_this_daemon_hands_the_lock_to_the_head)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct test_call *w, *unlock;
+
+    take(a, "L", 1, LEASE_MS);
+    w = queue_unasked(b, "L", 1, WAIT_FOREVER);
+    unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    ck_assert_uint_eq(fake_backend_pending(), 2);
+    ck_assert_uint_eq(stats.lock_handoffs, 1);
+    answer_integer(RELEASE, "L", 1);
+    expect_integer(unlock, 1);
+    fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
+    expect_result(w, RESULT_GRANTED);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.lock_attempts, 2); /* a's and b's: one each */
+}
+END_TEST
+
+/* Only a release of the last count hands off: a reentrant hold's first
+ * UNLOCK leaves the lock held, and the waiter asleep. */
+START_TEST(a_reentrant_release_hands_nothing_off)
 {
     struct session *a = join("a"), *b = join("b");
 
     take(a, "L", 1, LEASE_MS);
-    queue(b, "L", 1, WAIT_FOREVER, LEASE_MS);
-    expect_integer(unlock_answered(a, "L", 1, &one_reply), 1);
-    expect_acquire_by("L", "b:1");
+    take(a, "L", 1, LEASE_MS);
+    queue_unasked(b, "L", 1, WAIT_FOREVER);
+    request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    answer_integer(RELEASE, "L", 0);
+    expect_nothing_pending();
+    request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    ck_assert_uint_eq(fake_backend_pending(), 2);
+    ck_assert_uint_eq(stats.lock_handoffs, 1);
+}
+END_TEST
+
+/* After max_handoffs_in_a_row hand-offs one release goes alone, and the
+ * head asks once its reply is in, racing whoever else was woken. */
+START_TEST(hand_offs_in_a_row_are_bounded)
+{
+    struct session *s[3] = {join("a"), join("b"), join("c")};
+    struct test_call *w;
+
+    engine_cfg.max_handoffs_in_a_row = 1;
+    take(s[0], "L", 1, LEASE_MS);
+    queue_unasked(s[1], "L", 1, WAIT_FOREVER);
+    w = queue_unasked(s[2], "L", 1, WAIT_FOREVER);
+    request(s[0], LOCK_REQUEST_RELEASE, "L", 1); /* the first: handed off */
+    answer_integer(RELEASE, "L", 1);
+    answer_nil(ACQUIRE, "L");
+    request(s[1], LOCK_REQUEST_RELEASE, "L", 1); /* the second: alone */
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    ck_assert_uint_eq(stats.lock_handoffs, 1);
+    answer_integer(RELEASE, "L", 1);
+    fake_eval_answer(expect_acquire_by("L", "c:1"), &nil_reply);
+    expect_result(w, RESULT_GRANTED);
+}
+END_TEST
+
+/* A TRYLOCK of a lock held here still asks: it answers what Redis says. */
+START_TEST(a_trylock_of_a_lock_held_here_asks_redis)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct test_call *t;
+
+    take(a, "L", 1, LEASE_MS);
+    t = acquire(b, "L", 1, 0, LEASE_MS);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    answer_integer(ACQUIRE, "L", 3000);
+    expect_result(t, RESULT_NOT_GRANTED);
+    ck_assert_uint_eq(stats.acquires_queued_unasked, 0);
 }
 END_TEST
 
@@ -724,10 +799,11 @@ START_TEST(a_hand_off_observes_its_latencies)
 
     memset(&latency, 0, sizeof(latency));
     take(a, "L", 1, LEASE_MS);
-    w = queue(b, "L", 1, WAIT_FOREVER, LEASE_MS);
+    w = queue_unasked(b, "L", 1, WAIT_FOREVER);
     advance(40);
-    expect_integer(unlock_answered(a, "L", 1, &one_reply), 1);
+    request(a, LOCK_REQUEST_RELEASE, "L", 1); /* hands off from here */
     advance(3);
+    answer(RELEASE, "L", &one_reply);
     fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
     expect_result(w, RESULT_GRANTED);
     ck_assert_uint_eq(latency.handoff_seconds.count, 1);
@@ -897,11 +973,10 @@ START_TEST(per_client_limits_refuse_only_that_client_id)
     ck_assert_uint_eq(stats.held_locks, 2);
 
     engine_cfg.max_held_locks_per_client = 10;
-    queue(a, "M", 2, WAIT_FOREVER, 5000);
+    queue_unasked(a, "M", 2, WAIT_FOREVER);
     late = acquire(a2, "M", 3, WAIT_FOREVER, LEASE_MS);
-    answer_integer(ACQUIRE, "M", 5000);
     expect_error(late, REPLY_LIMIT);
-    queue(b, "L", 2, WAIT_FOREVER, 5000);
+    queue_unasked(b, "L", 2, WAIT_FOREVER);
     ck_assert_uint_eq(stats.waiting_clients, 2);
     ck_assert_uint_eq(a->waiting_count, 1);
     ck_assert_uint_eq(b->waiting_count, 1);
@@ -941,7 +1016,7 @@ START_TEST(session_end_under_release_frees_every_hold)
 
     take(a, "L", 1, LEASE_MS);
     take(a, "M", 2, WATCHDOG_MODE);
-    queue(b, "L", 1, WAIT_FOREVER, 5000);
+    queue_unasked(b, "L", 1, WAIT_FOREVER);
     leave(a);
     ck_assert_uint_eq(stats.held_locks, 0);
     ck_assert_uint_eq(stats.watchdog_locks, 0);
@@ -1358,7 +1433,10 @@ Suite *lock_engine_suite(void)
     tcase_add_test(waiting, a_wait_ends_at_its_deadline_without_asking_redis);
     tcase_add_test(waiting, the_head_asks_again_when_the_lock_ttl_runs_out);
     tcase_add_test(waiting,
-                   a_release_through_this_daemon_wakes_the_head_at_once);
+                   a_release_through_this_daemon_hands_the_lock_to_the_head);
+    tcase_add_test(waiting, a_reentrant_release_hands_nothing_off);
+    tcase_add_test(waiting, hand_offs_in_a_row_are_bounded);
+    tcase_add_test(waiting, a_trylock_of_a_lock_held_here_asks_redis);
     tcase_add_test(waiting, a_hand_off_observes_its_latencies);
     tcase_add_test(waiting, the_next_waiter_looks_when_the_head_leaves);
     tcase_add_test(waiting, a_queued_head_without_reply_tries_again_soon);

@@ -686,7 +686,9 @@ START_TEST(a_writer_downgrading_does_not_wait_for_a_writer_waiting_for_it)
     struct test_call *downgrade;
 
     take_as(&lock_kind_write, a, "L", 1, WATCHDOG_MODE);
-    queue_as(&lock_kind_write, "b", "b:1:write");
+    /* queued unasked: a holds the lock here */
+    expect_open(acquire_as(&lock_kind_write, join("b"), "L", 1, WAIT_FOREVER));
+    ck_assert_uint_eq(stats.acquires_queued_unasked, 1);
     downgrade = acquire_as(&lock_kind_read, a, "L", 1, WAIT_FOREVER);
     ck_assert_msg(fake_backend_count(READ_ACQUIRE, "L") == 1,
                   "the write holder's READ queued behind the writer "
