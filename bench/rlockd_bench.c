@@ -602,8 +602,6 @@ struct command {
 struct command_calls {
     long long evalsha;
     long long eval;
-    long long hexists; /* these two: what the held-locks report names */
-    long long pexpire;
     long long other; /* every other command but INFO, which the bench
                         itself sends to read these */
 };
@@ -1758,10 +1756,6 @@ static void redis_command_calls(struct command_calls *c)
             c->evalsha += calls;
         else if (command_is(name, len, "eval"))
             c->eval += calls;
-        else if (command_is(name, len, "hexists"))
-            c->hexists += calls;
-        else if (command_is(name, len, "pexpire"))
-            c->pexpire += calls;
         else if (!command_is(name, len, "info"))
             c->other += calls;
         p = colon;
@@ -1772,7 +1766,7 @@ static void redis_command_calls(struct command_calls *c)
 /* Every command but INFO, a script's own commands included. */
 static long long command_calls_total(const struct command_calls *c)
 {
-    return c->evalsha + c->eval + c->hexists + c->pexpire + c->other;
+    return c->evalsha + c->eval + c->other;
 }
 
 static long long command_calls_scripts(const struct command_calls *c)
@@ -1926,9 +1920,9 @@ static bool rlockd_refuses(struct scenario *sc, int scenario_no)
  * shows next to nothing per lock.
  *
  * Redis 7 counts the commands a script runs in INFO commandstats as well
- * as the EVALSHA itself, so the renewal script's HEXISTS and PEXPIRE
- * (one each per renewed lock) are reported apart; whatever remains is
- * traffic from elsewhere, and should be 0.
+ * as the EVALSHA itself: those beside the EVALSHAs are the renewal
+ * scripts' own (the shape check and PEXPIRE of each lock), reported per
+ * renewal; nothing else talks to this Redis meanwhile.
  */
 
 struct held_result {
@@ -1941,9 +1935,7 @@ struct held_result {
     double window_s;
     /* over the window */
     long long evalsha_calls; /* Redis */
-    long long hexists_calls; /* Redis: run by the renewal script */
-    long long pexpire_calls; /* Redis: run by the renewal script */
-    long long other_calls;   /* Redis: all but those above and INFO */
+    long long inner_calls;   /* Redis: all but EVALSHA and INFO */
     long long renewals;      /* rlockd watchdog_renewals */
     long long batches;       /* rlockd watchdog_batches */
     double rlockd_cpu_pct;   /* of one core; < 0 unknown */
@@ -2217,11 +2209,8 @@ static void held_hold_window(struct scenario *sc, struct held_result *res)
     held_counters_take(&b);
     res->window_s = (double)(b.at - a.at) / NS_PER_SEC;
     res->evalsha_calls = b.redis.evalsha - a.redis.evalsha;
-    res->hexists_calls = b.redis.hexists - a.redis.hexists;
-    res->pexpire_calls = b.redis.pexpire - a.redis.pexpire;
-    res->other_calls = command_calls_total(&b.redis) -
-                       command_calls_total(&a.redis) - res->evalsha_calls -
-                       res->hexists_calls - res->pexpire_calls;
+    res->inner_calls = command_calls_total(&b.redis) -
+                       command_calls_total(&a.redis) - res->evalsha_calls;
     res->renewals = b.renewals - a.renewals;
     res->batches = b.batches - a.batches;
     res->rlockd_cpu_pct =
@@ -2584,12 +2573,11 @@ static void print_held(const struct held_result *h)
     printf("  window                    %.2f s holding them; the bench sends "
            "nothing meanwhile\n",
            h->window_s);
-    printf(
-        "  Redis, over the window    %lld EVALSHA; inside them %lld HEXISTS, "
-        "%lld PEXPIRE;\n"
-        "                            %lld other commands (INFO "
-        "excepted)\n",
-        h->evalsha_calls, h->hexists_calls, h->pexpire_calls, h->other_calls);
+    printf("  Redis, over the window    %lld EVALSHA; inside them %lld "
+           "commands, %.1f per renewal\n",
+           h->evalsha_calls, h->inner_calls,
+           h->renewals > 0 ? (double)h->inner_calls / (double)h->renewals
+                           : 0.0);
     printf("  rlockd, over the window   watchdog_batches %lld, "
            "watchdog_renewals %lld\n",
            h->batches, h->renewals);
@@ -2621,10 +2609,6 @@ static void print_held(const struct held_result *h)
     if (h->window_s * 1000.0 < 2 * f.interval_ms)
         printf("  note: the window is shorter than two renewal periods; "
                "the renewal rate is rough\n");
-    if (h->other_calls != 0)
-        printf("  note: %lld commands from elsewhere reached Redis during "
-               "the window\n",
-               h->other_calls);
 }
 
 static void print_markdown_held(const struct held_result *h)

@@ -46,7 +46,6 @@ struct backend_script {
     const char *name;
     const char *source;
     char sha[41];
-    size_t batch_slot; /* the backend's: its number in a batch, 0: none */
 };
 
 /*

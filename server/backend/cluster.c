@@ -605,14 +605,7 @@ unsigned cluster_key_group(const char *key, size_t len)
     return keyslot(key, len);
 }
 
-unsigned cluster_replicas(const char *key, size_t len)
-{
-    struct shard *s = shard_of_slot(keyslot(key, len));
-
-    return s != NULL ? s->replicas : 0;
-}
-
-int cluster_wait(const char *key, size_t len, unsigned replicas,
+int cluster_wait(const char *key, size_t len, int64_t replicas,
                  backend_reply_fn *fn, void *arg)
 {
     unsigned slot = keyslot(key, len);
@@ -620,7 +613,11 @@ int cluster_wait(const char *key, size_t len, unsigned replicas,
 
     if (s == NULL)
         return -ENOTCONN;
-    return redis_pool_wait(s->pool, slot, replicas,
+    if (replicas == SYNC_REPLICAS_AUTO)
+        replicas = s->replicas;
+    if (replicas == 0)
+        return -ENOENT;
+    return redis_pool_wait(s->pool, slot, (unsigned)replicas,
                            cluster.cfg->sync_timeout_ms, fn, arg);
 }
 

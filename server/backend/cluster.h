@@ -63,11 +63,9 @@ int cluster_listen(struct backend_listener *listener, const char *channel,
                    size_t len);
 void cluster_unlisten(struct backend_listener *listener);
 const char *cluster_publish(void);
-/* The replicas CLUSTER SLOTS lists for the key's master (0: none, or
- * no master known). */
-unsigned cluster_replicas(const char *key, size_t len);
-/* WAIT on the key's master for replicas (> 0), as struct backend's sync. */
-int cluster_wait(const char *key, size_t len, unsigned replicas,
+/* WAIT on the key's master for replicas (auto: as many as CLUSTER SLOTS
+ * lists for it); -ENOENT when there are none to wait for. */
+int cluster_wait(const char *key, size_t len, int64_t replicas,
                  backend_reply_fn *fn, void *arg);
 
 /* Every slot has a master, and every master connection is ready. */

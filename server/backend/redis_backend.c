@@ -29,7 +29,6 @@
 #include "backend/cluster.h"
 #include "backend/redis_link.h"
 #include "backend/redis_pool.h"
-#include "backend/script_batch.h"
 #include "backend/sentinel.h"
 #include "backend/subscriber.h"
 #include "base/hashmap.h"
@@ -111,36 +110,23 @@ static bool single_key_ready(const char *key, size_t len)
     return redis_pool_route_ready(redis.pool, single_key_group(key, len));
 }
 
-/* The replicas a sync for key waits for ([lock] sync_replicas; auto:
- * those the master lists); 0: none, and sync answers -ENOENT. */
-static unsigned sync_replicas(const char *key, size_t len)
-{
-    if (redis.cfg->sync_replicas != SYNC_REPLICAS_AUTO)
-        return (unsigned)redis.cfg->sync_replicas;
-    if (cluster_mode())
-        return cluster_replicas(key, len);
-    return sentinel_mode() ? redis.replicas : 0;
-}
-
 static int single_sync(const char *key, size_t len, backend_reply_fn *fn,
                        void *arg)
 {
-    unsigned n = sync_replicas(key, len);
+    int64_t n = redis.cfg->sync_replicas;
 
+    if (n == SYNC_REPLICAS_AUTO)
+        n = sentinel_mode() ? (int64_t)redis.replicas : 0;
     if (n == 0)
         return -ENOENT;
-    return redis_pool_wait(redis.pool, single_key_group(key, len), n,
+    return redis_pool_wait(redis.pool, single_key_group(key, len), (unsigned)n,
                            redis.cfg->sync_timeout_ms, fn, arg);
 }
 
 static int cluster_sync(const char *key, size_t len, backend_reply_fn *fn,
                         void *arg)
 {
-    unsigned n = sync_replicas(key, len);
-
-    if (n == 0)
-        return -ENOENT;
-    return cluster_wait(key, len, n, fn, arg);
+    return cluster_wait(key, len, redis.cfg->sync_replicas, fn, arg);
 }
 
 static int single_listen(struct backend_listener *listener, const char *channel,
@@ -177,10 +163,9 @@ static const struct backend cluster_ops = {
     .publish = cluster_publish,
 };
 
-/* The topology's backend, behind the batching of script calls. */
 const struct backend *redis_backend(void)
 {
-    return script_batch_backend();
+    return cluster_mode() ? &cluster_ops : &single_ops;
 }
 
 /* ---- reachability ------------------------------------------------------ */
@@ -453,10 +438,7 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     redis_status.changed_ms = uv_now(loop);
     redis_status.unreachable_since_ms = uv_now(loop);
     if ((err = redis_links_init(loop)) != 0 ||
-        (err = uv_timer_init(loop, &redis.outage_timer)) != 0 ||
-        (err = script_batch_init(loop, cfg,
-                                 cluster_mode() ? &cluster_ops : &single_ops,
-                                 sync_replicas)) != 0)
+        (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
         return err;
     redis.subscriber =
         subscriber_new(loop, cfg, "subscriber", false, &subscriber_events);
@@ -486,8 +468,6 @@ int redis_backend_start(void)
                    OUTAGE_SUMMARY_MS);
     set_topology(sentinel_mode() || cluster_mode() ? TOPOLOGY_DISCOVERING
                                                    : TOPOLOGY_UNREACHABLE);
-    if (script_batch_start() != 0)
-        return -ENOMEM;
     if (cluster_mode())
         return cluster_start();
     redis.pool = redis_pool_new(redis.loop, redis.cfg, "pool", &pool_events);
@@ -526,16 +506,13 @@ unsigned redis_backend_connections(void)
 
 unsigned redis_backend_inflight(void)
 {
-    unsigned kept = script_batch_pending();
-
     if (cluster_mode())
-        return kept + cluster_inflight();
-    return kept + (redis.pool != NULL ? redis_pool_inflight(redis.pool) : 0);
+        return cluster_inflight();
+    return redis.pool != NULL ? redis_pool_inflight(redis.pool) : 0;
 }
 
 void redis_backend_close(void)
 {
-    script_batch_close();
     if (sentinel_mode()) {
         sentinel_close();
         redis_link_close(&redis.role);
@@ -555,7 +532,6 @@ void redis_backend_free(void)
     redis_pool_free(redis.pool);
     subscriber_free(redis.subscriber);
     redis_pool_free_scripts();
-    script_batch_free();
     if (sentinel_mode())
         sentinel_free();
     if (cluster_mode())

@@ -95,12 +95,6 @@ static void poll_update(struct link_poll *p, int add, int del)
 
 static void flush_pending(uv_prepare_t *prepare)
 {
-    (void)prepare;
-    redis_links_flush();
-}
-
-void redis_links_flush(void)
-{
     struct list_node *node;
 
     while ((node = list_first(&link_io.flush)) != NULL) {
@@ -113,7 +107,7 @@ void redis_links_flush(void)
         if (p->ac != NULL && p->write_wanted) /* socket full: poll */
             poll_update(p, UV_WRITABLE, 0);
     }
-    uv_prepare_stop(&link_io.prepare);
+    uv_prepare_stop(prepare);
 }
 
 static void poll_add_read(void *d)

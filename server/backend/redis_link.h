@@ -120,9 +120,6 @@ struct redis_link {
 
 /* The write-flushing machinery shared by all links: once per loop. */
 int redis_links_init(uv_loop_t *loop);
-/* Writes what every link has queued now, rather than at the flush that
- * runs before the loop polls (for one that runs there too). */
-void redis_links_flush(void);
 void redis_links_close(void);
 
 /* The link dials [redis] host/port/unix_socket with [redis]'s login

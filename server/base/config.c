@@ -164,9 +164,6 @@ static const struct config_row config_rows[] = {
     INT_ROW("redis", "retry_timeout_ms", LIVE, retry_timeout_ms, "4500", 0,
             600000),
     INT_ROW("redis", "pool_size", 0, pool_size, "4", 1, 64),
-    /* Script calls of one loop turn for one connection (Cluster: slot)
-     * sent as one; 1: each alone. */
-    INT_ROW("redis", "batch_max_calls", LIVE, batch_max_calls, "32", 1, 1000),
     INT_ROW("redis", "connect_timeout_ms", 0, connect_timeout_ms, "1000", 10,
             600000),
     INT_ROW("redis", "command_timeout_ms", LIVE, command_timeout_ms, "5000", 10,

@@ -75,7 +75,6 @@ struct config {
     int64_t pubsub;              /* enum redis_pubsub */
     int64_t retry_timeout_ms;    /* how long a command waits for Redis */
     int64_t pool_size;
-    int64_t batch_max_calls; /* script calls sent as one (script_batch.c) */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t reconnect_max_ms;

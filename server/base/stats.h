@@ -135,9 +135,6 @@ enum stats_section {
     X(REDIS,   COUNTER, redis_stalls,                                          \
       "Redis connections unready: a request unanswered for ping_interval_ms") \
     X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")  \
-    X(REDIS,   COUNTER, script_batches,                                        \
-      "script calls to Redis that carried several calls (batch_max_calls)")   \
-    X(REDIS,   COUNTER, script_batched_calls, "calls carried by them")        \
     X(REDIS,   COUNTER, cluster_refreshes, "cluster maps read (CLUSTER NODES)") \
     X(REDIS,   COUNTER, cluster_moved, "MOVED redirections followed")         \
     X(REDIS,   COUNTER, cluster_asks, "ASK redirections followed")            \

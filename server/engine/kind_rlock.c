@@ -139,7 +139,7 @@ static struct backend_script acquire_script = {
         "return nil; "
     "end; "
     "return ttl;",
-    "", 0};
+    ""};
 
 /* RedissonFencedLock's acquire: KEYS name, token; as RLock's, and every
  * grant INCRs the token, which is the reply: {1, token}, or {0, pttl}. */
@@ -154,7 +154,7 @@ static struct backend_script fenced_acquire_script = {
         "return {1, redis.call('incr', KEYS[2])}; "
     "end; "
     "return {0, ttl};",
-    "", 0};
+    ""};
 /* clang-format on */
 
 /*
@@ -201,7 +201,7 @@ static struct backend_script fair_acquire_script = {
     "head = redis.call('lindex', KEYS[2], 0); "
     "local t = redis.call('zscore', KEYS[3], head); "
     "return math.max(1, tonumber(t) - now);",
-    "", 0};
+    ""};
 /* clang-format on */
 
 /* RedissonFairLock's acquireFailed: KEYS name, queue, timeout; ARGV
@@ -220,7 +220,7 @@ static struct backend_script fair_leave_script = {
                "end; "
                "redis.call('zrem', KEYS[3], ARGV[1]); "
                "return redis.call('lrem', KEYS[2], 0, ARGV[1]);",
-    "", 0};
+    ""};
 
 /*
  * The scripts that free a lock, the same for RLock's channel and the fair
@@ -300,18 +300,18 @@ struct freeing {
 };
 
 static struct freeing rlock_freeing = {
-    {"rlock_release", SHAPE_GUARD RLOCK_NOTIFY RELEASE_BODY, "", 0},
-    {"rlock_force_release", SHAPE_GUARD RLOCK_NOTIFY FORCE_RELEASE_BODY, "", 0},
-    {"rlock_release_owner", SHAPE_GUARD RLOCK_NOTIFY RELEASE_OWNER_BODY, "", 0},
-    {"rlock_settle", SHAPE_GUARD RLOCK_NOTIFY SETTLE_BODY, "", 0},
+    {"rlock_release", SHAPE_GUARD RLOCK_NOTIFY RELEASE_BODY, ""},
+    {"rlock_force_release", SHAPE_GUARD RLOCK_NOTIFY FORCE_RELEASE_BODY, ""},
+    {"rlock_release_owner", SHAPE_GUARD RLOCK_NOTIFY RELEASE_OWNER_BODY, ""},
+    {"rlock_settle", SHAPE_GUARD RLOCK_NOTIFY SETTLE_BODY, ""},
     0,
 };
 
 static struct freeing fair_freeing = {
-    {"fair_release", SHAPE_GUARD FAIR_NOTIFY RELEASE_BODY, "", 0},
-    {"fair_force_release", SHAPE_GUARD FAIR_NOTIFY FORCE_RELEASE_BODY, "", 0},
-    {"fair_release_owner", SHAPE_GUARD FAIR_NOTIFY RELEASE_OWNER_BODY, "", 0},
-    {"fair_settle", SHAPE_GUARD FAIR_NOTIFY SETTLE_BODY, "", 0},
+    {"fair_release", SHAPE_GUARD FAIR_NOTIFY RELEASE_BODY, ""},
+    {"fair_force_release", SHAPE_GUARD FAIR_NOTIFY FORCE_RELEASE_BODY, ""},
+    {"fair_release_owner", SHAPE_GUARD FAIR_NOTIFY RELEASE_OWNER_BODY, ""},
+    {"fair_settle", SHAPE_GUARD FAIR_NOTIFY SETTLE_BODY, ""},
     2,
 };
 
@@ -330,7 +330,7 @@ static struct backend_script renew_script = {
                 "end; "
                 "end; "
                 "return result;",
-    "", 0};
+    ""};
 
 /*
  * Every query in one read-only script: {locked 1/0, the owner's count,
@@ -344,7 +344,7 @@ static struct backend_script inspect_script = {
                 "return {0, 0, -2}; "
                 "end; "
                 "return {1, owner == ARGV[1] and count or 0, ttl};",
-    "", 0};
+    ""};
 
 /* Every owner, in the shape every kind's OWNERS answers: {pttl, field,
  * count}, or {-2} when there is no lock (or the key is not one). */
@@ -355,7 +355,7 @@ static struct backend_script owners_script = {
                 "return {-2}; "
                 "end; "
                 "return {ttl, owner, count};",
-    "", 0};
+    ""};
 
 /* The latest fencing token, KEYS name, token: 0 when there is none (or
  * the key holds anything but a token). */
@@ -365,7 +365,7 @@ static struct backend_script token_script = {
     "if type(t) == 'string' and string.find(t, '^%d+$') then "
     "return tonumber(t); end; "
     "return 0;",
-    "", 0};
+    ""};
 
 #define FREEING_SCRIPTS(f)                                                     \
     &(f).release, &(f).force_release, &(f).release_owner, &(f).settle

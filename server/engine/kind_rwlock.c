@@ -94,7 +94,7 @@ static struct backend_script read_acquire_script = {
     "local left = redis.call('pttl', KEYS[1]); "
     "redis.call('pexpire', KEYS[1], math.max(left, tonumber(ARGV[1]))); "
     "return nil;",
-    "", 0};
+    ""};
 
 /* Redisson's write acquire: KEYS name; ARGV lease, field (":write"),
  * count. Granted when the lock is free or written by the owner; a
@@ -113,7 +113,7 @@ static struct backend_script write_acquire_script = {
              "redis.call('hset', KEYS[1], ARGV[2], tonumber(ARGV[3]) + 1); "
              "redis.call('pexpire', KEYS[1], ARGV[1]); "
              "return nil;",
-    "", 0};
+    ""};
 
 /*
  * Sets a reader's count: KEYS name, channel; ARGV message, lease, field,
@@ -152,7 +152,7 @@ static struct backend_script read_set_script = {
     "redis.call('del', KEYS[1]); "
     "publish(KEYS[2], ARGV[1]); "
     "return 1;",
-    "", 0};
+    ""};
 
 /*
  * Sets the writer's count: KEYS name, channel; ARGV message, lease, field
@@ -180,7 +180,7 @@ static struct backend_script write_set_script = {
     "else redis.call('hset', KEYS[1], 'mode', 'read'); end; "
     "publish(KEYS[2], ARGV[1]); "
     "return 1;",
-    "", 0};
+    ""};
 
 /* Redisson's forceUnlock of either mode: the lock is deleted only when it
  * is in that mode (ARGV[1] "0": read, "1": write); ARGV message, publish. */
@@ -193,7 +193,7 @@ static struct backend_script force_release_script = {
     "redis.call('del', KEYS[1]); "
     "publish(KEYS[2], ARGV[1]); "
     "return 1;",
-    "", 0};
+    ""};
 
 /*
  * Renews many holds: KEYS name1..nameN, ARGV field1, ms1, ...: N results
@@ -222,7 +222,7 @@ static struct backend_script renew_script = {
              "end; "
              "end; "
              "return result;",
-    "", 0};
+    ""};
 
 /* Every query: {locked, the owner's count, PTTL}; ARGV field, mode.
  * Locked, as Redisson's: READ, the mode is read or a writer also holds
@@ -238,7 +238,7 @@ static struct backend_script inspect_script = {
     "locked = 1; end; "
     "local c = redis.call('hget', KEYS[1], ARGV[1]); "
     "return {locked, c and tonumber(c) or 0, ttl};",
-    "", 0};
+    ""};
 
 /* Every owner of either mode: {pttl, field, count...}, {-2} for none. */
 static struct backend_script owners_script = {
@@ -252,7 +252,7 @@ static struct backend_script owners_script = {
              "out[#out + 1] = f[i]; out[#out + 1] = tonumber(f[i + 1]); end; "
              "end; "
              "return out;",
-    "", 0};
+    ""};
 
 static struct backend_script *const read_scripts[] = {&read_acquire_script,
                                                       &read_set_script,

@@ -132,7 +132,7 @@ static struct backend_script acquire_script = {
         "return nil; "
     "end; "
     "return next_look(now);",
-    "", 0};
+    ""};
 
 /*
  * RSemaphore's release, of permits the owner holds; ARGV lease, field,
@@ -158,7 +158,7 @@ static struct backend_script release_script = {
     "local v = redis.call('incrby', KEYS[1], n); "
     "if v > 0 then publish(KEYS[2], v); end; "
     "return held > n and 0 or 1;",
-    "", 0};
+    ""};
 
 /*
  * rlockd's: sets the permits the owner holds to ARGV[2] (0: it has
@@ -181,7 +181,7 @@ static struct backend_script settle_script = {
     "redis.call('hdel', KEYS[3], ARGV[1]); "
     "redis.call('zrem', KEYS[4], ARGV[1]); "
     "return 1;",
-    "", 0};
+    ""};
 
 /*
  * The expirable semaphore's acquire, RPermitExpirableSemaphore's with one
@@ -206,7 +206,7 @@ static struct backend_script expirable_acquire_script = {
         "return nil; "
     "end; "
     "return next_look(now);",
-    "", 0};
+    ""};
 
 /*
  * RPermitExpirableSemaphore's tryRelease(id); ARGV id, publish. 1: given
@@ -223,7 +223,7 @@ static struct backend_script expirable_release_script = {
     "local v = redis.call('incrby', KEYS[1], 1); "
     "publish(KEYS[2], v); "
     "return tonumber(at) > now and 1 or 2;",
-    "", 0};
+    ""};
 
 /* rlockd's: keeps the permit (ARGV count 1) if it is still there, or
  * gives it back (0); ARGV id, count, publish. 1 given back, 2 kept, 0
@@ -239,7 +239,7 @@ static struct backend_script expirable_settle_script = {
     "local v = redis.call('incrby', KEYS[1], 1); "
     "publish(KEYS[2], v); "
     "return 1;",
-    "", 0};
+    ""};
 
 /* The owner's permits, as every query reads them: {held > 0, held, -1};
  * KEYS name, owners; ARGV field. */
@@ -248,7 +248,7 @@ static struct backend_script inspect_script = {
     "local held = redis.call('type', KEYS[2]).ok == 'hash' and "
         "tonumber(redis.call('hget', KEYS[2], ARGV[1])) or 0; "
     "return {held > 0 and 1 or 0, held, -1};",
-    "", 0};
+    ""};
 
 /*
  * Renews many holders' time: KEYS one zset per holder (the deadlines, or
@@ -274,11 +274,11 @@ static struct backend_script inspect_script = {
     "return out;"
 
 static struct backend_script renew_script = {
-    "semaphore_renew_many", RENEW_MANY("ARGV[2 * i - 1]"), "", 0};
+    "semaphore_renew_many", RENEW_MANY("ARGV[2 * i - 1]"), ""};
 static struct backend_script expirable_renew_script = {
     "expirable_renew_many",
     RENEW_MANY("raw(ARGV[2 * i - 1])"),
-    "", 0};
+    ""};
 
 /* trySetPermits (RSemaphore's and RPermitExpirableSemaphore's alike);
  * KEYS name, channel; ARGV permits, publish: 1 set, 0 there already. */
@@ -291,7 +291,7 @@ static struct backend_script try_set_script = {
     "redis.call('set', KEYS[1], ARGV[1]); "
     "publish(KEYS[2], ARGV[1]); "
     "return 1;",
-    "", 0};
+    ""};
 
 /* addPermits, after the permits whose time ran out came back; ARGV
  * permits (may be negative), publish: the new count, told to the channel
@@ -304,7 +304,7 @@ static struct backend_script add_script = {
     "redis.call('set', KEYS[1], v); "
     "if v > 0 then publish(KEYS[2], v); end; "
     "return v;",
-    "", 0};
+    ""};
 
 /* availablePermits, after the permits whose time ran out came back. */
 static struct backend_script available_script = {
@@ -312,7 +312,7 @@ static struct backend_script available_script = {
     SEMAPHORE_LUA
     "reclaim(now); "
     "return permits();",
-    "", 0};
+    ""};
 
 /* A latch's count, or nil when the name holds anything else. */
 #define LATCH_LUA                                                              \
@@ -329,7 +329,7 @@ static struct backend_script await_script = {
     LATCH_LUA
     "if count <= 0 then return nil; end; "
     "return 1000;",
-    "", 0};
+    ""};
 
 /* trySetCount; KEYS name, channel; ARGV count, publish: 1 set ("1" told:
  * a new count), 0 there already. */
@@ -340,7 +340,7 @@ static struct backend_script latch_set_script = {
     "redis.call('set', KEYS[1], ARGV[1]); "
     "publish(KEYS[2], '1'); "
     "return 1;",
-    "", 0};
+    ""};
 
 /* countDown; ARGV amount (-1), publish: the count left (0 once the latch
  * is open), "0" told when it reaches zero, and the key deleted then. */
@@ -351,14 +351,14 @@ static struct backend_script count_down_script = {
     "if left <= 0 then redis.call('del', KEYS[1]); end; "
     "if left == 0 then publish(KEYS[2], '0'); end; "
     "return math.max(left, 0);",
-    "", 0};
+    ""};
 
 /* getCount. */
 static struct backend_script latch_count_script = {
     "latch_count",
     LATCH_LUA
     "return math.max(count, 0);",
-    "", 0};
+    ""};
 /* clang-format on */
 
 static struct backend_script *const semaphore_scripts[] = {

@@ -272,11 +272,9 @@ static void on_lock_message(struct backend_listener *listener,
     struct lock *lock = list_entry(listener, struct lock, listener);
 
     /* No payload: just subscribed, and a message sent before that was
-     * missed, so the head looks again. */
-    if (payload == NULL)
-        wake(lock, 1);
-    else if (!held_here(lock))
-        wake(lock, lock->kind->on_message(payload, len));
+     * missed, so the head looks again, unless a hold here keeps it. */
+    if (!held_here(lock))
+        wake(lock, payload ? lock->kind->on_message(payload, len) : 1);
 }
 
 /* A message on a waiter's own channel (a fair lock's head): it asks. */
@@ -1755,10 +1753,12 @@ static void call_resend(struct lock_call *call)
  * An UNLOCK sent that frees the lock (its hold's last count, and holds
  * are one owner's at a time) while a waiter of this daemon heads the
  * lock's queue: the head asks now, right behind it, rather than when the
- * reply comes. Both go to Redis in one script call (script_batch.c; or
- * one after the other on one connection), so the lock passes in one
- * round trip instead of two, atomically, and the holder's reply and the
- * waiter's grant leave in the same loop turn. The release still
+ * reply comes. Both go to Redis on one connection (the key's) in one
+ * write, and Redis runs them back to back, before any client the release
+ * woke can ask: the lock passes in one round trip instead of two, and the
+ * holder's reply and the waiter's grant come back in one read and leave
+ * in the same loop turn. If the release did not free it after all, the
+ * acquire is refused and the head sleeps again. The release still
  * publishes, so waiters elsewhere (another rlockd, a Java client) wake
  * as ever; after max_handoffs_in_a_row hand-offs one release goes alone
  * and leaves the lock free for them to race for, as a non-fair lock

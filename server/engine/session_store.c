@@ -41,7 +41,7 @@ static struct backend_script put_script = {
     "redis.call('pexpire', KEYS[1], ARGV[1]); "
     "end; "
     "return 1;",
-    "", 0};
+    ""};
 
 /* Removes a field, and the record once only the secret is left. */
 static struct backend_script forget_script = {
@@ -51,7 +51,7 @@ static struct backend_script forget_script = {
     "redis.call('del', KEYS[1]); "
     "end; "
     "return 1;",
-    "", 0};
+    ""};
 
 static struct {
     const struct config *cfg;
