@@ -774,6 +774,26 @@ START_TEST(hand_offs_in_a_row_are_bounded)
 }
 END_TEST
 
+/* While a hold here keeps the lock, neither the subscription's
+ * confirmation nor an unlock message (an older release's) makes the head
+ * ask: Redis could only refuse it. Once the hold is released elsewhere
+ * (its UNLOCK in flight), a message wakes it as ever. */
+START_TEST(messages_wake_nobody_while_a_hold_here_keeps_the_lock)
+{
+    struct session *a = join("a"), *b = join("b");
+
+    take(a, "L", 1, LEASE_MS);
+    queue_unasked(b, "L", 1, WAIT_FOREVER);
+    ck_assert_uint_eq(fake_backend_publish(CHANNEL_OF_L, NULL), 1);
+    ck_assert_uint_eq(fake_backend_publish(CHANNEL_OF_L, "0"), 1);
+    expect_nothing_pending();
+    engine_cfg.max_handoffs_in_a_row = 0;
+    request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    fake_backend_publish(CHANNEL_OF_L, "0");
+    ck_assert_uint_eq(fake_backend_count(ACQUIRE, "L"), 1);
+}
+END_TEST
+
 /* A TRYLOCK of a lock held here still asks: it answers what Redis says. */
 START_TEST(a_trylock_of_a_lock_held_here_asks_redis)
 {
@@ -1437,6 +1457,8 @@ Suite *lock_engine_suite(void)
     tcase_add_test(waiting, a_reentrant_release_hands_nothing_off);
     tcase_add_test(waiting, hand_offs_in_a_row_are_bounded);
     tcase_add_test(waiting, a_trylock_of_a_lock_held_here_asks_redis);
+    tcase_add_test(waiting,
+                   messages_wake_nobody_while_a_hold_here_keeps_the_lock);
     tcase_add_test(waiting, a_hand_off_observes_its_latencies);
     tcase_add_test(waiting, the_next_waiter_looks_when_the_head_leaves);
     tcase_add_test(waiting, a_queued_head_without_reply_tries_again_soon);
