@@ -1241,9 +1241,6 @@ static void finish_granted(struct lock_call *call)
     call_finish(call, true, &result);
 }
 
-/* A new hold for the call's owner: an expirable permit's is named by its
- * id, not by its session and thread. */
-
 static void acquire_granted(struct lock_call *call)
 {
     struct lock *lock = call->lock;
@@ -1254,7 +1251,7 @@ static void acquire_granted(struct lock_call *call)
         finish_granted(call);
         return;
     }
-    if (hold == NULL)
+    if (hold == NULL) /* named by its owner's field, or a permit's id */
         hold = hold_create(lock, call->session, call->thread_id, call->field,
                            call->field_len);
     if (hold == NULL) {

@@ -774,6 +774,60 @@ START_TEST(hand_offs_in_a_row_are_bounded)
 }
 END_TEST
 
+/* A hand-off whose two replies are lost (the connection went): each call
+ * is sent again once Redis answers, the release counted once, and the
+ * waiter ends up holding, as if the replies had come. */
+START_TEST(a_hand_off_whose_replies_are_lost_is_sent_again)
+{
+    struct session *a = join("a"), *b = join("b");
+    struct test_call *w, *unlock;
+
+    take(a, "L", 1, LEASE_MS);
+    w = queue_unasked(b, "L", 1, WAIT_FOREVER);
+    unlock = request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    answer(RELEASE, "L", NULL);
+    answer(ACQUIRE, "L", NULL);
+    expect_open(unlock);
+    expect_open(w);
+    expect_nothing_pending(); /* not before Redis can be reached again */
+    lock_engine_backend_ready();
+    /* both had run: the release finds the lock gone (its first run) */
+    answer(RELEASE, "L", &nil_reply);
+    expect_integer(unlock, 1);
+    advance(100); /* a queued waiter without a reply tries again soon */
+    fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
+    expect_result(w, RESULT_GRANTED);
+    ck_assert_uint_eq(stats.held_locks, 1);
+    ck_assert_uint_eq(stats.locks_lost, 0);
+    expect_nothing_pending();
+}
+END_TEST
+
+/* The waiter handed the lock leaves before the grant comes back: what it
+ * was granted is undone, as for any acquire whose caller left, and the
+ * next waiter asks. */
+START_TEST(a_waiter_that_leaves_during_its_hand_off_is_undone)
+{
+    struct session *a = join("a"), *b = join("b"), *c = join("c");
+    struct test_call *w, *next;
+
+    take(a, "L", 1, LEASE_MS);
+    w = queue_unasked(b, "L", 1, WAIT_FOREVER);
+    next = queue_unasked(c, "L", 1, WAIT_FOREVER);
+    request(a, LOCK_REQUEST_RELEASE, "L", 1);
+    abandon(w);
+    answer_integer(RELEASE, "L", 1);
+    fake_eval_answer(expect_acquire_by("L", "b:1"), &nil_reply);
+    ck_assert_uint_eq(stats.orphan_acquires_undone, 1);
+    expect_args(expect_eval(SETTLE, "L"), 6, "L", CHANNEL_OF_L, "0", "b:1", "0",
+                "publish");
+    answer_integer(SETTLE, "L", 1);
+    fake_eval_answer(expect_acquire_by("L", "c:1"), &nil_reply);
+    expect_result(next, RESULT_GRANTED);
+    ck_assert_uint_eq(stats.held_locks, 1);
+}
+END_TEST
+
 /* While a hold here keeps the lock, neither the subscription's
  * confirmation nor an unlock message (an older release's) makes the head
  * ask: Redis could only refuse it. Once the hold is released elsewhere
@@ -1459,6 +1513,8 @@ Suite *lock_engine_suite(void)
     tcase_add_test(waiting, a_trylock_of_a_lock_held_here_asks_redis);
     tcase_add_test(waiting,
                    messages_wake_nobody_while_a_hold_here_keeps_the_lock);
+    tcase_add_test(waiting, a_hand_off_whose_replies_are_lost_is_sent_again);
+    tcase_add_test(waiting, a_waiter_that_leaves_during_its_hand_off_is_undone);
     tcase_add_test(waiting, a_hand_off_observes_its_latencies);
     tcase_add_test(waiting, the_next_waiter_looks_when_the_head_leaves);
     tcase_add_test(waiting, a_queued_head_without_reply_tries_again_soon);
