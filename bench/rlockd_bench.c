@@ -1147,6 +1147,20 @@ static void format_argv(struct command *cmd, int argc, const char **argv)
         fatal("cannot format a request: out of memory");
 }
 
+/* The arguments that are a key or channel named "<prefix>{name}": their
+ * prefix. */
+static const char *const braced_name_prefix[] = {
+    [ARG_LOCK_CHANNEL] = "redisson_lock__channel:",
+    [ARG_RW_CHANNEL] = "redisson_rwlock:",
+    [ARG_QUEUE] = "redisson_lock_queue:",
+    [ARG_TIMEOUT] = "redisson_lock_timeout:",
+    [ARG_TOKEN] = "redisson_lock_token:",
+    [ARG_TAG] = "",
+    [ARG_SC_CHANNEL] = "redisson_sc:",
+    [ARG_OWNERS] = "rlockd_permits:",
+    [ARG_DEADLINES] = "rlockd_permits_deadline:",
+};
+
 /* One client's value of a script argument, in buf unless constant. The
  * bench's names never contain '{', so "{name}" is always the hash tag. */
 static const char *call_arg_value(const struct client *cl, enum call_arg arg,
@@ -1157,29 +1171,22 @@ static const char *call_arg_value(const struct client *cl, enum call_arg arg,
     switch (arg) {
     case ARG_NAME:
         return cl->name;
+    case ARG_LOCK_CHANNEL:
+    case ARG_RW_CHANNEL:
+    case ARG_QUEUE:
+    case ARG_TIMEOUT:
+    case ARG_TOKEN:
+    case ARG_TAG:
+    case ARG_SC_CHANNEL:
+    case ARG_OWNERS:
+    case ARG_DEADLINES:
+        snprintf(buf, size, "%s{%s}", braced_name_prefix[arg], cl->name);
+        return buf;
     case ARG_FIELD:
         snprintf(buf, size, "%s:%d", owner_uuid, cl->index + 1);
         return buf;
     case ARG_WRITE_FIELD:
         snprintf(buf, size, "%s:%d:write", owner_uuid, cl->index + 1);
-        return buf;
-    case ARG_LOCK_CHANNEL:
-        snprintf(buf, size, "redisson_lock__channel:{%s}", cl->name);
-        return buf;
-    case ARG_RW_CHANNEL:
-        snprintf(buf, size, "redisson_rwlock:{%s}", cl->name);
-        return buf;
-    case ARG_QUEUE:
-        snprintf(buf, size, "redisson_lock_queue:{%s}", cl->name);
-        return buf;
-    case ARG_TIMEOUT:
-        snprintf(buf, size, "redisson_lock_timeout:{%s}", cl->name);
-        return buf;
-    case ARG_TOKEN:
-        snprintf(buf, size, "redisson_lock_token:{%s}", cl->name);
-        return buf;
-    case ARG_TAG:
-        snprintf(buf, size, "{%s}", cl->name);
         return buf;
     case ARG_READ_PREFIX:
         snprintf(buf, size, "{%s}:%s:%d:rwlock_timeout", cl->name, owner_uuid,
@@ -1201,19 +1208,10 @@ static const char *call_arg_value(const struct client *cl, enum call_arg arg,
         return "1";
     case ARG_PUBLISH:
         return "PUBLISH";
-    case ARG_SC_CHANNEL:
-        snprintf(buf, size, "redisson_sc:{%s}", cl->name);
-        return buf;
     case ARG_PERMITS:
         return "1";
     case ARG_SIZE:
         snprintf(buf, size, "%d", cl->sc->permits);
-        return buf;
-    case ARG_OWNERS:
-        snprintf(buf, size, "rlockd_permits:{%s}", cl->name);
-        return buf;
-    case ARG_DEADLINES:
-        snprintf(buf, size, "rlockd_permits_deadline:{%s}", cl->name);
         return buf;
     case ARG_END:
         break;
@@ -1734,8 +1732,8 @@ static bool command_is(const char *name, size_t len, const char *which)
 }
 
 /* From Redis INFO commandstats ("cmdstat_NAME:calls=N,..."): calls of
- * the two script commands, of the two commands the renewal script runs,
- * and of every other command but INFO (which the bench itself sends). */
+ * the two script commands, and of every other command but INFO (which the
+ * bench itself sends). */
 static void redis_command_calls(struct command_calls *c)
 {
     redisReply *r = redis_sync_command("INFO commandstats");

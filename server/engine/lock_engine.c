@@ -244,6 +244,28 @@ static struct lock_call *queue_head(struct lock *lock)
     return node ? list_entry(node, struct lock_call, queue_link) : NULL;
 }
 
+/* A kind one owner holds at a time (RLock, FAIR, WRITE, FENCED): not a
+ * shared READ, not a semaphore's permits. */
+static bool one_owner_at_a_time(const struct lock_kind *kind)
+{
+    return !kind->shared && kind->holds == HOLDS_REENTRANT;
+}
+
+/* A kind whose waiters take a place in a queue in Redis by asking (the
+ * fair lock), which they leave when they give up. */
+static bool queues_in_redis(const struct lock_kind *kind)
+{
+    return kind->ops[LOCK_OP_LEAVE_QUEUE].build != NULL;
+}
+
+/* The hand-off's start: a release through this daemon frees the lock
+ * while waiters are queued (kept until one is granted). */
+static void note_freed(struct lock *lock)
+{
+    if (lock->waiters.length > 0 && lock->freed_us == 0)
+        lock->freed_us = timers_now_us();
+}
+
 /*
  * Whether a hold of this daemon keeps the lock taken in Redis now (a lock
  * one owner at a time holds): a message that it was freed then tells of
@@ -255,7 +277,7 @@ static bool held_here(const struct lock *lock)
 {
     struct list_node *pos, *tmp;
 
-    if (lock->kind->shared || lock->kind->holds != HOLDS_REENTRANT)
+    if (!one_owner_at_a_time(lock->kind))
         return false;
     list_for_each_safe (pos, tmp, &lock->holds) {
         const struct hold *h = list_entry(pos, struct hold, lock_link);
@@ -1356,7 +1378,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
     } else if (call->state == CALL_FINISHED) {
         /* queued in Redis after its caller left (or maybe, unanswered) */
         call->in_redis_queue = outcome != OUTCOME_GRANTED &&
-                               call->lock->kind->ops[LOCK_OP_LEAVE_QUEUE].build;
+                               queues_in_redis(call->lock->kind);
         leave_redis_queue(call);
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
             /* Its caller left while we asked: undone by setting the count
@@ -1442,8 +1464,7 @@ static bool queues_unasked(const struct lock_call *call)
 
     return !call_queued(call) && call->may_wait &&
            timers_now() < call->deadline_ms &&
-           lock->kind->ops[LOCK_OP_LEAVE_QUEUE].build == NULL &&
-           held_here(lock) && !owner_holds(call, lock);
+           !queues_in_redis(lock->kind) && held_here(lock) && !owner_holds(call, lock);
 }
 
 static void call_attempt(struct lock_call *call)
@@ -1478,7 +1499,7 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
-    if (call->may_wait && call->lock->kind->ops[LOCK_OP_LEAVE_QUEUE].build)
+    if (call->may_wait && queues_in_redis(call->lock->kind))
         call->in_redis_queue = true; /* until it is granted */
     if (engine.backend->sync(call->lock->name, call->lock->name_len,
                              on_sync_reply, call) == 0) {
@@ -1508,8 +1529,7 @@ static void call_timer_fired(struct timer *timer)
  * and the hand-off's latency runs from here. */
 static void lock_freed(struct lock *lock)
 {
-    if (lock->waiters.length > 0 && lock->freed_us == 0)
-        lock->freed_us = timers_now_us();
+    note_freed(lock);
     wake(lock, 1);
 }
 
@@ -1767,8 +1787,8 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     struct lock *lock = release->lock;
     struct lock_call *head = queue_head(lock);
 
-    if (lock->kind->shared || lock->kind->holds != HOLDS_REENTRANT ||
-        hold == NULL || hold->lost || release->count != release->amount ||
+    if (!one_owner_at_a_time(lock->kind) || hold == NULL || hold->lost ||
+        release->count != release->amount ||
         release->state != CALL_ASKING || list_linked(&release->park_link))
         return;
     if (head == NULL || head->state != CALL_QUEUED ||
@@ -1778,8 +1798,7 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     }
     lock->handoffs++;
     stats.lock_handoffs++;
-    if (lock->freed_us == 0)
-        lock->freed_us = timers_now_us();
+    note_freed(lock);
     wake_one(head);
 }
 
