@@ -137,6 +137,7 @@ static void on_sighup(uv_signal_t *handle, int signum)
     }
     changed = config_apply_reload(&rlockd.cfg, &fresh);
     client_users_reloaded(rlockd.cfg.acl); /* before fresh's old users go */
+    commands_reloaded();
     config_free(&fresh);
     log_set_level((enum log_level)rlockd.cfg.log_level);
     stats.config_reloads++;

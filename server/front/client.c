@@ -82,6 +82,11 @@ struct client_slot {
     size_t counted;     /* of reply.len, in client.slot_bytes */
     bool granted_is_ok; /* LOCK answers +OK, TRYLOCK :1 */
     bool alone;
+    /* An acquire's command and lock name, as its client sent them: what
+     * it was allowed as, checked again after a reload (client_acquire). */
+    const struct command *command;
+    size_t name_len;
+    char name[];
 };
 
 struct client_write {
@@ -124,9 +129,10 @@ static void slot_free(struct client_slot *slot)
     free(slot);
 }
 
-static struct client_slot *slot_add(struct client *c)
+/* A slot with room for a lock name of name_len bytes. */
+static struct client_slot *slot_add(struct client *c, size_t name_len)
 {
-    struct client_slot *slot = calloc(1, sizeof(*slot));
+    struct client_slot *slot = calloc(1, sizeof(*slot) + name_len);
 
     if (slot == NULL) {
         client_close(c, "out of memory");
@@ -170,7 +176,7 @@ struct buffer *client_reply_buffer(struct client *c)
 
     if (list_empty(&c->pending))
         return &c->out;
-    slot = slot_add(c);
+    slot = slot_add(c, 0);
     if (slot == NULL)
         return NULL;
     slot->answered = true;
@@ -254,9 +260,9 @@ static void on_call_done(void *ctx, const struct lock_result *result)
 /* A slot for a command the engine answers, counted in flight before the
  * engine may answer it at once; NULL when out of memory (then closed). */
 static struct client_slot *slot_start(struct client *c, bool alone,
-                                      bool granted_is_ok)
+                                      bool granted_is_ok, size_t name_len)
 {
-    struct client_slot *slot = slot_add(c);
+    struct client_slot *slot = slot_add(c, name_len);
 
     if (slot == NULL)
         return NULL;
@@ -272,13 +278,21 @@ static struct client_slot *slot_start(struct client *c, bool alone,
 }
 
 void client_start_call(struct client *c, const struct lock_request *req,
-                       bool alone, bool granted_is_ok)
+                       const struct command *cmd, const struct command_args *a,
+                       bool granted_is_ok)
 {
-    struct client_slot *slot = slot_start(c, alone, granted_is_ok);
+    bool alone = cmd->flags & CMD_ALONE;
+    struct client_slot *slot =
+        slot_start(c, alone, granted_is_ok, alone ? a->name_len : 0);
     struct lock_call *call;
 
     if (slot == NULL)
         return;
+    if (alone) {
+        slot->command = cmd;
+        slot->name_len = a->name_len;
+        memcpy(slot->name, a->name, a->name_len);
+    }
     call = lock_engine_start(c->session, req, on_call_done, slot);
     if (!slot->answered)
         slot->call = call;
@@ -1288,7 +1302,7 @@ void client_set_id(struct client *c, const char *id, size_t len,
             client_close(c, "out of memory writing a reply");
         return;
     }
-    slot = slot_start(c, true, true);
+    slot = slot_start(c, true, true, 0);
     if (slot == NULL)
         return;
     join = lock_engine_join(id, len, secret, secret_len, resume, on_join_done,
@@ -1315,6 +1329,29 @@ void client_users_reloaded(const struct acl *acl)
                  client_label(c, label, sizeof(label)), name);
         client_close(c, "user removed");
     }
+}
+
+bool client_acquire(struct client *c, const struct command **cmd,
+                    const char **name, size_t *name_len)
+{
+    struct client_slot *slot = acquire_in_flight(c);
+
+    if (slot == NULL)
+        return false;
+    *cmd = slot->command;
+    *name = slot->name;
+    *name_len = slot->name_len;
+    return true;
+}
+
+void client_refuse_acquire(struct client *c, const char *text)
+{
+    struct client_slot *slot = acquire_in_flight(c);
+    struct lock_result result = {
+        .type = RESULT_ERROR, .error = REPLY_NOPERM, .message = text};
+
+    lock_engine_abandon(slot->call);
+    slot_answer(slot, &result);
 }
 
 int client_init(uv_loop_t *loop, const struct config *cfg,

@@ -53,6 +53,7 @@
 #include "base/config.h"
 #include "base/list.h"
 #include "buffer.h"
+#include "command.h"
 #include "engine/lock_engine.h"
 #include "request.h"
 
@@ -126,10 +127,21 @@ void client_accept(uv_stream_t *server);
 /* Where the reply of a command answered now goes (behind any reply still
  * awaited); NULL when out of memory, and the client is then closing. */
 struct buffer *client_reply_buffer(struct client *c);
-/* Hands a lock request to the engine; its reply comes in order. alone:
- * later requests wait for it. */
+/* Hands the lock request of command cmd, args a, to the engine; its
+ * reply comes in order. One that runs alone (CMD_ALONE: an acquire) holds
+ * later requests back, and is kept with its command and lock name. */
 void client_start_call(struct client *c, const struct lock_request *req,
-                       bool alone, bool granted_is_ok);
+                       const struct command *cmd, const struct command_args *a,
+                       bool granted_is_ok);
+/* The acquire in flight, waiting or with Redis's reply to come, as its
+ * client sent it: its command and lock name (valid while it is in
+ * flight); false for none. */
+bool client_acquire(struct client *c, const struct command **cmd,
+                    const char **name, size_t *name_len);
+/* Refuses the acquire in flight -NOPERM text (client_acquire said there
+ * is one): the engine forgets it, and gives back a grant Redis makes
+ * later, as when its client goes. */
+void client_refuse_acquire(struct client *c, const char *text);
 /* Replies what is buffered, then closes (QUIT, protocol errors). */
 void client_quit(struct client *c);
 void client_close(struct client *c, const char *why);

@@ -18,6 +18,7 @@
 
 #include "base/acl.h"
 #include "base/glob.h"
+#include "base/log.h"
 #include "base/stats.h"
 #include "client_id.h"
 #include "command.h"
@@ -185,7 +186,7 @@ static int command_request(struct client *c, const struct command *cmd,
         out = client_reply_buffer(c);
         return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
     }
-    client_start_call(c, &req, cmd->flags & CMD_ALONE,
+    client_start_call(c, &req, cmd, a,
                       cmd->id == CMD_LOCK ||
                           (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));
     return 0;
@@ -377,18 +378,36 @@ static int refuse(struct client *c, enum reply_error code, const char *text)
     return out ? reply_error(out, code, "%s", text) : -ENOMEM;
 }
 
-/* The -NOPERM reply, in Redis's words where Redis has them. */
-/* -NOPERM, counted; why says what the name (a command's or a lock's,
- * quoted printable) may not be used for. */
-static int refuse_noperm(struct client *c, const char *name, size_t len,
-                         const char *why)
+/*
+ * Whether user is refused command cmd on the lock name (ignored for a
+ * command that takes none): by its commands or names, or by [lock]
+ * allowed_names. A refusal is counted, and its -NOPERM text written to
+ * text, in Redis's words where Redis has them, quoting the command's or
+ * the lock's name (printable).
+ */
+static bool refused_noperm(const struct acl_user *user,
+                           const struct command *cmd, const char *name,
+                           size_t len, char *text, size_t size)
 {
-    char quoted[QUOTED_NAME_MAX + 1], text[192];
+    enum acl_verdict verdict = acl_allows(user, cmd->id, name, len);
+    char quoted[QUOTED_NAME_MAX + 1];
+    const char *why;
 
+    if (verdict == ACL_DENIED_COMMAND) {
+        why = "this user has no permissions to run the '%s' command";
+        name = cmd->name;
+        len = strlen(cmd->name);
+    } else if (verdict == ACL_DENIED_NAME) {
+        why = "this user has no permissions to access the '%s' lock";
+    } else if (command_has_lock_name(cmd) &&
+               !glob_list_match(commands.cfg->allowed_names, name, len)) {
+        why = "the '%s' lock is outside [lock] allowed_names";
+    } else {
+        return false;
+    }
     stats.noperm_replies++;
-    snprintf(text, sizeof(text), why,
-             printable(name, len, quoted, sizeof(quoted)));
-    return refuse(c, REPLY_NOPERM, text);
+    snprintf(text, size, why, printable(name, len, quoted, sizeof(quoted)));
+    return true;
 }
 
 static int execute(struct client *c, const struct command *cmd, size_t argc,
@@ -396,7 +415,6 @@ static int execute(struct client *c, const struct command *cmd, size_t argc,
 {
     const struct acl_user *user = commands_user(c);
     struct command_args args;
-    enum acl_verdict verdict;
     char err[256];
 
     c->last_command = cmd->name;
@@ -416,20 +434,33 @@ static int execute(struct client *c, const struct command *cmd, size_t argc,
         return refuse(c, REPLY_ERR, err);
     if (args.sub != SUB_NONE)
         c->last_command = command_sub_name(args.sub);
-    verdict = acl_allows(user, cmd->id, args.name, args.name_len);
-    if (verdict == ACL_DENIED_COMMAND)
-        return refuse_noperm(
-            c, cmd->name, strlen(cmd->name),
-            "this user has no permissions to run the '%s' command");
-    if (verdict == ACL_DENIED_NAME)
-        return refuse_noperm(
-            c, args.name, args.name_len,
-            "this user has no permissions to access the '%s' lock");
-    if (command_has_lock_name(cmd) &&
-        !glob_list_match(commands.cfg->allowed_names, args.name, args.name_len))
-        return refuse_noperm(c, args.name, args.name_len,
-                             "the '%s' lock is outside [lock] allowed_names");
+    if (refused_noperm(user, cmd, args.name, args.name_len, err, sizeof(err)))
+        return refuse(c, REPLY_NOPERM, err);
     return command_handlers[cmd->id](c, cmd, &args);
+}
+
+/* An acquire in flight is checked again as a new one would be: it has
+ * not been granted (it waits, or Redis's answer is still to come), and
+ * must not be if its user may no longer make it. */
+static void recheck_acquire(struct client *c, void *arg)
+{
+    const struct command *cmd;
+    const char *name;
+    size_t len;
+    char text[256];
+
+    (void)arg;
+    if (!client_acquire(c, &cmd, &name, &len) ||
+        !refused_noperm(commands_user(c), cmd, name, len, text, sizeof(text)))
+        return;
+    log_info("reload: client %llu's %s in flight refused: %s",
+             (unsigned long long)c->id, cmd->name, text);
+    client_refuse_acquire(c, text);
+}
+
+void commands_reloaded(void)
+{
+    client_foreach(recheck_acquire, NULL);
 }
 
 /* Redis's words: "unknown command 'x', with args beginning with: 'a' 'b' ",

@@ -34,6 +34,11 @@ const struct acl_user *commands_user(const struct client *c);
 bool commands_login(struct client *c, struct buffer *out, const char *user,
                     size_t user_len, const char *password, size_t password_len,
                     int *err);
+/* After a reload changed the users or [lock] allowed_names (and
+ * client_users_reloaded repointed the connections): each acquire in
+ * flight that its user may no longer make is refused -NOPERM, and what
+ * Redis grants it later is given back. */
+void commands_reloaded(void);
 /* The client's executor (client_execute_fn). */
 enum client_run commands_execute(struct client *c, size_t argc,
                                  char *const *argv, const size_t *argv_len);

@@ -140,6 +140,60 @@ def test_reload_changes_permissions_of_open_connections_and_closes_removed_users
         assert_error(c.call("AUTH", "ops", OPS_PW), "ERR", what="AUTH as a removed user")
 
 
+def _reload_worker_names(env, names):
+    """SIGHUP with the worker's names set to names; returns once the reload is applied."""
+    d = env.rlockd
+    reloads = env.info_int("config_reloads")
+    d.sections["user worker"]["names"] = names
+    d.rewrite_config({})
+    d.signal(signal.SIGHUP)
+    wait_info(env, "config_reloads", reloads + 1, what="the reload applied")
+
+
+def test_a_reload_narrowing_names_refuses_a_waiting_lock_which_never_holds():
+    """A LOCK waiting when a reload takes its name from its user's names is refused
+    -NOPERM at the reload, and never takes the lock: when the holder releases, the lock
+    is free in Redis and the next allowed client gets it."""
+    with Env(users_config()) as env:
+        n = env.name("orders:")
+        holder = login(env, "ops", OPS_PW)
+        w = login(env, "worker", WORKER_PW)
+        assert_eq(holder.call("LOCK", n, 1), "OK", "LOCK by ops")
+        w.send("LOCK", n, 2)
+        env.wait_waiting(1, what="the worker's LOCK waits")
+        _reload_worker_names(env, "jobs:?")
+        assert_error(w.read_reply(2.0), "NOPERM", "no permissions to access the '%s' lock" % n,
+                     what="the waiting LOCK after the reload")
+        env.wait_waiting(0, what="the refused LOCK waits no more")
+        assert_eq(holder.call("UNLOCK", n, 1), 1, "the holder's UNLOCK")
+        assert_eq(env.redis("EXISTS", n), 0, "the lock is free in Redis, not the worker's")
+        nxt = login(env, "ops", OPS_PW)
+        assert_eq(nxt.call("TRYLOCK", n, 3), 1, "the next allowed client gets it at once")
+        assert_eq(list(env.redis_hash(n).values()), ["1"], "one hold, the next client's")
+        assert_eq(env.info_int("held_locks"), 1, "INFO held_locks: the worker holds nothing")
+        assert_eq(w.call("LOCK", "jobs:1", 2), "OK", "the worker's connection serves its new names")
+
+
+def test_a_reload_narrowing_names_refuses_a_lock_in_flight_and_gives_back_its_grant():
+    """A LOCK whose script Redis has not answered yet (Redis stopped) when a reload takes
+    its name away is refused -NOPERM at the reload; the grant Redis makes once it runs is
+    given back (settled), so that the lock is free and the next allowed client gets it."""
+    with Env(users_config()) as env:
+        n = env.name("orders:")
+        w = login(env, "worker", WORKER_PW)
+        with env.redis_server.paused():
+            w.send("LOCK", n, 2)
+            wait_info(env, "commands_in_flight", 1, what="the LOCK sent to a stopped Redis")
+            _reload_worker_names(env, "jobs:?")
+            assert_error(w.read_reply(2.0), "NOPERM", "no permissions to access the '%s' lock" % n,
+                         what="the LOCK in flight after the reload")
+        wait_info(env, "acquires_settled", 1, what="Redis's late grant given back")
+        assert_eq(env.redis("EXISTS", n), 0, "the lock is free in Redis, not the worker's")
+        nxt = login(env, "ops", OPS_PW)
+        assert_eq(nxt.call("TRYLOCK", n, 3), 1, "the next allowed client gets it at once")
+        assert_eq(env.info_int("held_locks"), 1, "INFO held_locks: the worker holds nothing")
+
+
 # ---------------------------------------------------------------- throttling
 
 
