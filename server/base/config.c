@@ -101,6 +101,10 @@ static const struct config_row config_rows[] = {
     STR_ROW("server", "http_listen", 0, http_listen, "", KIND_ADDR),
     INT_ROW("server", "http_max_connections", 0, http_max_connections, "16",
             1, 1024),
+    /* From a connection's start or last answer to its next answer: a
+     * probe is one short request, sent at once. */
+    INT_ROW("server", "http_request_timeout_ms", 0, http_request_timeout_ms,
+            "2000", 100, 3600000),
     STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
     INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
             100),

@@ -41,6 +41,7 @@ struct config {
     int64_t unix_socket_mode;
     char http_listen[128]; /* "": no HTTP endpoint */
     int64_t http_max_connections;
+    int64_t http_request_timeout_ms;
     char auth_token[256];
     int64_t max_auth_failures;
     int64_t max_clients;

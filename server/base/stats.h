@@ -47,6 +47,7 @@ enum stats_section {
       "memory held in client buffers (max_client_buffers_bytes caps it)")     \
     X(CLIENTS, GAUGE,   max_clients_effective,                                 \
       "max_clients, lowered if the open files limit is too low for it")       \
+    X(CLIENTS, GAUGE,   http_connections, "HTTP connections open")             \
     X(LOCKS,   GAUGE,   held_locks, "holds taken through this daemon")         \
     X(LOCKS,   GAUGE,   watchdog_locks, "holds renewed by the watchdog")       \
     X(LOCKS,   GAUGE,   waiting_clients, "calls queued for a lock")            \
@@ -59,6 +60,10 @@ enum stats_section {
       "clients ended: nothing heard for their CLIENT HEARTBEAT")              \
     X(COUNTS,  COUNTER, request_timeouts,                                      \
       "connections closed: a request unfinished for request_timeout_ms")     \
+    X(COUNTS,  COUNTER, http_request_timeouts,                                 \
+      "HTTP connections closed: not answered within http_request_timeout_ms") \
+    X(COUNTS,  COUNTER, http_evictions,                                        \
+      "HTTP connections closed to make room for a new one")                   \
     X(COUNTS,  COUNTER, buffer_cap_disconnects,                                \
       "connections closed to keep under max_client_buffers_bytes")             \
     X(COUNTS,  COUNTER, total_commands_processed, "commands run")              \

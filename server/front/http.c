@@ -7,9 +7,20 @@
  * do only that), and it can run without a thread of its own: with
  * MHD_USE_EPOLL it keeps its sockets in one epoll set and hands out that
  * set's descriptor, which the loop polls like any socket (uv_poll); a
- * uv_timer runs it when it asks to be run (its connection timeouts). So
- * the handlers read the figures the other layers write on this same
- * thread, with no lock and no copy.
+ * uv_timer runs it when it asks to be run. So the handlers read the
+ * figures the other layers write on this same thread, with no lock and
+ * no copy.
+ *
+ * Slow clients are this file's, not MHD's: MHD's connection timeout is
+ * an idle one, which a byte now and then resets, so a few connections
+ * dripping bytes would keep every probe out. Here each connection has
+ * http_request_timeout_ms, from its start or its last answer, to send a
+ * whole request and be answered, however slowly it drips; and MHD takes
+ * one connection more than http_max_connections, the oldest waiting one
+ * being closed when that slot is used, so that a probe gets through a
+ * full table. MHD has no call to close a connection from outside: its
+ * socket is shut down, and MHD, reading the end at its next run, closes
+ * it as if the client had.
  *
  *   GET /metrics  every figure of base/stats.h, Prometheus text 0.0.4
  *   GET /healthz  200: the process is alive and its loop turns
@@ -21,25 +32,44 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "base/list.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "front/info.h"
 #include "front/listener.h"
 
-/* A connection idle this long is closed (a probe is one short request). */
-#define HTTP_CONNECTION_TIMEOUT_S 10
-#define HTTP_BACKLOG 64
+/* As the RESP port's: a burst of connections outpaces MHD's accepts (10
+ * a run), and at 64 a full queue dropped a probe's SYN, which TCP sends
+ * again only a second later (2 to 4 in 300 quick connections). */
+#define HTTP_BACKLOG 511
+/* MHD runs one call of http_run may make (see there): a flood of new
+ * connections, each closing an older one, waits for the next loop turn
+ * rather than holding this one. */
+#define HTTP_RUNS_MAX 4
+
+/* A connection MHD serves, from its start to its close (MHD's socket
+ * context: freed when MHD closes the connection). */
+struct http_connection {
+    struct list_node link; /* in http.waiting until shut down */
+    struct MHD_Connection *mhd;
+    uint64_t since_ms; /* its start, or its last answer's end */
+};
 
 static struct {
     struct MHD_Daemon *daemon;
+    uv_loop_t *loop;
+    const struct config *cfg;
     uv_poll_t poll;
     uv_timer_t timer;
+    struct list_node waiting; /* struct http_connection, oldest first */
+    uint64_t ends;            /* connections ended or closed so far */
     bool open; /* poll and timer initialised: closed by http_close */
 } http;
 
@@ -139,26 +169,143 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                         "not found: /metrics, /healthz or /readyz\n");
 }
 
+/* ---- deadlines ----------------------------------------------------------- */
+
+/* Shuts a connection's socket down (not closed, so that its descriptor
+ * is not reused while MHD still has it): MHD closes it at its next run. */
+static void connection_shut(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+    if (info != NULL && shutdown(info->connect_fd, SHUT_RDWR) != 0)
+        log_warn("http: shutdown: %s", strerror(errno));
+}
+
+/* Ends a connection, which no longer counts for deadlines or room. */
+static void connection_end(struct http_connection *hc)
+{
+    http.ends++;
+    list_remove(&hc->link);
+    connection_shut(hc->mhd);
+}
+
+/* Starts a connection's deadline again, at the tail of the list. */
+static void connection_wait(struct http_connection *hc)
+{
+    hc->since_ms = uv_now(http.loop);
+    list_push_tail(&http.waiting, &hc->link);
+}
+
+/* MHD's connection notifier: tracks each connection from its start; the
+ * one that takes the slot kept past http_max_connections closes the
+ * oldest waiting one. */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_connection *hc = *socket_context;
+    struct list_node *oldest;
+
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (hc != NULL && list_linked(&hc->link))
+            list_remove(&hc->link);
+        free(hc);
+        http.ends++;
+        stats.http_connections--;
+        return;
+    }
+    stats.http_connections++;
+    if (stats.http_connections > (uint64_t)http.cfg->http_max_connections &&
+        (oldest = list_first(&http.waiting)) != NULL) {
+        stats.http_evictions++;
+        connection_end(list_entry(oldest, struct http_connection, link));
+    }
+    hc = calloc(1, sizeof(*hc));
+    *socket_context = hc;
+    if (hc == NULL) {
+        log_error("http: out of memory: connection refused");
+        connection_shut(conn);
+        return;
+    }
+    hc->mhd = conn;
+    list_init(&hc->link);
+    connection_wait(hc);
+}
+
+/* MHD's completion notifier: a request was answered (or given up), and
+ * the connection's deadline starts again for its next one. */
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **request_context,
+                         enum MHD_RequestTerminationCode code)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http_connection *hc = info != NULL ? info->socket_context : NULL;
+
+    (void)cls;
+    (void)request_context;
+    (void)code;
+    if (hc == NULL || !list_linked(&hc->link))
+        return; /* being ended */
+    list_remove(&hc->link);
+    connection_wait(hc);
+}
+
+/* Ends the connections past their deadline; when the next one is due
+ * (ms from now), or UINT64_MAX for none. */
+static uint64_t deadlines_sweep(void)
+{
+    uint64_t now = uv_now(http.loop);
+    uint64_t timeout = (uint64_t)http.cfg->http_request_timeout_ms;
+    struct list_node *node;
+
+    while ((node = list_first(&http.waiting)) != NULL) {
+        struct http_connection *hc =
+            list_entry(node, struct http_connection, link);
+
+        if (hc->since_ms + timeout > now)
+            return hc->since_ms + timeout - now;
+        stats.http_request_timeouts++;
+        connection_end(hc);
+    }
+    return UINT64_MAX;
+}
+
 /* ---- the loop's side -------------------------------------------------- */
 
 static void on_timer(uv_timer_t *timer);
 
-/* Lets MHD do what is ready, then arms the timer for its next deadline.
- * Twice: at http_max_connections MHD takes its listening socket out of
- * its epoll set, and puts it back only at the start of a run, so the run
- * that closed a connection must be followed by one that listens again
- * (else a connection waiting in the backlog would wait for an event that
- * never comes). */
+/* Ends the connections past their deadline, lets MHD do what is ready,
+ * then arms the timer for the next deadline, MHD's or a connection's.
+ * MHD runs again while a run ends or closes a connection: a connection
+ * shut down during a run is closed by the next, and at its connection
+ * limit MHD takes its listening socket out of its epoll set and puts it
+ * back only at the start of a run, so the run that closed a connection
+ * must be followed by one that listens again (else a connection waiting
+ * in the backlog would wait for an event that never comes). Past
+ * HTTP_RUNS_MAX, the timer runs it again at the next turn. */
 static void http_run(void)
 {
-    MHD_UNSIGNED_LONG_LONG timeout_ms;
+    MHD_UNSIGNED_LONG_LONG mhd_ms;
+    uint64_t due_ms, ends = 0;
+    int runs;
 
-    MHD_run(http.daemon);
-    MHD_run(http.daemon);
-    if (MHD_get_timeout(http.daemon, &timeout_ms) == MHD_YES)
-        uv_timer_start(&http.timer, on_timer, timeout_ms, 0);
-    else
+    deadlines_sweep();
+    for (runs = 0; runs < HTTP_RUNS_MAX; runs++) {
+        ends = http.ends;
+        MHD_run(http.daemon);
+        if (http.ends == ends)
+            break;
+    }
+    due_ms = runs == HTTP_RUNS_MAX ? 0 : deadlines_sweep();
+    if (MHD_get_timeout(http.daemon, &mhd_ms) == MHD_YES && mhd_ms < due_ms)
+        due_ms = mhd_ms;
+    if (due_ms == UINT64_MAX)
         uv_timer_stop(&http.timer);
+    else
+        uv_timer_start(&http.timer, on_timer, due_ms, 0);
 }
 
 static void on_timer(uv_timer_t *timer)
@@ -226,13 +373,19 @@ int http_start(uv_loop_t *loop, const struct config *cfg)
         log_error("http_listen %s: %s", cfg->http_listen, strerror(-fd));
         return fd;
     }
+    http.loop = loop;
+    http.cfg = cfg;
+    list_init(&http.waiting);
     /* The logger first: MHD reports on stderr what comes before it. MHD
-     * owns fd from here, and closes it when stopped. */
+     * owns fd from here, and closes it when stopped. One connection more
+     * than http_max_connections: the slot kept for a probe. No timeout of
+     * MHD's: the deadlines above are stricter. */
     http.daemon = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, NULL,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-        fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONNECTION_TIMEOUT_S,
+        fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->http_max_connections + 1, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_END);
     if (http.daemon == NULL) {
         close(fd);

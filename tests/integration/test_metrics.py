@@ -2,7 +2,7 @@
 text-format parser (Debian's python3-prometheus-client) with every INFO figure and the
 latency histograms moving under load; /healthz; /readyz 503 with the reason while Redis
 is stopped and 200 once it is back, as the HEALTH command says; bad methods and paths;
-the connection limit. Also what rlockd logs while Redis is away or refuses its
+the connection limit, the request deadline and the slot kept for a probe. Also what rlockd logs while Redis is away or refuses its
 password: bounded, whatever the outage's length."""
 
 import http.client
@@ -153,29 +153,146 @@ def test_bad_methods_and_paths_get_clear_answers():
         assert_eq(_get(env, "/healthz", method="HEAD")[0], 200, "HEAD /healthz")
 
 
-def test_http_connections_are_limited_and_the_lock_port_is_not_affected():
-    """Past http_max_connections a connection waits, unserved, until one closes (MHD
-    stops accepting), while the RESP port serves as ever."""
-    with _env({"server": {"http_max_connections": 2}}) as env:
-        host, port = env.config["server"]["http_listen"].rsplit(":", 1)
-        idle = [socket.create_connection((host, int(port)), timeout=2.0) for _ in range(2)]
-        extra = socket.create_connection((host, int(port)), timeout=1.0)
+def _http_address(env):
+    host, port = env.config["server"]["http_listen"].rsplit(":", 1)
+    return host, int(port)
+
+
+def _closed_by_peer(sock):
+    """True once the other side has closed sock (EOF or reset); never blocks."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(64) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _probe(env, path="/healthz", timeout=1.0):
+    """GET path on a new connection: (status, seconds to the answer)."""
+    host, port = _http_address(env)
+    start = time.monotonic()
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        return r.status, time.monotonic() - start
+    finally:
+        conn.close()
+
+
+def test_past_http_max_connections_the_oldest_waiting_connection_makes_room():
+    """A full table of connections that send nothing keeps no probe out: a new one is
+    served, and the oldest waiting one is closed to make room; the RESP port serves as
+    ever."""
+    with _env({"server": {"http_max_connections": 2, "http_request_timeout_ms": 60000}}) as env:
+        idle = [socket.create_connection(_http_address(env), timeout=2.0) for _ in range(2)]
         try:
-            extra.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
-            try:
-                early = extra.recv(100)
-            except socket.timeout:
-                early = None
-            assert early is None, "served past http_max_connections: %r" % (early,)
+            wait_until(lambda: env.rlockd.info().get("http_connections") == "2", 3.0,
+                       what="both idle connections taken in")
+            assert_eq(_probe(env)[0], 200, "/healthz past http_max_connections")
+            wait_until(lambda: _closed_by_peer(idle[0]), 2.0, what="the oldest idle connection closed")
+            assert not _closed_by_peer(idle[1]), "only the oldest makes room"
+            assert_eq(env.info_int("http_evictions"), 1, "INFO http_evictions")
             assert_eq(env.client().call("PING"), "PONG", "the RESP port serves all the same")
-            for s in idle:
-                s.close()
-            extra.settimeout(3.0)
-            assert extra.recv(100).startswith(b"HTTP/1.1 200"), "served once the idle ones went"
         finally:
-            extra.close()
             for s in idle:
                 s.close()
+
+
+DRIP = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+
+
+class Dripper:
+    """A connection sending one byte of an endless request every time drip() is called."""
+
+    def __init__(self, env):
+        self.sock = socket.create_connection(_http_address(env), timeout=2.0)
+        self.sent = 0
+        self.closed_after = None
+        self.start = time.monotonic()
+
+    def drip(self):
+        if self.closed_after is not None:
+            return
+        if _closed_by_peer(self.sock):
+            self.closed_after = time.monotonic() - self.start
+            return
+        try:
+            self.sock.send(DRIP[self.sent % len(DRIP):][:1])
+            self.sent += 1
+        except OSError:
+            self.closed_after = time.monotonic() - self.start
+
+    def close(self):
+        self.sock.close()
+
+
+def _drip_until_closed(drippers, deadline_s, each=None, interval=0.2):
+    """Drips a byte on every dripper each interval (a byte every 0.2 s keeps an idle
+    timeout away for ever) until all are closed, or twice the deadline and a second
+    have passed; each() runs at every round."""
+    for _ in range(int((2 * deadline_s + 1) / interval) + 1):
+        for d in drippers:
+            d.drip()
+        if each is not None:
+            each()
+        if all(d.closed_after is not None for d in drippers):
+            return
+        time.sleep(interval)   # the drip's pace: this is the slow client
+
+
+def test_a_request_dripping_a_byte_at_a_time_is_closed_at_its_deadline():
+    """http_request_timeout_ms is a total deadline: a connection that sends a byte every
+    200 ms (so never idle) but never a whole request is closed once it has passed."""
+    deadline_s = 1.0
+    with _env({"server": {"http_request_timeout_ms": int(deadline_s * 1000)}}) as env:
+        drippers = [Dripper(env) for _ in range(3)]
+        try:
+            _drip_until_closed(drippers, deadline_s)
+            for i, d in enumerate(drippers):
+                assert d.closed_after is not None, \
+                    "dripper %d still open after %d bytes (%.1f s)" % (i, d.sent, 2 * deadline_s + 1)
+                assert d.closed_after >= deadline_s - 0.05, \
+                    "dripper %d closed after %.2f s, before its deadline" % (i, d.closed_after)
+            assert_eq(env.info_int("http_request_timeouts"), 3, "INFO http_request_timeouts")
+            assert_eq(_probe(env)[0], 200, "/healthz afterwards")
+        finally:
+            for d in drippers:
+                d.close()
+
+
+def test_healthz_answers_while_more_than_http_max_connections_drip():
+    """http_max_connections + 4 connections dripping one byte every 200 ms do not keep
+    /healthz or /readyz from answering: every probe meanwhile answers, each within a
+    second (an answer at all, not a speed), and every dripper is closed by its
+    deadline (the default, 2 s) or to make room."""
+    with _env() as env:
+        limit = int(env.rlockd.sections["server"].get("http_max_connections", 16))
+        drippers = [Dripper(env) for _ in range(limit + 4)]
+        probes = []
+
+        def probe():
+            path = "/healthz" if len(probes) % 2 == 0 else "/readyz"
+            status, took = _probe(env, path)
+            probes.append((path, status, took))
+
+        try:
+            _drip_until_closed(drippers, 2.0, each=probe)
+            assert all(d.closed_after is not None for d in drippers), \
+                "drippers still open: %d of %d" % (sum(d.closed_after is None for d in drippers),
+                                                   len(drippers))
+            assert len(probes) >= 5, "probes made while they dripped: %d" % len(probes)
+            for path, status, took in probes:
+                assert_eq(status, 200, "%s while %d connections drip" % (path, len(drippers)))
+            worst = max(took for _, _, took in probes)
+            print("    %d probes while %d connections dripped: slowest answer %.1f ms"
+                  % (len(probes), len(drippers), worst * 1000))
+        finally:
+            for d in drippers:
+                d.close()
 
 
 def _log_lines(env):
