@@ -289,12 +289,13 @@ static void on_timer(uv_timer_t *timer);
 static void http_run(void)
 {
     MHD_UNSIGNED_LONG_LONG mhd_ms;
-    uint64_t due_ms, ends = 0;
+    uint64_t due_ms;
     int runs;
 
     deadlines_sweep();
     for (runs = 0; runs < HTTP_RUNS_MAX; runs++) {
-        ends = http.ends;
+        uint64_t ends = http.ends;
+
         MHD_run(http.daemon);
         if (http.ends == ends)
             break;
