@@ -127,6 +127,26 @@ def test_a_loss_found_by_unlock_is_pushed_before_its_locklost(env):
     assert_error(c.read_reply(), "LOCKLOST", None, "then the UNLOCK's -LOCKLOST")
 
 
+def test_a_loss_is_pushed_while_a_lock_waits_on_the_same_connection(env):
+    c = env.client(label="holder")
+    _hello3(c)
+    cid, secret = _identity()
+    _join(c, cid, secret)
+    other = env.client(label="other")
+    held, busy = env.name("held"), env.name("busy")
+    assert_eq(other.call("LOCK", busy, 1), "OK", "another client holds busy")
+    assert_eq(c.call("LOCK", held, 1), "OK", "LOCK held")
+    c.call("SUBSCRIBE", "rlockd:lost:" + cid)
+    c.send("LOCK", busy, 1)
+    env.wait_waiting(1, what="the holder's LOCK waits")
+    assert_eq(other.call("FORCEUNLOCK", held), 1, "FORCEUNLOCK held")
+    push = c.read_reply(3.0)
+    assert isinstance(push, Push) and '"reason": "FORCEUNLOCK"' in push[2], \
+        "the loss while the LOCK waits: %r" % (push,)
+    assert_eq(other.call("UNLOCK", busy, 1), 1, "busy released")
+    assert_eq(c.read_reply(3.0), "OK", "then the waiting LOCK's grant")
+
+
 def test_resp2_subscribers_are_unchanged_beside_resp3_ones(env):
     cid, secret = _identity()
     old, new = env.client(label="resp2"), env.client(label="resp3")
