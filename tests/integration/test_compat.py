@@ -284,7 +284,9 @@ def test_every_subscriber_of_the_client_id_gets_it_and_counts_as_a_connection(en
     wait_until(lambda: env.client().call("ISLOCKED", k) == 0, 3.0, what="released with the last connection")
 
 
-def test_a_slow_subscriber_is_dropped_and_harms_nobody():
+def flood_a_slow_subscriber(resp3):
+    """A subscriber that never reads (in RESP3 when resp3: its messages are
+    pushes) is closed at max_output_buffer_bytes, and nobody waits for it."""
     with Env({"server": {"max_output_buffer_bytes": 16384}, "lock": {"watchdog_timeout_ms": 600}},
              label="compat-slow") as env:
         cid, secret = _identity()
@@ -292,6 +294,8 @@ def test_a_slow_subscriber_is_dropped_and_harms_nobody():
         _join(holder, cid, secret)
         slow = RespClient(env.port, timeout=2.0, label="slow subscriber", rcvbuf=4096)
         env.clients.append(slow)
+        if resp3:
+            slow.hello3()
         _join(slow, cid, secret)
         slow.send("SUBSCRIBE", "rlockd:lost:" + cid)   # and never reads again
         wait_info(env, "pubsub_clients", 1, what="subscribed")
@@ -312,6 +316,10 @@ def test_a_slow_subscriber_is_dropped_and_harms_nobody():
         assert_eq(bystander.call("PING"), "PONG", "another connection is served")
         assert time.time() - start < 0.5, "and at once"
         assert_eq(holder.call("CLIENTID"), cid, "the holder's session lives on")
+
+
+def test_a_slow_subscriber_is_dropped_and_harms_nobody():
+    flood_a_slow_subscriber(resp3=False)
 
 
 # ---- each Redis client, with its default options --------------------------------------

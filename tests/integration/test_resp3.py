@@ -5,7 +5,7 @@ hears of their loss itself, before the reply to any later command that
 could observe it. HELLO 2 and RESET go back to RESP2, which is unchanged."""
 
 from harness import (Push, RespSet, Skip, Verbatim, assert_eq, assert_error, wait_info, which)
-from test_compat import _identity, _join, _run
+from test_compat import _identity, _join, _run, flood_a_slow_subscriber
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 600}}
 
@@ -161,6 +161,10 @@ def test_resp2_subscribers_are_unchanged_beside_resp3_ones(env):
     m2, m3 = old.read_reply(3.0), new.read_reply(3.0)
     assert_eq((type(m2), type(m3)), (list, Push), "an array for RESP2, a push for RESP3")
     assert_eq(m2, list(m3), "the same message")
+
+
+def test_a_slow_resp3_subscriber_is_dropped_and_harms_nobody():
+    flood_a_slow_subscriber(resp3=True)
 
 
 def test_redis_cli_3_shows_maps_and_nulls(env):
