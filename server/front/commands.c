@@ -193,12 +193,22 @@ static int command_request(struct client *c, const struct command *cmd,
 
 /* ---- commands answered here ----------------------------------------------- */
 
+/* A subscribed connection (RESP3: RESP2's subscribed mode refuses it
+ * earlier) keeps its client-id: its subscription is to that client-id's
+ * channel, which a new client-id would not match. */
 static int command_clientid(struct client *c, const struct command *cmd,
                             const struct command_args *a)
 {
     struct buffer *out;
 
     (void)cmd;
+    if (a->name != NULL && client_subscribed(c)) {
+        out = client_reply_buffer(c);
+        return out ? reply_error(out, REPLY_ERR,
+                                 "a subscribed connection keeps its "
+                                 "client-id: UNSUBSCRIBE first")
+                   : -ENOMEM;
+    }
     if (a->name != NULL && client_id_valid(a->name, a->name_len)) {
         client_set_id(c, a->name, a->name_len, a->secret, a->secret_len,
                       a->resume);

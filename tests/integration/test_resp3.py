@@ -97,6 +97,9 @@ def test_locks_and_their_lost_events_on_one_connection(env):
     assert_eq((type(confirmation), confirmation), (Push, ["subscribe", ch, 1]), "SUBSCRIBE: a push")
     assert_eq(c.call("LOCK", b, 1), "OK", "LOCK b while subscribed")
     assert_eq(c.call("PING"), "PONG", "PING while subscribed: +PONG")
+    assert_error(c.call("CLIENTID", "someone-else"), "ERR", "a subscribed connection keeps its client-id",
+                 "CLIENTID while subscribed")
+    assert_eq(c.call("CLIENTID"), cid, "the client-id kept")
     assert_eq(env.client().call("FORCEUNLOCK", a), 1, "FORCEUNLOCK a from another connection")
     c.send("UNLOCK", a, 1)
     push = c.read_reply()
