@@ -504,8 +504,9 @@ static int parse_client(const struct command *cmd, size_t argc,
 }
 
 /* HELLO [protover [AUTH <user> <pass>] [SETNAME <name>]], options in any
- * order, as Redis 7 parses it. Which versions are spoken is the
- * handler's to say (-NOPROTO). */
+ * order, as Redis 7 parses it (src/networking.c, helloCommand): a version
+ * other than 2 or 3 is refused (-NOPROTO, by the handler) before the
+ * options are looked at. */
 static int parse_hello(size_t argc, char *const *argv, const size_t *argv_len,
                        struct command_args *out, char *err, size_t err_size)
 {
@@ -515,6 +516,10 @@ static int parse_hello(size_t argc, char *const *argv, const size_t *argv_len,
         return parse_error(err, err_size,
                            "Protocol version is not an integer or out of "
                            "range");
+    if (out->protocol != 2 && out->protocol != 3) {
+        out->protocol = COMMAND_PROTOCOL_UNSUPPORTED;
+        return 0;
+    }
     for (size_t i = 2; i < argc; i++) {
         size_t more = argc - 1 - i;
         int rc = 0;

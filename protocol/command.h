@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* HELLO's version when it is neither 2 nor 3 (struct command_args). */
+#define COMMAND_PROTOCOL_UNSUPPORTED (-1)
+
 /* Arguments each command takes, after its name. */
 enum command_syntax {
     SYNTAX_NONE,          /* QUIT */
@@ -185,7 +188,9 @@ struct command_args {
     bool resume;          /* CLIENTID ... RESUME */
     int64_t heartbeat_ms; /* CLIENT HEARTBEAT */
     enum command_sub sub; /* CLIENT's and COMMAND's subcommand */
-    int64_t protocol;     /* HELLO's protocol version; 0: none given */
+    /* HELLO's protocol version: 2 or 3; 0: none given;
+     * COMMAND_PROTOCOL_UNSUPPORTED: another number (-NOPROTO) */
+    int64_t protocol;
     /* HELLO's SETNAME, CLIENT SETNAME's name, CLIENT SETINFO's value:
      * printable ASCII without spaces (Redis's rule); NULL: none */
     const char *value;

@@ -1,6 +1,6 @@
 /*
- * reply.c - RESP2 encoding of every reply, and the one table that maps
- * error codes to their wire prefix.
+ * reply.c - RESP2 and RESP3 encoding of every reply, and the one table
+ * that maps error codes to their wire prefix.
  *
  * Each writer reserves all the bytes it needs before writing any, so a
  * reply is either appended whole or not at all: a client never sees half
@@ -134,9 +134,45 @@ int reply_bulk(struct buffer *out, const char *data, size_t len)
     return buffer_append(out, "\r\n", 2);
 }
 
-int reply_null(struct buffer *out)
+int reply_null(struct buffer *out, enum reply_protocol proto)
 {
-    return buffer_append(out, "$-1\r\n", 5);
+    return proto == REPLY_RESP3 ? buffer_append(out, "_\r\n", 3)
+                                : buffer_append(out, "$-1\r\n", 5);
+}
+
+int reply_map_header(struct buffer *out, enum reply_protocol proto,
+                     size_t pairs)
+{
+    return proto == REPLY_RESP3 ? reply_line(out, '%', (int64_t)pairs, 0)
+                                : reply_line(out, '*', 2 * (int64_t)pairs, 0);
+}
+
+int reply_set_header(struct buffer *out, enum reply_protocol proto,
+                     size_t count)
+{
+    return reply_line(out, proto == REPLY_RESP3 ? '~' : '*', (int64_t)count, 0);
+}
+
+int reply_push_header(struct buffer *out, enum reply_protocol proto,
+                      size_t count)
+{
+    return reply_line(out, proto == REPLY_RESP3 ? '>' : '*', (int64_t)count, 0);
+}
+
+/* RESP3's "=<len>\r\ntxt:<text>\r\n", the length counting "txt:". */
+int reply_verbatim(struct buffer *out, enum reply_protocol proto,
+                   const char *text, size_t len)
+{
+    int err;
+
+    if (proto != REPLY_RESP3)
+        return reply_bulk(out, text, len);
+    err = reply_line(out, '=', (int64_t)(4 + len), 4 + len + 2);
+    if (err != 0)
+        return err;
+    buffer_append(out, "txt:", 4);
+    buffer_append(out, text, len);
+    return buffer_append(out, "\r\n", 2);
 }
 
 int reply_noproto(struct buffer *out)

@@ -1,6 +1,12 @@
 /*
  * reply.h - the reply writer: every byte rlockd sends to a client is
- * encoded here, as RESP2.
+ * encoded here, in the connection's protocol, RESP2 or RESP3.
+ *
+ * Most types are the same in both. Those RESP3 adds are written by the
+ * calls that take an enum reply_protocol, each falling back to what
+ * Redis sends a RESP2 client in their place: null (_ or $-1), a map
+ * (%n, or a flat array of 2n), a set (~n or *n), a push (>n or *n) and
+ * a verbatim string (=, or a bulk string).
  *
  * Error replies use a small fixed vocabulary of codes, mapped to their
  * wire prefix in one table (reply_error_code_name, and
@@ -49,11 +55,27 @@ int reply_error(struct buffer *out, enum reply_error code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int reply_integer(struct buffer *out, int64_t value);
 int reply_bulk(struct buffer *out, const char *data, size_t len);
-int reply_null(struct buffer *out);
-/* Redis's refusal of HELLO 3, which clients know by its code (they fall
- * back to RESP2): outside enum reply_error, since no rlockd command fails
- * with it, so that the codes a client of rlockd must handle stay those. */
-int reply_noproto(struct buffer *out);
 int reply_array_header(struct buffer *out, size_t count);
+
+/* HELLO's protocol version; a connection starts in RESP2. */
+enum reply_protocol { REPLY_RESP2 = 2, REPLY_RESP3 = 3 };
+
+int reply_null(struct buffer *out, enum reply_protocol proto);
+/* A map of `pairs` keys and values, which follow: each key, then its
+ * value. */
+int reply_map_header(struct buffer *out, enum reply_protocol proto,
+                     size_t pairs);
+int reply_set_header(struct buffer *out, enum reply_protocol proto,
+                     size_t count);
+/* An out-of-band message (pub/sub), its `count` elements following. */
+int reply_push_header(struct buffer *out, enum reply_protocol proto,
+                      size_t count);
+/* Text to show as it is (INFO, CLIENT LIST), format "txt". */
+int reply_verbatim(struct buffer *out, enum reply_protocol proto,
+                   const char *text, size_t len);
+/* Redis's refusal of a HELLO version it does not speak: outside enum
+ * reply_error, since no rlockd command fails with it, so that the codes
+ * a client of rlockd must handle stay those. */
+int reply_noproto(struct buffer *out);
 
 #endif

@@ -5,9 +5,9 @@
 # ioredis (the Node example's test), node-redisson (a Redisson-format
 # Node client on a Redis Cluster, tests/integration/test_cluster.py) and
 # node-redis, npm's `redis` (tests/integration/test_compat.py: it must work
-# with its default options; 5.x, whose default is RESP2: 6.x asks for RESP3,
-# which rlockd refuses with -NOPROTO, and does not fall back). Silent when
-# nothing is missing.
+# with its default options), both 5.x, whose default is RESP2, and 6.x,
+# whose default is RESP3, installed beside it under the alias `redis6`.
+# Silent when nothing is missing.
 #
 # Never fails the build: without node and npm, or when npm cannot fetch
 # (offline), it says so loudly and exits 0, and the tests that need the
@@ -17,6 +17,7 @@ set -uo pipefail
 IOREDIS_VERSION=5.10.1
 NODE_REDISSON_VERSION=1.0.4
 NODE_REDIS_VERSION=5.9.0
+NODE_REDIS6_VERSION=6.3.1
 
 dir=${1:-build/npm}
 
@@ -37,12 +38,13 @@ version_of() {
 }
 if [ "$(version_of ioredis)" = "$IOREDIS_VERSION" ] &&
     [ "$(version_of node-redisson)" = "$NODE_REDISSON_VERSION" ] &&
-    [ "$(version_of redis)" = "$NODE_REDIS_VERSION" ]; then
+    [ "$(version_of redis)" = "$NODE_REDIS_VERSION" ] &&
+    [ "$(version_of redis6)" = "$NODE_REDIS6_VERSION" ]; then
     exit 0
 fi
 
 wanted="ioredis@$IOREDIS_VERSION node-redisson@$NODE_REDISSON_VERSION
-    redis@$NODE_REDIS_VERSION"
+    redis@$NODE_REDIS_VERSION redis6@npm:redis@$NODE_REDIS6_VERSION"
 echo "install-npm-deps: installing $wanted under $dir" >&2
 mkdir -p "$dir"
 # Bounded: an offline npm would otherwise retry for minutes. All in one

@@ -82,6 +82,9 @@ struct client_slot {
     size_t counted;     /* of reply.len, in client.slot_bytes */
     bool granted_is_ok; /* LOCK answers +OK, TRYLOCK :1 */
     bool alone;
+    /* the connection's when the command ran: a HELLO after it must not
+     * change how its reply is written */
+    enum reply_protocol protocol;
     /* An acquire's command and lock name, as its client sent them: what
      * it was allowed as, checked again after a reload (client_acquire). */
     const struct command *command;
@@ -194,13 +197,14 @@ static void mark_ready(struct client *c)
     uv_check_start(&clients.ready_check, on_ready_check);
 }
 
-/* OWNERS: [pttl, [owner, count, owner, count...]]. */
-static int write_owners(struct buffer *out, const struct lock_result *r)
+/* OWNERS: [pttl, {owner: count...}], the map a flat array in RESP2. */
+static int write_owners(struct buffer *out, enum reply_protocol proto,
+                        const struct lock_result *r)
 {
     int err = reply_array_header(out, 2);
 
     err |= reply_integer(out, r->integer);
-    err |= reply_array_header(out, 2 * r->owner_count);
+    err |= reply_map_header(out, proto, r->owner_count);
     for (size_t i = 0; i < r->owner_count; i++) {
         err |= reply_bulk(out, r->owners[i].field, r->owners[i].field_len);
         err |= reply_integer(out, r->owners[i].count);
@@ -208,8 +212,8 @@ static int write_owners(struct buffer *out, const struct lock_result *r)
     return err ? -ENOMEM : 0;
 }
 
-static int write_result(struct buffer *out, const struct lock_result *r,
-                        bool granted_is_ok)
+static int write_result(struct buffer *out, enum reply_protocol proto,
+                        const struct lock_result *r, bool granted_is_ok)
 {
     switch (r->type) {
     case RESULT_GRANTED:
@@ -221,7 +225,7 @@ static int write_result(struct buffer *out, const struct lock_result *r,
     case RESULT_ERROR:
         return reply_error(out, r->error, "%s", r->message);
     case RESULT_OWNERS:
-        return write_owners(out, r);
+        return write_owners(out, proto, r);
     case RESULT_TEXT:
         return reply_bulk(out, r->message, strlen(r->message));
     }
@@ -246,7 +250,8 @@ static void slot_answer(struct client_slot *slot,
     }
     /* A lost reply would misalign every later one: the ready list closes
      * the connection instead (not here, inside the engine's call). */
-    if (write_result(&slot->reply, result, slot->granted_is_ok) != 0)
+    if (write_result(&slot->reply, slot->protocol, result,
+                     slot->granted_is_ok) != 0)
         c->doomed = "out of memory writing a reply";
     slot_count(slot);
     mark_ready(c);
@@ -268,6 +273,7 @@ static struct client_slot *slot_start(struct client *c, bool alone,
         return NULL;
     slot->granted_is_ok = granted_is_ok;
     slot->alone = alone;
+    slot->protocol = c->protocol;
     c->in_flight++;
     stats.commands_in_flight++;
     if (alone) {
@@ -1156,6 +1162,7 @@ static int client_new(struct client **out, uv_stream_t *server)
     }
     c->io.handle.data = c;
     c->id = ++clients.next_id;
+    c->protocol = REPLY_RESP2;
     limits.max_request_bytes = (size_t)clients.cfg->max_request_bytes;
     limits.max_args = (size_t)clients.cfg->max_request_args;
     request_parser_init(&c->parser, &limits);

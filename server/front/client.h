@@ -55,6 +55,7 @@
 #include "buffer.h"
 #include "command.h"
 #include "engine/lock_engine.h"
+#include "reply.h"
 #include "request.h"
 
 struct acl_user;
@@ -82,6 +83,7 @@ struct client {
     uint64_t penalty_due_ms;       /* when it leaves the box */
     unsigned penalties;            /* refused credentials so far */
     const struct acl_user *user;   /* who AUTH said; NULL: nobody yet */
+    enum reply_protocol protocol;  /* HELLO's; RESP2 at first and on RESET */
     struct peer *peer;             /* NULL only before accept */
     size_t slot_bytes;             /* answered replies waiting in slots */
     size_t accounted;              /* its part of client_buffers_bytes */
@@ -162,9 +164,13 @@ int client_new_session(struct client *c);
  * from the caller's stack, so that the lock engine may push from its
  * loss callback), and past max_output_buffer_bytes unsent the connection
  * is closed there, as Redis's client-output-buffer-limit pubsub. A
- * subscribed connection has no command in flight (only commands
+ * subscribed RESP2 connection has no command in flight (only commands
  * answered at once run while subscribed), so a message never comes
- * between a request and its reply.
+ * between a request and its reply. A RESP3 one runs every command, and
+ * its messages are pushes, which a client reads wherever they come: the
+ * push goes to the output at once, ahead of the replies still awaited
+ * in slots, so that it is written before the reply to any later command
+ * that could observe the loss it tells (a -LOCKLOST, say).
  */
 void client_set_subscribed(struct client *c, bool subscribed);
 bool client_subscribed(const struct client *c);

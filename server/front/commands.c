@@ -4,9 +4,9 @@
  * and QUIT (connection.c and pubsub.c have the others).
  *
  * Every request passes four gates before its handler, in this order:
- * authentication (-NOAUTH), subscribed mode (only what Redis allows
- * there), its arguments (-ERR), and its user's permissions (-NOPERM,
- * acl_allows).
+ * authentication (-NOAUTH), subscribed mode in RESP2 (only what Redis
+ * allows there; a RESP3 connection runs everything), its arguments
+ * (-ERR), and its user's permissions (-NOPERM, acl_allows).
  */
 #include "front/commands.h"
 
@@ -194,12 +194,22 @@ static int command_request(struct client *c, const struct command *cmd,
 
 /* ---- commands answered here ----------------------------------------------- */
 
+/* A subscribed connection (RESP3: RESP2's subscribed mode refuses it
+ * earlier) keeps its client-id: its subscription is to that client-id's
+ * channel, which a new client-id would not match. */
 static int command_clientid(struct client *c, const struct command *cmd,
                             const struct command_args *a)
 {
     struct buffer *out;
 
     (void)cmd;
+    if (a->name != NULL && client_subscribed(c)) {
+        out = client_reply_buffer(c);
+        return out ? reply_error(out, REPLY_ERR,
+                                 "a subscribed connection keeps its "
+                                 "client-id: UNSUBSCRIBE first")
+                   : -ENOMEM;
+    }
     if (a->name != NULL && client_id_valid(a->name, a->name_len)) {
         client_set_id(c, a->name, a->name_len, a->secret, a->secret_len,
                       a->resume);
@@ -278,8 +288,9 @@ static int command_auth(struct client *c, const struct command *cmd,
     return reply_simple(out, "OK");
 }
 
-/* A subscribed connection's PING is answered ["pong", msg or ""], as
- * Redis does in RESP2, so that a client can tell it from a message. */
+/* A subscribed RESP2 connection's PING is answered ["pong", msg or ""],
+ * as Redis does, so that a client can tell it from a message; in RESP3
+ * messages are pushes, and PING answers as ever. */
 static int command_ping(struct client *c, const struct command *cmd,
                         const struct command_args *a)
 {
@@ -289,7 +300,7 @@ static int command_ping(struct client *c, const struct command *cmd,
     (void)cmd;
     if (out == NULL)
         return -ENOMEM;
-    if (client_subscribed(c)) {
+    if (client_subscribed(c) && c->protocol == REPLY_RESP2) {
         err = reply_array_header(out, 2);
         err |= reply_bulk(out, "pong", 4);
         err |= reply_bulk(out, a->name ? a->name : "", a->name_len);
@@ -300,6 +311,7 @@ static int command_ping(struct client *c, const struct command *cmd,
     return reply_bulk(out, a->name, a->name_len);
 }
 
+/* INFO's text: a verbatim string in RESP3, as Redis 7 sends it. */
 static int command_info(struct client *c, const struct command *cmd,
                         const struct command_args *a)
 {
@@ -313,7 +325,8 @@ static int command_info(struct client *c, const struct command *cmd,
     buffer_init(&text);
     err = info_write(&text, a->name, a->name_len);
     if (err == 0)
-        err = reply_bulk(out, text.data ? text.data : "", text.len);
+        err = reply_verbatim(out, c->protocol, text.data ? text.data : "",
+                             text.len);
     else
         err = reply_error(out, REPLY_ERR, "out of memory");
     buffer_free(&text);
@@ -420,7 +433,8 @@ static int execute(struct client *c, const struct command *cmd, size_t argc,
     c->last_command = cmd->name;
     if (user == NULL && !(cmd->flags & CMD_BEFORE_AUTH))
         return refuse(c, REPLY_NOAUTH, "Authentication required.");
-    if (client_subscribed(c) && !(cmd->flags & CMD_SUBSCRIBED)) {
+    if (client_subscribed(c) && c->protocol == REPLY_RESP2 &&
+        !(cmd->flags & CMD_SUBSCRIBED)) {
         snprintf(err, sizeof(err),
                  "Can't execute '%s': only (P|S)SUBSCRIBE / "
                  "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "

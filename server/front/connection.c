@@ -4,10 +4,10 @@
  * What a Redis client library sends at connect (HELLO, CLIENT SETINFO,
  * SELECT, COMMAND) must succeed, or the client never gets to send a lock
  * command: node-redis stops at an unknown HELLO, redis-cli builds its
- * hints from COMMAND. Each reply is Redis 7's in RESP2, where a map is a
- * flat array of keys and values. rlockd speaks RESP2 only, so HELLO 3 is
- * refused with Redis's own -NOPROTO, on which clients fall back to
- * RESP2; it has one database, 0.
+ * hints from COMMAND. Each reply is Redis 7's, in the protocol HELLO
+ * chose (RESP2 until then, and again after RESET): a map, a set or a
+ * null in RESP3, what Redis makes of them in RESP2. rlockd has one
+ * database, 0.
  */
 #include "front/connection.h"
 
@@ -78,18 +78,17 @@ static int reply_text(struct buffer *out, const char *text)
 
 /* ---- HELLO ----------------------------------------------------------------- */
 
-/* Redis's HELLO map (server, version, proto, id, mode, role, modules) as
- * the flat array RESP2 makes of it. */
+/* Redis's HELLO map: server, version, proto, id, mode, role, modules. */
 static int write_hello(struct buffer *out, const struct client *c)
 {
-    int err = reply_array_header(out, 14);
+    int err = reply_map_header(out, c->protocol, 7);
 
     err |= reply_text(out, "server");
     err |= reply_text(out, "rlockd");
     err |= reply_text(out, "version");
     err |= reply_text(out, RLOCKD_VERSION);
     err |= reply_text(out, "proto");
-    err |= reply_integer(out, 2);
+    err |= reply_integer(out, c->protocol);
     err |= reply_text(out, "id");
     err |= reply_integer(out, (int64_t)c->id);
     err |= reply_text(out, "mode");
@@ -102,7 +101,8 @@ static int write_hello(struct buffer *out, const struct client *c)
 }
 
 /* In Redis 7's order: the version, then AUTH, then "authenticated at
- * all", then SETNAME. */
+ * all", then SETNAME, then the switch to the version asked for, in
+ * which the reply is written. */
 int command_hello(struct client *c, const struct command *cmd,
                   const struct command_args *a)
 {
@@ -112,7 +112,7 @@ int command_hello(struct client *c, const struct command *cmd,
     (void)cmd;
     if (out == NULL)
         return -ENOMEM;
-    if (a->protocol != 0 && a->protocol != 2)
+    if (a->protocol == COMMAND_PROTOCOL_UNSUPPORTED)
         return reply_noproto(out);
     if (a->password != NULL &&
         !commands_login(c, out, a->name, a->name_len, a->password,
@@ -127,6 +127,8 @@ int command_hello(struct client *c, const struct command *cmd,
                            "at the same time");
     if (a->value != NULL && set_text(&c->name, a->value, a->value_len) != 0)
         return reply_error(out, REPLY_ERR, "out of memory");
+    if (a->protocol != 0)
+        c->protocol = (enum reply_protocol)a->protocol;
     return write_hello(out, c);
 }
 
@@ -214,13 +216,13 @@ static int describe_client(struct buffer *out, const struct client *c)
         out,
         "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s "
         "db=0 sub=%d psub=0 ssub=0 multi=-1 qbuf=%zu omem=%zu cmd=%s "
-        "user=%s resp=2 lib-name=%s lib-ver=%s client-id=%s locks=%zu\n",
+        "user=%s resp=%d lib-name=%s lib-ver=%s client-id=%s locks=%zu\n",
         (unsigned long long)c->id, addr, laddr, (int)fd, c->name ? c->name : "",
         (unsigned long long)(now - c->created_ms) / 1000,
         (unsigned long long)(now - c->heard_ms) / 1000,
         connection_flags(c, flags), client_subscribed(c) ? 1 : 0, c->in.len,
         c->out.len + c->writing, c->last_command ? c->last_command : "NULL",
-        c->user ? c->user->name : ACL_DEFAULT_USER,
+        c->user ? c->user->name : ACL_DEFAULT_USER, (int)c->protocol,
         c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "",
         c->session->id, c->session->hold_count);
 }
@@ -238,8 +240,8 @@ static void describe_each(struct client *c, void *arg)
         list->err |= describe_client(list->text, c);
 }
 
-/* CLIENT INFO (this connection) or CLIENT LIST (every one): a bulk of
- * lines. */
+/* CLIENT INFO (this connection) or CLIENT LIST (every one): lines of
+ * text, verbatim in RESP3 as Redis sends them. */
 static int reply_clients(struct buffer *out, struct client *c, bool all)
 {
     struct buffer text;
@@ -251,7 +253,8 @@ static int reply_clients(struct buffer *out, struct client *c, bool all)
         client_foreach(describe_each, &list);
     else
         describe_each(c, &list);
-    err = list.err == 0 ? reply_bulk(out, text.data ? text.data : "", text.len)
+    err = list.err == 0 ? reply_verbatim(out, c->protocol,
+                                         text.data ? text.data : "", text.len)
                         : reply_error(out, REPLY_ERR, "out of memory");
     buffer_free(&text);
     return err;
@@ -303,7 +306,8 @@ int command_client(struct client *c, const struct command *cmd,
     case SUB_CLIENT_SETINFO_LIB_VER:
         return client_set(out, &c->lib_ver, a);
     case SUB_CLIENT_GETNAME:
-        return c->name ? reply_text(out, c->name) : reply_null(out);
+        return c->name ? reply_text(out, c->name)
+                       : reply_null(out, c->protocol);
     case SUB_CLIENT_ID:
         return reply_integer(out, (int64_t)c->id);
     case SUB_CLIENT_INFO:
@@ -383,7 +387,7 @@ static const char *const command_summaries[COMMAND_COUNT] = {
     [CMD_HEALTH] = "Whether lock commands can be served now",
     [CMD_AUTH] = "Authenticates the connection",
     [CMD_QUIT] = "Closes the connection",
-    [CMD_HELLO] = "Handshakes with RESP2 (the one protocol spoken)",
+    [CMD_HELLO] = "Handshakes, and switches to RESP2 or RESP3",
     [CMD_SELECT] = "Selects database 0, the one there is",
     [CMD_ECHO] = "Answers its argument",
     [CMD_COMMAND] = "Describes the commands",
@@ -403,8 +407,9 @@ static int64_t redis_arity(const struct command *cmd)
     return cmd->min_argc == cmd->max_argc ? cmd->min_argc : -cmd->min_argc;
 }
 
-/* The flags Redis clients look at that apply. */
-static int write_command_flags(struct buffer *out, const struct command *cmd)
+/* The flags Redis clients look at that apply: a set. */
+static int write_command_flags(struct buffer *out, enum reply_protocol proto,
+                               const struct command *cmd)
 {
     const char *flags[4];
     size_t n = 0;
@@ -418,7 +423,7 @@ static int write_command_flags(struct buffer *out, const struct command *cmd)
         flags[n++] = "blocking";
     else if (cmd->syntax == SYNTAX_CHANNELS)
         flags[n++] = "pubsub";
-    err = reply_array_header(out, n);
+    err = reply_set_header(out, proto, n);
     for (size_t i = 0; i < n; i++)
         err |= reply_text(out, flags[i]);
     return err;
@@ -429,7 +434,8 @@ static int write_command_flags(struct buffer *out, const struct command *cmd)
  * step, ACL categories, tips, key specs, subcommands. A lock name counts
  * as the key (redis-cli's hints then say "key").
  */
-static int write_command_info(struct buffer *out, const struct command *cmd)
+static int write_command_info(struct buffer *out, enum reply_protocol proto,
+                              const struct command *cmd)
 {
     const char *categories[4];
     size_t n = acl_command_categories(cmd->id, categories, 4);
@@ -439,11 +445,11 @@ static int write_command_info(struct buffer *out, const struct command *cmd)
 
     err |= reply_text(out, cmd->name);
     err |= reply_integer(out, redis_arity(cmd));
-    err |= write_command_flags(out, cmd);
+    err |= write_command_flags(out, proto, cmd);
     err |= reply_integer(out, key);
     err |= reply_integer(out, key);
     err |= reply_integer(out, key);
-    err |= reply_array_header(out, n);
+    err |= reply_set_header(out, proto, n);
     for (size_t i = 0; i < n; i++) {
         snprintf(category, sizeof(category), "@%s", categories[i]);
         err |= reply_text(out, category);
@@ -454,12 +460,13 @@ static int write_command_info(struct buffer *out, const struct command *cmd)
 }
 
 /* COMMAND DOCS' map for one command: summary and group. */
-static int write_command_docs(struct buffer *out, const struct command *cmd)
+static int write_command_docs(struct buffer *out, enum reply_protocol proto,
+                              const struct command *cmd)
 {
     const char *summary = command_summaries[cmd->id];
     int err = reply_text(out, cmd->name);
 
-    err |= reply_array_header(out, 4);
+    err |= reply_map_header(out, proto, 2);
     err |= reply_text(out, "summary");
     err |= reply_text(out, summary ? summary : "");
     err |= reply_text(out, "group");
@@ -471,27 +478,30 @@ static int write_command_docs(struct buffer *out, const struct command *cmd)
 
 /* COMMAND, COMMAND INFO: every command, or those named (nil for an
  * unknown one). */
-static int write_infos(struct buffer *out, const struct command_args *a)
+static int write_infos(struct buffer *out, enum reply_protocol proto,
+                       const struct command_args *a)
 {
     int err;
 
     if (a->list_count == 0) {
         err = reply_array_header(out, COMMAND_COUNT);
         for (int id = 0; id < COMMAND_COUNT; id++)
-            err |= write_command_info(out, command_by_id(id));
+            err |= write_command_info(out, proto, command_by_id(id));
         return err;
     }
     err = reply_array_header(out, a->list_count);
     for (size_t i = 0; i < a->list_count; i++) {
         const struct command *cmd = command_lookup(a->list[i], a->list_len[i]);
-        err |= cmd ? write_command_info(out, cmd) : reply_null(out);
+        err |=
+            cmd ? write_command_info(out, proto, cmd) : reply_null(out, proto);
     }
     return err;
 }
 
-/* COMMAND DOCS: a flat map of name to docs; unknown names are left out,
- * as Redis does. */
-static int write_docs(struct buffer *out, const struct command_args *a)
+/* COMMAND DOCS: a map of name to docs; unknown names are left out, as
+ * Redis does. */
+static int write_docs(struct buffer *out, enum reply_protocol proto,
+                      const struct command_args *a)
 {
     const struct command *found[COMMAND_COUNT];
     size_t n = 0;
@@ -505,9 +515,9 @@ static int write_docs(struct buffer *out, const struct command_args *a)
     if (a->list_count == 0)
         for (int id = 0; id < COMMAND_COUNT; id++)
             found[n++] = command_by_id(id);
-    err = reply_array_header(out, 2 * n);
+    err = reply_map_header(out, proto, n);
     for (size_t i = 0; i < n; i++)
-        err |= write_command_docs(out, found[i]);
+        err |= write_command_docs(out, proto, found[i]);
     return err;
 }
 
@@ -529,10 +539,10 @@ int command_command(struct client *c, const struct command *cmd,
             err |= reply_text(out, command_by_id(id)->name);
         break;
     case SUB_COMMAND_DOCS:
-        err = write_docs(out, a);
+        err = write_docs(out, c->protocol, a);
         break;
     default: /* COMMAND, COMMAND INFO */
-        err = write_infos(out, a);
+        err = write_infos(out, c->protocol, a);
         break;
     }
     return err ? -ENOMEM : 0;
@@ -543,9 +553,9 @@ int command_command(struct client *c, const struct command *cmd,
 /*
  * As Redis's RESET, "as if the client had disconnected and reconnected":
  * no subscription, no name, no heartbeat, not authenticated (when AUTH is
- * needed), and a new session under a random client-id: the one it leaves
- * ends if this was its last connection, as on close. It runs alone, so
- * nothing of the connection is in flight.
+ * needed), RESP2, and a new session under a random client-id: the one it
+ * leaves ends if this was its last connection, as on close. It runs
+ * alone, so nothing of the connection is in flight.
  */
 int command_reset(struct client *c, const struct command *cmd,
                   const struct command_args *a)
@@ -562,5 +572,6 @@ int command_reset(struct client *c, const struct command *cmd,
     client_set_heartbeat(c, 0);
     set_text(&c->name, NULL, 0);
     c->user = NULL;
+    c->protocol = REPLY_RESP2;
     return reply_simple(out, "RESET");
 }

@@ -10,10 +10,14 @@
  *
  * Every Redis client's pub/sub API reads the message, since it is the
  * standard ["message", channel, payload], and the payload is one JSON
- * object. It is made once per loss, here, inside the engine's loss
- * callback; client_push only appends it to each subscriber's output and
- * leaves the sending (and closing a subscriber over its output limit) to
- * the client's ready list, so the engine's stack runs nothing else.
+ * object. In RESP3 the message and the confirmations are pushes (>), and
+ * the subscribed connection goes on running every command, so the
+ * connection that holds the locks hears of their loss itself. The
+ * message is made once per loss, in both protocols, here, inside the
+ * engine's loss callback; client_push only appends it to each
+ * subscriber's output and leaves the sending (and closing a subscriber
+ * over its output limit) to the client's ready list, so the engine's
+ * stack runs nothing else.
  */
 #include "front/pubsub.h"
 
@@ -30,21 +34,28 @@
 
 static struct {
     const struct config *cfg;
-    struct buffer payload; /* the JSON of the loss being told */
-    struct buffer message; /* its RESP message */
+    struct buffer payload;    /* the JSON of the loss being told */
+    struct buffer message[2]; /* its message in RESP2, then in RESP3 */
 } pubsub;
+
+static struct buffer *message_in(enum reply_protocol proto)
+{
+    return &pubsub.message[proto == REPLY_RESP3];
+}
 
 void pubsub_init(const struct config *cfg)
 {
     pubsub.cfg = cfg;
     buffer_init(&pubsub.payload);
-    buffer_init(&pubsub.message);
+    buffer_init(&pubsub.message[0]);
+    buffer_init(&pubsub.message[1]);
 }
 
 void pubsub_free(void)
 {
     buffer_free(&pubsub.payload);
-    buffer_free(&pubsub.message);
+    buffer_free(&pubsub.message[0]);
+    buffer_free(&pubsub.message[1]);
 }
 
 /* ---- the message ---------------------------------------------------------- */
@@ -122,13 +133,15 @@ static int write_payload(struct buffer *b, const struct lock_loss *loss)
 }
 
 /* ["message", "rlockd:lost:<client-id>", payload] */
-static int write_message(struct buffer *b, const struct lock_loss *loss,
+static int write_message(enum reply_protocol proto,
+                         const struct lock_loss *loss,
                          const struct buffer *payload)
 {
+    struct buffer *b = message_in(proto);
     int err;
 
     b->len = 0;
-    err = reply_array_header(b, 3);
+    err = reply_push_header(b, proto, 3);
     err |= reply_bulk(b, "message", 7);
     err |= buffer_append_resp_line(b, '$',
                                    (int64_t)(PREFIX_LEN + loss->client_id_len));
@@ -142,12 +155,13 @@ static int write_message(struct buffer *b, const struct lock_loss *loss,
 static void push_if_its_own(struct client *c, void *arg)
 {
     const struct lock_loss *loss = arg;
+    const struct buffer *message = message_in(c->protocol);
 
     if (c->session->id_len != loss->client_id_len ||
         memcmp(c->session->id, loss->client_id, loss->client_id_len) != 0)
         return;
     stats.lost_events_sent++;
-    client_push(c, pubsub.message.data, pubsub.message.len);
+    client_push(c, message->data, message->len);
 }
 
 void pubsub_on_loss(const struct lock_loss *loss)
@@ -155,7 +169,8 @@ void pubsub_on_loss(const struct lock_loss *loss)
     if (stats.pubsub_clients == 0)
         return;
     if (write_payload(&pubsub.payload, loss) != 0 ||
-        write_message(&pubsub.message, loss, &pubsub.payload) != 0) {
+        write_message(REPLY_RESP2, loss, &pubsub.payload) != 0 ||
+        write_message(REPLY_RESP3, loss, &pubsub.payload) != 0) {
         log_error("out of memory: the loss of '%.*s' is not told to its "
                   "subscribers",
                   (int)loss->name_len, loss->name);
@@ -176,14 +191,16 @@ static bool own_channel(const struct client *c, const char *channel, size_t len)
            memcmp(channel + PREFIX_LEN, s->id, s->id_len) == 0;
 }
 
-/* One confirmation: [kind, channel (NULL: nil), subscriptions left]. */
-static int write_confirmation(struct buffer *out, const char *kind,
-                              const char *channel, size_t len, int64_t count)
+/* One confirmation: [kind, channel (NULL: nil), subscriptions left], a
+ * push in RESP3 as Redis sends it. */
+static int write_confirmation(struct buffer *out, enum reply_protocol proto,
+                              const char *kind, const char *channel, size_t len,
+                              int64_t count)
 {
-    int err = reply_array_header(out, 3);
+    int err = reply_push_header(out, proto, 3);
 
     err |= reply_bulk(out, kind, strlen(kind));
-    err |= channel ? reply_bulk(out, channel, len) : reply_null(out);
+    err |= channel ? reply_bulk(out, channel, len) : reply_null(out, proto);
     err |= reply_integer(out, count);
     return err ? -ENOMEM : 0;
 }
@@ -214,8 +231,8 @@ int command_subscribe(struct client *c, const struct command *cmd,
                 c->session->id);
     client_set_subscribed(c, true);
     for (size_t i = 0; i < a->list_count && err == 0; i++)
-        err =
-            write_confirmation(out, "subscribe", a->list[i], a->list_len[i], 1);
+        err = write_confirmation(out, c->protocol, "subscribe", a->list[i],
+                                 a->list_len[i], 1);
     return err;
 }
 
@@ -239,16 +256,17 @@ int command_unsubscribe(struct client *c, const struct command *cmd,
     if (channels && a->list_count == 0 && client_subscribed(c)) {
         snprintf(own, sizeof(own), PUBSUB_LOST_PREFIX "%s", c->session->id);
         client_set_subscribed(c, false);
-        return write_confirmation(out, cmd->name, own, strlen(own), 0);
+        return write_confirmation(out, c->protocol, cmd->name, own, strlen(own),
+                                  0);
     }
     for (size_t i = 0; i < a->list_count && err == 0; i++) {
         if (channels && own_channel(c, a->list[i], a->list_len[i]))
             client_set_subscribed(c, false);
-        err = write_confirmation(out, cmd->name, a->list[i], a->list_len[i],
-                                 client_subscribed(c) ? 1 : 0);
+        err = write_confirmation(out, c->protocol, cmd->name, a->list[i],
+                                 a->list_len[i], client_subscribed(c) ? 1 : 0);
     }
     if (a->list_count == 0)
-        err = write_confirmation(out, cmd->name, NULL, 0,
+        err = write_confirmation(out, c->protocol, cmd->name, NULL, 0,
                                  client_subscribed(c) ? 1 : 0);
     return err;
 }

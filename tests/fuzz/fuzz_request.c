@@ -8,7 +8,10 @@
  * 256 bytes, used in turn; the rest is the client's byte stream. The
  * stream is parsed twice, as one read and in those reads, driven the way
  * server/client.c drives the parser. Both runs must log the same requests
- * and the same error: where reads split a request must never matter.
+ * and the same error: where reads split a request must never matter. HELLO
+ * and RESET switch the simulated connection's protocol as the server's
+ * handlers do, and the replies that differ between RESP2 and RESP3 are
+ * written in it (its changes are logged too).
  *
  * Every broken promise of the protocol/ headers ends in abort(), which
  * libFuzzer reports as a crash together with the input. Nothing here may
@@ -60,6 +63,7 @@ struct fuzz_session {
     struct buffer log;     /* "len:bytes;" per argument, "\n" per request */
     struct buffer replies; /* the reply stream, reset after each request */
     enum request_status last;
+    enum reply_protocol protocol; /* HELLO's, RESET's: connection.c's rule */
 };
 
 static void session_init(struct fuzz_session *s,
@@ -71,6 +75,7 @@ static void session_init(struct fuzz_session *s,
     buffer_init(&s->log);
     buffer_init(&s->replies);
     s->last = REQUEST_INCOMPLETE;
+    s->protocol = REPLY_RESP2;
 }
 
 static void session_free(struct fuzz_session *s)
@@ -124,6 +129,40 @@ static void append_error_text(struct buffer *out, const char *text)
     start = out->len;
     CHECK(reply_error(out, REPLY_LIMIT, "unknown command '%s'", text) == 0);
     check_one_line(out, start, '-');
+}
+
+/*
+ * Client bytes in the types whose encoding depends on the protocol: a map
+ * of one pair (the text, verbatim), then a push and a set of one null
+ * each, compared with their exact bytes in each protocol.
+ */
+static void append_in_protocol(struct buffer *out, enum reply_protocol proto,
+                               const char *text, size_t len)
+{
+    bool resp3 = proto == REPLY_RESP3;
+    size_t start = out->len;
+    char header[64];
+    int n;
+
+    CHECK(reply_map_header(out, proto, 1) == 0);
+    append_bulk(out, "key", 3);
+    CHECK(reply_verbatim(out, proto, text, len) == 0);
+    n = snprintf(header, sizeof header,
+                 resp3 ? "%%1\r\n$3\r\nkey\r\n=%zu\r\ntxt:"
+                       : "*2\r\n$3\r\nkey\r\n$%zu\r\n",
+                 len + (resp3 ? 4 : 0));
+    CHECK(out->len - start == (size_t)n + len + 2);
+    CHECK(memcmp(out->data + start, header, (size_t)n) == 0);
+    CHECK(memcmp(out->data + start + n, text, len) == 0);
+    start = out->len;
+    CHECK(reply_push_header(out, proto, 1) == 0);
+    CHECK(reply_null(out, proto) == 0);
+    CHECK(reply_set_header(out, proto, 1) == 0);
+    CHECK(reply_null(out, proto) == 0);
+    const char *tail =
+        resp3 ? ">1\r\n_\r\n~1\r\n_\r\n" : "*1\r\n$-1\r\n*1\r\n$-1\r\n";
+    CHECK(out->len - start == strlen(tail) &&
+          memcmp(out->data + start, tail, strlen(tail)) == 0);
 }
 
 static void append_simple(struct buffer *out, const char *text)
@@ -222,6 +261,13 @@ static void check_connection_args(const struct request_parser *p,
         CHECK(command_sub_name(a->sub) != NULL);
     if (cmd->syntax != SYNTAX_HELLO)
         CHECK(a->protocol == 0);
+    /* HELLO: a version given is 2, 3 or refused, and a refused one's
+     * options are not looked at (Redis 7 refuses it first) */
+    CHECK((a->protocol == 0) == (cmd->syntax != SYNTAX_HELLO || p->argc == 1));
+    CHECK(a->protocol == 0 || a->protocol == 2 || a->protocol == 3 ||
+          a->protocol == COMMAND_PROTOCOL_UNSUPPORTED);
+    if (a->protocol == COMMAND_PROTOCOL_UNSUPPORTED)
+        CHECK(a->name == NULL && a->password == NULL && a->value == NULL);
     if (a->value != NULL) {
         CHECK(cmd->syntax == SYNTAX_HELLO || cmd->syntax == SYNTAX_CLIENT);
         for (size_t i = 0; i < a->value_len; i++)
@@ -239,7 +285,8 @@ static void check_connection_args(const struct request_parser *p,
 /* The semaphores' and latch's values: a count in range, PERMITS from 1,
  * a lease only for an expirable permit, which is one at a time, an id of
  * 32 hex digits, and none of it on any other command. */
-static void check_counting(const struct command *cmd,
+static void check_counting(const struct request_parser *p,
+                           const struct command *cmd,
                            const struct command_args *a)
 {
     switch (cmd->syntax) {
@@ -284,7 +331,7 @@ static void check_args(const struct request_parser *p,
     if (cmd->syntax == SYNTAX_LOCK || cmd->syntax == SYNTAX_TRYLOCK ||
         cmd->syntax == SYNTAX_NAME_THREAD)
         check_thread_id(p->argv[2], p->argv_len[2], a->thread_id);
-    check_counting(cmd, a);
+    check_counting(p, cmd, a);
     if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK &&
         cmd->syntax != SYNTAX_ACQUIRE && cmd->syntax != SYNTAX_AWAIT)
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
@@ -314,6 +361,13 @@ static void check_args(const struct request_parser *p,
         CHECK(a->heartbeat_ms == 0);
 }
 
+static void log_number(struct buffer *log, size_t n, char end)
+{
+    char text[32];
+    int len = snprintf(text, sizeof text, "%zu%c", n, end);
+    CHECK(buffer_append(log, text, (size_t)len) == 0);
+}
+
 /* What commands_execute does with a request, minus the handlers. */
 static void run_command(struct fuzz_session *s)
 {
@@ -339,11 +393,17 @@ static void run_command(struct fuzz_session *s)
         return;
     }
     check_args(p, cmd, &args);
+    if (args.protocol == 2 || args.protocol == 3)
+        s->protocol = (enum reply_protocol)args.protocol;
+    else if (cmd->id == CMD_RESET)
+        s->protocol = REPLY_RESP2;
+    log_number(&s->log, (size_t)s->protocol, 'p');
     if (args.name != NULL) {
         append_bulk(&s->replies, args.name, args.name_len);
+        append_in_protocol(&s->replies, s->protocol, args.name, args.name_len);
         check_client_id(args.name, args.name_len);
     } else {
-        CHECK(reply_null(&s->replies) == 0);
+        CHECK(reply_null(&s->replies, s->protocol) == 0);
     }
     append_integer(&s->replies, (int64_t)args.thread_id);
     append_integer(&s->replies, args.wait_ms);
@@ -351,13 +411,6 @@ static void run_command(struct fuzz_session *s)
 }
 
 /* ---- the request parser ----------------------------------------------- */
-
-static void log_number(struct buffer *log, size_t n, char end)
-{
-    char text[32];
-    int len = snprintf(text, sizeof text, "%zu%c", n, end);
-    CHECK(buffer_append(log, text, (size_t)len) == 0);
-}
 
 static void handle_request(struct fuzz_session *s)
 {

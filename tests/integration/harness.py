@@ -67,6 +67,26 @@ class RespError:
         return hash(self.line)
 
 
+class Push(list):
+    """A RESP3 >push: an out-of-band message (pub/sub), not a reply."""
+
+    def __repr__(self):
+        return ">" + list.__repr__(self)
+
+
+class Verbatim(str):
+    """A RESP3 =verbatim string; .format is its three-letter format."""
+
+    def __new__(cls, text, fmt):
+        v = str.__new__(cls, text)
+        v.format = fmt
+        return v
+
+
+class RespSet(list):
+    """A RESP3 ~set, in the order it came."""
+
+
 _NEED_MORE = object()
 
 
@@ -74,8 +94,52 @@ def _decode(b):
     return bytes(b).decode("utf-8", errors="surrogateescape")
 
 
-def _parse(buf, pos):
-    """Parses one RESP2 value from buf[pos:]; (value, newpos) or _NEED_MORE."""
+def _parse_items(buf, p, n, resp3):
+    """n values from buf[p:]: (list, newpos) or _NEED_MORE."""
+    items = []
+    for _ in range(n):
+        r = _parse(buf, p, resp3)
+        if r is _NEED_MORE:
+            return _NEED_MORE
+        item, p = r
+        items.append(item)
+    return items, p
+
+
+def _parse_resp3(buf, kind, line, nxt):
+    """The types RESP3 adds: _ null, % map (a dict), ~ set, > push, =
+    verbatim, , double, # boolean, ( big number."""
+    if kind == b"_":
+        return None, nxt
+    if kind == b",":
+        return float(line), nxt
+    if kind == b"#":
+        return {"t": True, "f": False}[line], nxt
+    if kind == b"(":
+        return int(line), nxt
+    if kind == b"=":
+        n = int(line)
+        if len(buf) < nxt + n + 2:
+            return _NEED_MORE
+        text = _decode(buf[nxt:nxt + n])
+        assert text[3:4] == ":", "verbatim string without its format: %r" % text
+        return Verbatim(text[4:], text[:3]), nxt + n + 2
+    if kind in (b"%", b"~", b">"):
+        n = int(line)
+        r = _parse_items(buf, nxt, 2 * n if kind == b"%" else n, True)
+        if r is _NEED_MORE:
+            return _NEED_MORE
+        items, p = r
+        if kind == b"%":
+            return dict(zip(items[0::2], items[1::2])), p
+        return (RespSet if kind == b"~" else Push)(items), p
+    raise AssertionError("not a RESP3 reply: %r" % bytes(buf[nxt - len(line) - 3:nxt + 80]))
+
+
+def _parse(buf, pos, resp3=False):
+    """Parses one RESP2 value from buf[pos:], or RESP3 when resp3 (a RESP2
+    connection that gets a RESP3 type fails); (value, newpos) or
+    _NEED_MORE."""
     nl = buf.find(b"\r\n", pos)
     if nl < 0:
         return _NEED_MORE
@@ -101,15 +165,9 @@ def _parse(buf, pos):
         n = int(line)
         if n < 0:
             return None, nxt
-        items = []
-        p = nxt
-        for _ in range(n):
-            r = _parse(buf, p)
-            if r is _NEED_MORE:
-                return _NEED_MORE
-            item, p = r
-            items.append(item)
-        return items, p
+        return _parse_items(buf, nxt, n, resp3)
+    if resp3:
+        return _parse_resp3(buf, kind, line, nxt)
     raise AssertionError("not a RESP reply: %r" % bytes(buf[pos:pos + 80]))
 
 
@@ -155,6 +213,7 @@ class RespClient:
         self.buf = bytearray()
         self.eof = False
         self.closed = False
+        self.resp3 = False  # set by hello3: the RESP3 types are read
 
     # -- sending
 
@@ -174,6 +233,11 @@ class RespClient:
         self.send(*args)
         return self.read_reply(timeout)
 
+    def hello3(self, *options):
+        """HELLO 3 [options]: the connection speaks RESP3 from its reply on."""
+        self.resp3 = True
+        return self.call("HELLO", 3, *options)
+
     def inline(self, line, eol=b"\r\n", timeout=None):
         self.send_inline(line, eol)
         return self.read_reply(timeout)
@@ -183,7 +247,7 @@ class RespClient:
     def _take(self):
         if not self.buf:
             return _NEED_MORE
-        r = _parse(self.buf, 0)
+        r = _parse(self.buf, 0, self.resp3)
         if r is _NEED_MORE:
             return _NEED_MORE
         value, used = r
@@ -230,7 +294,7 @@ class RespClient:
         """True if a complete reply arrives within timeout (it stays buffered)."""
         deadline = time.monotonic() + timeout
         while True:
-            if self.buf and _parse(self.buf, 0) is not _NEED_MORE:
+            if self.buf and _parse(self.buf, 0, self.resp3) is not _NEED_MORE:
                 return True
             if not self._fill(deadline):
                 if self.eof or time.monotonic() >= deadline:

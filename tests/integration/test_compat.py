@@ -2,7 +2,7 @@
 connection commands (HELLO, CLIENT, SELECT, ECHO, COMMAND, TIME, RESET),
 half-closed connections answered in full, and lock-lost events through
 ordinary pub/sub, driven by redis-py (sync and asyncio), ioredis,
-node-redis, ruby-redis, hiredis and redis-cli."""
+node-redis 5 (RESP2) and 6 (RESP3), ruby-redis, hiredis and redis-cli."""
 
 import json
 import os
@@ -48,7 +48,7 @@ def _lost_event(s, cid, timeout=3.0):
 
 # ---- connection commands -----------------------------------------------------
 
-def test_hello_answers_resp2_as_redis_7_and_refuses_resp3(env):
+def test_hello_answers_resp2_as_redis_7(env):
     c = env.client()
     hello = c.call("HELLO")
     assert_eq(hello[0::2], ["server", "version", "proto", "id", "mode", "role", "modules"], "HELLO's keys")
@@ -57,7 +57,9 @@ def test_hello_answers_resp2_as_redis_7_and_refuses_resp3(env):
               ("rlockd", 2, "standalone", "master", []), "HELLO's values")
     assert_eq(fields["id"], c.call("CLIENT", "ID"), "HELLO's id is CLIENT ID")
     assert_eq(c.call("HELLO", 2)[:2], ["server", "rlockd"], "HELLO 2")
-    assert_error(c.call("HELLO", 3), "NOPROTO", "unsupported protocol version", "HELLO 3")
+    for version in (1, 4, 0):   # checked before the options, as Redis 7 does
+        assert_error(c.call("HELLO", version, "FOO"), "NOPROTO", "unsupported protocol version",
+                     "HELLO %d" % version)
     assert_error(c.call("HELLO", "x"), "ERR", "Protocol version is not an integer", "HELLO x")
     assert_error(c.call("HELLO", 2, "FOO"), "ERR", "Syntax error in HELLO option 'FOO'", "HELLO 2 FOO")
     assert_eq(c.call("HELLO", 2, "SETNAME", "worker-1")[0], "server", "HELLO 2 SETNAME")
@@ -282,7 +284,9 @@ def test_every_subscriber_of_the_client_id_gets_it_and_counts_as_a_connection(en
     wait_until(lambda: env.client().call("ISLOCKED", k) == 0, 3.0, what="released with the last connection")
 
 
-def test_a_slow_subscriber_is_dropped_and_harms_nobody():
+def flood_a_slow_subscriber(resp3):
+    """A subscriber that never reads (in RESP3 when resp3: its messages are
+    pushes) is closed at max_output_buffer_bytes, and nobody waits for it."""
     with Env({"server": {"max_output_buffer_bytes": 16384}, "lock": {"watchdog_timeout_ms": 600}},
              label="compat-slow") as env:
         cid, secret = _identity()
@@ -290,6 +294,8 @@ def test_a_slow_subscriber_is_dropped_and_harms_nobody():
         _join(holder, cid, secret)
         slow = RespClient(env.port, timeout=2.0, label="slow subscriber", rcvbuf=4096)
         env.clients.append(slow)
+        if resp3:
+            slow.hello3()
         _join(slow, cid, secret)
         slow.send("SUBSCRIBE", "rlockd:lost:" + cid)   # and never reads again
         wait_info(env, "pubsub_clients", 1, what="subscribed")
@@ -310,6 +316,10 @@ def test_a_slow_subscriber_is_dropped_and_harms_nobody():
         assert_eq(bystander.call("PING"), "PONG", "another connection is served")
         assert time.time() - start < 0.5, "and at once"
         assert_eq(holder.call("CLIENTID"), cid, "the holder's session lives on")
+
+
+def test_a_slow_subscriber_is_dropped_and_harms_nobody():
+    flood_a_slow_subscriber(resp3=False)
 
 
 # ---- each Redis client, with its default options --------------------------------------
@@ -446,6 +456,30 @@ const [port, cid, secret, name] = process.argv.slice(-4);
 '''
 
 
+# node-redis 6 speaks RESP3 (HELLO 3) by default: one connection holds
+# the lock and, subscribed, hears of its loss, its LOCK sent while
+# subscribed. First line: the connection's protocol, from CLIENT INFO.
+NODE_REDIS6 = r'''
+const { createClient } = require("redis6");
+const [port, cid, secret, name] = process.argv.slice(-4);
+(async () => {
+  const r = createClient({ url: "redis://127.0.0.1:" + port });
+  r.on("error", (e) => { console.error(e); process.exit(1); });
+  await r.connect();
+  console.log(String(await r.sendCommand(["CLIENT", "INFO"])).match(/ resp=(\d) /)[1]);
+  await r.sendCommand(["CLIENTID", cid, "SECRET", secret]);
+  console.log(await r.sendCommand(["LOCK", name, "1"]));
+  console.log(await r.sendCommand(["UNLOCK", name, "1"]));
+  let onLost;
+  const lost = new Promise((resolve) => { onLost = resolve; });
+  await r.subscribe("rlockd:lost:" + cid, onLost);
+  await r.sendCommand(["LOCK", name, "2", "LEASE", "200"]);
+  console.log(await lost);
+  await r.quit();
+})().catch((e) => { console.error(e); process.exit(1); });
+'''
+
+
 def test_ioredis_with_default_options(env):
     node, proc_env = node_with("ioredis")
     cid, secret = _identity()
@@ -460,6 +494,16 @@ def test_node_redis_with_default_options(env):
     out = _run([node, "-e", NODE_REDIS, "--", str(env.port), cid, secret, env.name("node-redis")], "node-redis",
                env=proc_env)
     _check_client_output(out, cid, "node-redis")
+
+
+def test_node_redis_6_with_default_options_on_one_resp3_connection(env):
+    node, proc_env = node_with("redis6")
+    cid, secret = _identity()
+    out = _run([node, "-e", NODE_REDIS6, "--", str(env.port), cid, secret, env.name("node-redis-6")],
+               "node-redis 6", env=proc_env)
+    protocol, _, rest = out.partition("\n")
+    assert_eq(protocol, "3", "node-redis 6's protocol")
+    _check_client_output(rest, cid, "node-redis 6")
 
 
 RUBY_REDIS = r'''

@@ -369,6 +369,11 @@ START_TEST(syntax_hello)
     ck_assert_mem_eq(a.value, "n", 1);
     expect_error((const char *[]){"HELLO", "two", NULL},
                  "Protocol version is not an integer or out of range");
+    /* another version is -NOPROTO before any option is looked at */
+    a = expect_ok((const char *[]){"HELLO", "0", NULL});
+    ck_assert_int_eq(a.protocol, COMMAND_PROTOCOL_UNSUPPORTED);
+    a = expect_ok((const char *[]){"HELLO", "4", "nonsense", NULL});
+    ck_assert_int_eq(a.protocol, COMMAND_PROTOCOL_UNSUPPORTED);
     expect_error((const char *[]){"HELLO", "2", "AUTH", "u", NULL},
                  "Syntax error in HELLO option 'AUTH'");
     expect_error((const char *[]){"HELLO", "2", "SETNAME", "a b", NULL},

@@ -154,7 +154,7 @@ START_TEST(error_code_parse_reads_what_reply_error_writes)
         const char *text;
         size_t len;
     } unknown[] = {
-        {"", 0},          {" ERR", 4},         {"err x", 5},   {"ERRX", 4},
+        {"", 0},          {" ERR", 4},        {"err x", 5},   {"ERRX", 4},
         {"NOT OWNER", 9}, {"WRONG TYPE", 10}, {"LIMIT\0", 6}, /* NUL: no end */
     };
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
@@ -239,12 +239,56 @@ START_TEST(null_and_arrays)
 {
     struct buffer b;
     buffer_init(&b);
-    ck_assert_int_eq(reply_null(&b), 0);
+    ck_assert_int_eq(reply_null(&b, REPLY_RESP2), 0);
     ck_assert_int_eq(reply_array_header(&b, 0), 0);
     ck_assert_int_eq(reply_array_header(&b, 2), 0);
     reply_integer(&b, 7);
     reply_bulk(&b, "x", 1);
     ck_assert_buffer_is(&b, "$-1\r\n*0\r\n*2\r\n:7\r\n$1\r\nx\r\n");
+    buffer_free(&b);
+}
+END_TEST
+
+/* One of each type whose encoding depends on the protocol. */
+static void write_each_protocol_type(struct buffer *b,
+                                     enum reply_protocol proto)
+{
+    b->len = 0;
+    ck_assert_int_eq(reply_null(b, proto), 0);
+    ck_assert_int_eq(reply_map_header(b, proto, 2), 0);
+    ck_assert_int_eq(reply_set_header(b, proto, 1), 0);
+    ck_assert_int_eq(reply_push_header(b, proto, 3), 0);
+    ck_assert_int_eq(reply_verbatim(b, proto, "a\r\nb", 4), 0);
+}
+
+/* The RESP3 types, each with what a RESP2 connection gets in its place,
+ * as Redis sends them (src/networking.c, addReplyMapLen and kin). */
+START_TEST(resp3_types_and_their_resp2_fallbacks)
+{
+    struct buffer b;
+    buffer_init(&b);
+    write_each_protocol_type(&b, REPLY_RESP3);
+    ck_assert_buffer_is(&b, "_\r\n%2\r\n~1\r\n>3\r\n=8\r\ntxt:a\r\nb\r\n");
+    write_each_protocol_type(&b, REPLY_RESP2);
+    ck_assert_buffer_is(&b, "$-1\r\n*4\r\n*1\r\n*3\r\n$4\r\na\r\nb\r\n");
+    b.len = 0;
+    ck_assert_int_eq(reply_map_header(&b, REPLY_RESP3, 0), 0);
+    ck_assert_int_eq(reply_verbatim(&b, REPLY_RESP3, "", 0), 0);
+    ck_assert_buffer_is(&b, "%0\r\n=4\r\ntxt:\r\n");
+    buffer_free(&b);
+}
+END_TEST
+
+/* A verbatim string is reserved whole before any byte is written: on
+ * failure nothing of it is left (here, a length past any buffer). */
+START_TEST(verbatim_is_all_or_nothing)
+{
+    struct buffer b;
+    buffer_init(&b);
+    reply_integer(&b, 1);
+    ck_assert_int_eq(reply_verbatim(&b, REPLY_RESP3, "x", SIZE_MAX - 64),
+                     -ENOMEM);
+    ck_assert_buffer_is(&b, ":1\r\n");
     buffer_free(&b);
 }
 END_TEST
@@ -269,6 +313,8 @@ Suite *reply_suite(void)
     tcase_add_test(encoding, bulk_strings_are_binary_safe);
     tcase_add_test(encoding, bulk_large);
     tcase_add_test(encoding, null_and_arrays);
+    tcase_add_test(encoding, resp3_types_and_their_resp2_fallbacks);
+    tcase_add_test(encoding, verbatim_is_all_or_nothing);
     suite_add_tcase(s, encoding);
     return s;
 }
