@@ -24,13 +24,13 @@ set -euo pipefail
 # libmicrohttpd-dev: the metrics endpoint; python3-prometheus-client: its
 # test parses /metrics with Prometheus's own parser. debhelper and lintian:
 # `make deb` and the package test. bash-completion: rlock's completion's
-# test.
+# test. openssl: the TLS tests make their certificates with it.
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
     python3-redis python3-pytest python3-venv python3-setuptools
     python3-wheel python3-prometheus-client mandoc
     netcat-openbsd telnet ruby ruby-redis
-    debhelper lintian bash-completion)
+    debhelper lintian bash-completion openssl)
 
 is_installed() {
     local status
