@@ -239,7 +239,8 @@ static void check_connection_args(const struct request_parser *p,
 /* The semaphores' and latch's values: a count in range, PERMITS from 1,
  * a lease only for an expirable permit, which is one at a time, an id of
  * 32 hex digits, and none of it on any other command. */
-static void check_counting(const struct command *cmd,
+static void check_counting(const struct request_parser *p,
+                           const struct command *cmd,
                            const struct command_args *a)
 {
     switch (cmd->syntax) {
@@ -284,7 +285,7 @@ static void check_args(const struct request_parser *p,
     if (cmd->syntax == SYNTAX_LOCK || cmd->syntax == SYNTAX_TRYLOCK ||
         cmd->syntax == SYNTAX_NAME_THREAD)
         check_thread_id(p->argv[2], p->argv_len[2], a->thread_id);
-    check_counting(cmd, a);
+    check_counting(p, cmd, a);
     if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK &&
         cmd->syntax != SYNTAX_ACQUIRE && cmd->syntax != SYNTAX_AWAIT)
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
