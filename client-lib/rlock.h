@@ -88,7 +88,8 @@ enum rlock_error {
      * no longer knows reports RLOCK_ELOCKLOST, not RLOCK_ENOTOWNER. */
     RLOCK_ECONNLOST = -6,
     /* A bad argument (NULL, empty or over-long name, out-of-range time),
-     * or a request rlockd refused as malformed (-ERR). */
+     * or a request rlockd refused (-ERR): malformed, or a name reserved
+     * for rlockd's own records. */
     RLOCK_EINVAL = -7,
     /* A limit of rlockd refused the request (-LIMIT). */
     RLOCK_ELIMIT = -8,
@@ -102,7 +103,9 @@ enum rlock_error {
     /* rlockd sent a reply this library does not understand. */
     RLOCK_EPROTOCOL = -12,
     /* The name's key in Redis holds something that is not a lock
-     * (-WRONGTYPE): another program's data. Nothing was changed. */
+     * (-WRONGTYPE): another program's data; or a record rlockd keeps of
+     * it (a semaphore's holders) holds what rlockd did not write. Nothing
+     * was changed. */
     RLOCK_EWRONGTYPE = -13,
     /* No Redis replica acknowledged the acquire in time ([lock]
      * sync_replicas): it was undone; the lock is not held. */

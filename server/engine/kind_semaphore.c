@@ -62,13 +62,20 @@
             "return nil; end; "                                                \
         "return tonumber(v); "                                                 \
     "end; "                                                                    \
-    "local function typed(k, t) "                                              \
-        "local x = redis.call('type', k).ok; "                                 \
-        "return x == 'none' or x == t; "                                       \
+    "local function foreign(k, why) "                                          \
+        "return redis.error_reply('WRONGTYPE " LOCK_KIND_FOREIGN ": ' .. "     \
+            "k .. ' is ' .. why); "                                            \
     "end; "                                                                    \
-    "local function semaphore_ok() "                                           \
-        "return permits() ~= nil and typed(KEYS[3], 'hash') and "              \
-            "typed(KEYS[4], 'zset') and typed(KEYS[5], 'zset'); "              \
+    "local function record_wrong(k, t, ttl) "                                  \
+        "local x = redis.call('type', k).ok; "                                 \
+        "if x ~= 'none' and x ~= t then return foreign(k, 'a ' .. x); end; "   \
+        "if x ~= 'none' and not ttl and redis.call('pttl', k) ~= -1 then "     \
+            "return foreign(k, 'a ' .. x .. ' with a TTL'); end; "             \
+    "end; "                                                                    \
+    "local function held_of(f) "                                               \
+        "local v = redis.call('hget', KEYS[3], f); "                           \
+        "if v == false then return 0; end; "                                   \
+        "if string.find(v, '^[1-9]%d*$') then return tonumber(v); end; "       \
     "end; "                                                                    \
     "local function reclaim(now) "                                             \
         "local n = 0; "                                                        \
@@ -98,8 +105,19 @@
         "end; "                                                                \
         "return soon; "                                                        \
     "end; "                                                                    \
-    "if not semaphore_ok() then return " KIND_LUA_WRONG_TYPE "; end; "         \
+    "if permits() == nil then return " KIND_LUA_WRONG_TYPE "; end; "           \
+    "local wrong = record_wrong(KEYS[3], 'hash') or "                          \
+        "record_wrong(KEYS[4], 'zset') or "                                    \
+        "record_wrong(KEYS[5], 'zset', true); "                                \
+    "if wrong then return wrong; end; "                                        \
     "local now = now_ms(); "
+
+/* held: the permits the owner field holds, as its record says. */
+#define HELD_LUA(field)                                                        \
+    "local held = held_of(" field "); "                                        \
+    "if not held then "                                                        \
+        "return foreign(KEYS[3], 'a hash whose field ' .. " field " .. "       \
+            "' is no count'); end; "
 
 /*
  * The plain semaphore's acquire, RSemaphore's tryAcquire with the owner
@@ -113,7 +131,7 @@ static struct backend_script acquire_script = {
     "semaphore_acquire",
     SEMAPHORE_LUA
     "reclaim(now); "
-    "local held = tonumber(redis.call('hget', KEYS[3], ARGV[2])) or 0; "
+    HELD_LUA("ARGV[2]")
     "local known, n = tonumber(ARGV[3]), tonumber(ARGV[4]); "
     "if held == known + n then "
         "redis.call('zadd', KEYS[4], now + tonumber(ARGV[1]), ARGV[2]); "
@@ -144,7 +162,7 @@ static struct backend_script release_script = {
     "semaphore_release",
     SEMAPHORE_LUA
     "reclaim(now); "
-    "local held = tonumber(redis.call('hget', KEYS[3], ARGV[2])) or 0; "
+    HELD_LUA("ARGV[2]")
     "local known, n = tonumber(ARGV[3]), tonumber(ARGV[4]); "
     "if held > 0 and held == known - n then return 0; end; "
     "if held ~= known or held < n then return nil; end; "
@@ -170,7 +188,7 @@ static struct backend_script settle_script = {
     "semaphore_settle",
     SEMAPHORE_LUA
     "reclaim(now); "
-    "local held = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0; "
+    HELD_LUA("ARGV[1]")
     "local c = tonumber(ARGV[2]); "
     "if held < c or held == 0 then return 0; end; "
     "if held > c then "
@@ -599,11 +617,15 @@ static size_t on_latch_message(const char *payload, size_t len)
     return len == 1 && payload[0] == '0' ? LOCK_KIND_WAKE_ALL : 0;
 }
 
+/* Every one of them rlockd's record of the semaphore's holders (the
+ * expirable permits' zset is Redisson's, and rlockd's holders are in it). */
 #define SEMAPHORE_KEYS                                                         \
     {                                                                          \
-        {"rlockd_permits"}, {"rlockd_permits_deadline"},                       \
+        {"rlockd_permits", NAMED_PREFIX, "the permit holders of semaphore"},   \
+            {"rlockd_permits_deadline", NAMED_PREFIX,                          \
+             "the permit holders' deadlines of semaphore"},                    \
         {                                                                      \
-            "timeout", NAMED_SUFFIX                                            \
+            "timeout", NAMED_SUFFIX, "the expirable permits of semaphore"      \
         }                                                                      \
     }
 
