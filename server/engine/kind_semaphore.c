@@ -35,6 +35,9 @@
 
 #include "engine/kind_script.h"
 
+/* A count's most permits, Redisson's Integer.MAX_VALUE. */
+#define SEMAPHORE_MAX_PERMITS "2147483647"
+
 /* clang-format off */
 /* raw(): an expirable permit's id, 32 hex digits, as the 16 bytes its
  * zset member is. */
@@ -311,14 +314,27 @@ static struct backend_script try_set_script = {
     "return 1;",
     ""};
 
-/* addPermits, after the permits whose time ran out came back; ARGV
+/*
+ * addPermits, after the permits whose time ran out came back; ARGV
  * permits (may be negative), publish: the new count, told to the channel
- * when waiters could take some. */
+ * when waiters could take some. A count is Redisson's int, 0 to
+ * 2147483647, and stays so whatever comes back later: an add that would
+ * leave the count below 0, or the count and the permits held (that rlockd
+ * records, and the expirable ones) above 2147483647, is refused with
+ * {the count it would make, those held}, and nothing changes (Redisson's
+ * addPermits checks nothing, and its int would wrap).
+ */
 static struct backend_script add_script = {
     "semaphore_add",
     SEMAPHORE_LUA
     "reclaim(now); "
     "local v = permits() + tonumber(ARGV[1]); "
+    "local held = redis.call('zcard', KEYS[5]); "
+    "for _, c in ipairs(redis.call('hvals', KEYS[3])) do "
+        "held = held + (tonumber(c) or 0); "
+    "end; "
+    "if v < 0 or v + held > " SEMAPHORE_MAX_PERMITS " then "
+        "return {v, held}; end; "
     "redis.call('set', KEYS[1], v); "
     "if v > 0 then publish(KEYS[2], v); end; "
     "return v;",
@@ -585,6 +601,23 @@ static enum lock_outcome read_integer(const struct backend_value *r,
     return OUTCOME_VALUE;
 }
 
+/* An add: the new count, or {the count it would make, the permits held}
+ * when that leaves the range (value: the count, or count and held above
+ * the top). */
+static enum lock_outcome read_added(const struct backend_value *r,
+                                    int64_t *value)
+{
+    if (r->type != VALUE_ARRAY)
+        return read_integer(r, value);
+    if (r->elements != 2 || r->element[0].type != VALUE_INTEGER ||
+        r->element[1].type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->element[0].integer < 0
+                 ? r->element[0].integer
+                 : r->element[0].integer + r->element[1].integer;
+    return OUTCOME_RANGE;
+}
+
 /* An expirable permit's release: 1 given back; 0 (no such permit) and 2
  * (its lease had run out) tell its holder it was lost. */
 static enum lock_outcome read_expirable_release(const struct backend_value *r,
@@ -632,7 +665,7 @@ static size_t on_latch_message(const char *payload, size_t len)
 /* The ops a semaphore's count has, whichever way its permits are held. */
 #define COUNT_OPS                                                              \
     [LOCK_OP_TRY_SET] = {build_try_set, read_integer},                         \
-    [LOCK_OP_ADD] = {build_add, read_integer},                                 \
+    [LOCK_OP_ADD] = {build_add, read_added},                                   \
     [LOCK_OP_AVAILABLE] = {build_available, read_integer}
 
 const struct lock_kind lock_kind_semaphore = {

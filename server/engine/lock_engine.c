@@ -697,6 +697,19 @@ static void finish_wrong_type(struct lock_call *call,
                          : "the key holds a value that is not a lock");
 }
 
+/* A count's add refused: value is the count (with the permits held) it
+ * would have made. */
+static void finish_out_of_range(struct lock_call *call, int64_t value)
+{
+    char message[128];
+
+    snprintf(message, sizeof(message),
+             "permits out of range: the count would be %lld, and must stay "
+             "0 to 2147483647 with the permits held",
+             (long long)value);
+    finish_error(call, REPLY_ERR, message);
+}
+
 static void finish_not_granted(struct lock_call *call)
 {
     stats.wait_timeouts++;
@@ -1679,6 +1692,8 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
         release_replied(call, outcome, reply);
     else if (outcome == OUTCOME_WRONG_TYPE)
         finish_wrong_type(call, reply);
+    else if (outcome == OUTCOME_RANGE)
+        finish_out_of_range(call, value);
     else if (call->op == LOCK_OP_FORCE_RELEASE)
         force_release_replied(call, outcome, value);
     else if (call->op == LOCK_OP_OWNERS)

@@ -69,6 +69,8 @@ enum lock_outcome {
     OUTCOME_RELEASED,    /* freed (and the channel told) */
     OUTCOME_VALUE,       /* a query's answer, or 1/0; in value */
     OUTCOME_WRONG_TYPE,  /* the key holds something that is not this lock */
+    OUTCOME_RANGE,       /* a count's add refused: value, the permits it
+                            would make, outside 0 to 2147483647 */
     OUTCOME_BAD_REPLY,   /* not a reply this operation can give */
 };
 

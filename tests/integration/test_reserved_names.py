@@ -2,7 +2,7 @@
 locks: a name whose key would land on one is refused by every command that takes a name,
 whatever name_prefix, and only such names; a record rlockd did not write (planted here
 straight in Redis) is refused as "not an rlockd record", logged once, never answered
--NOPERM nor retried."""
+-NOPERM nor retried; and ADDPERMITS keeps a semaphore's count in 0..2147483647."""
 
 import re
 
@@ -114,6 +114,42 @@ def test_a_braced_semaphore_name_is_refused_it_would_share_the_plain_ones_record
                       "-ERR reserved name: its key rlockd_permits:{%s} is rlockd's record of the permit "
                       "holders of semaphore %s" % (sem, sem), "%s {sem}" % cmd[0])
         assert_eq(c.call("LOCK", "{%s}" % sem, 1), "OK", "a lock may be named {sem}")
+
+
+def test_addpermits_past_the_top_or_below_zero_is_refused_and_changes_nothing():
+    top = 2147483647
+    for prefix, env in envs():
+        c = env.client()
+        s, t = env.name("sem"), env.name("sem")
+        assert_eq(c.call("SETPERMITS", s, top), 1, "SETPERMITS s 2147483647")
+        assert_eq(repr(c.call("ADDPERMITS", s, top)),
+                  "-ERR permits out of range: the count would be 4294967294, and must stay 0 to 2147483647 "
+                  "with the permits held", "ADDPERMITS s 2147483647")
+        assert_eq(c.call("PERMITS", s), top, "PERMITS s after the refusal")
+        assert_eq(c.call("ADDPERMITS", s, 0), top, "ADDPERMITS s 0")
+        assert_eq(c.call("SETPERMITS", t, 1), 1, "SETPERMITS t 1")
+        assert_eq(c.call("ADDPERMITS", t, -1), 0, "ADDPERMITS t -1")
+        for n in (-1, -top, -top):
+            assert_eq(repr(c.call("ADDPERMITS", t, n)),
+                      "-ERR permits out of range: the count would be %d, and must stay 0 to 2147483647 "
+                      "with the permits held" % n, "ADDPERMITS t %d" % n)
+        assert_eq(c.call("PERMITS", t), 0, "PERMITS t after the refusals")
+        assert_eq(env.redis("GET", prefix + t), "0", "t's count in Redis")
+
+
+def test_addpermits_counts_the_permits_held_so_that_releases_stay_in_range():
+    top = 2147483647
+    for prefix, env in envs():
+        c = env.client()
+        u = env.name("sem")
+        assert_eq(c.call("SETPERMITS", u, 10), 1, "SETPERMITS u 10")
+        assert_eq(c.call("ACQUIRE", u, "PERMITS", 3), "OK", "ACQUIRE 3")
+        assert_eq(repr(c.call("ADDPERMITS", u, top - 9)),
+                  "-ERR permits out of range: the count would be 2147483648, and must stay 0 to 2147483647 "
+                  "with the permits held", "ADDPERMITS up to the top with 3 held")
+        assert_eq(c.call("ADDPERMITS", u, top - 10), top - 3, "ADDPERMITS to the top with the 3 held")
+        assert_eq(c.call("RELEASE", u, "PERMITS", 3), 1, "RELEASE 3")
+        assert_eq(c.call("PERMITS", u), top, "PERMITS u after the release")
 
 
 def log_count(env, text):
