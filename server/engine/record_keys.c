@@ -9,10 +9,10 @@
  * semaphore's holders are at "rlockd_permits:{<prefix><name>}", so under
  * a prefix "app:" a lock named "rlockd_permits:{x}" is at
  * "app:rlockd_permits:{x}" and reaches nothing). Channels are not keys,
- * and every Redis channel rlockd uses starts "redisson_" or "rlockd:", so
- * no lock's channel is one of another's; Redisson's own keys (a fair
- * lock's queue, a fenced lock's token) are shared with Java by design
- * and may be named, as Redisson allows.
+ * and every lock's channel starts "redisson_" while rlockd's own Redis
+ * channel (the Sentinel probe's) starts "rlockd:"; Redisson's own keys (a
+ * fair lock's queue, a fenced lock's token) are shared with Java by
+ * design and may be named, as Redisson allows.
  */
 #include "engine/record_keys.h"
 

@@ -4,9 +4,9 @@ whatever name_prefix, and only such names; a record rlockd did not write (plante
 straight in Redis) is refused as "not an rlockd record", logged once, never answered
 -NOPERM nor retried; and ADDPERMITS keeps a semaphore's count in 0..2147483647."""
 
-import re
+import subprocess
 
-from harness import Env, assert_eq, wait_until
+from harness import HOST, Env, assert_eq, rlock_bin, wait_until
 
 SECRET = "victim-secret-0123456789"
 PREFIXES = ("", "app:")
@@ -114,6 +114,18 @@ def test_a_braced_semaphore_name_is_refused_it_would_share_the_plain_ones_record
                       "-ERR reserved name: its key rlockd_permits:{%s} is rlockd's record of the permit "
                       "holders of semaphore %s" % (sem, sem), "%s {sem}" % cmd[0])
         assert_eq(c.call("LOCK", "{%s}" % sem, 1), "OK", "a lock may be named {sem}")
+
+
+def test_the_rlock_command_says_a_reserved_name_was_refused_and_runs_nothing():
+    for prefix, env in envs():
+        for args, what in ((["rlockd_session:{x}"], "lock 'rlockd_session:{x}'"),
+                           (["--permits", "2", "rlockd_permits_deadline:{x}" if not prefix else "{x}:timeout"],
+                            "semaphore '%s'" % ("rlockd_permits_deadline:{x}" if not prefix else "{x}:timeout"))):
+            r = subprocess.run([rlock_bin(), "-S", "%s:%d" % (HOST, env.port)] + args + ["--", "echo", "ran"],
+                               capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+            assert_eq((r.returncode != 0, r.stdout, r.stderr.strip()),
+                      (True, "", "rlock: %s: invalid argument, or refused by rlockd (-ERR: a reserved name, a "
+                       "count out of range)" % what), "rlock %s, prefix %r" % (" ".join(args), prefix))
 
 
 def test_addpermits_past_the_top_or_below_zero_is_refused_and_changes_nothing():
