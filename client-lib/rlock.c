@@ -213,7 +213,8 @@ static const char *const error_texts[] = {
     [-RLOCK_EREDIS] = "rlockd cannot reach Redis",
     [-RLOCK_ETIMEOUT] = "no reply from rlockd in time",
     [-RLOCK_ECONNLOST] = "connection to rlockd lost",
-    [-RLOCK_EINVAL] = "invalid argument",
+    [-RLOCK_EINVAL] = "invalid argument, or refused by rlockd (-ERR: a "
+                      "reserved name, a count out of range)",
     [-RLOCK_ELIMIT] = "a limit of rlockd was reached",
     [-RLOCK_ESHUTDOWN] = "rlockd is shutting down",
     [-RLOCK_EAUTH] = "authentication with rlockd failed",

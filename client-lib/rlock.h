@@ -88,7 +88,8 @@ enum rlock_error {
      * no longer knows reports RLOCK_ELOCKLOST, not RLOCK_ENOTOWNER. */
     RLOCK_ECONNLOST = -6,
     /* A bad argument (NULL, empty or over-long name, out-of-range time),
-     * or a request rlockd refused as malformed (-ERR). */
+     * or a request rlockd refused (-ERR): malformed, a name reserved for
+     * rlockd's own records, a count that would leave its range. */
     RLOCK_EINVAL = -7,
     /* A limit of rlockd refused the request (-LIMIT). */
     RLOCK_ELIMIT = -8,
@@ -102,7 +103,9 @@ enum rlock_error {
     /* rlockd sent a reply this library does not understand. */
     RLOCK_EPROTOCOL = -12,
     /* The name's key in Redis holds something that is not a lock
-     * (-WRONGTYPE): another program's data. Nothing was changed. */
+     * (-WRONGTYPE): another program's data; or a record rlockd keeps of
+     * it (a semaphore's holders) holds what rlockd did not write. Nothing
+     * was changed. */
     RLOCK_EWRONGTYPE = -13,
     /* No Redis replica acknowledged the acquire in time ([lock]
      * sync_replicas): it was undone; the lock is not held. */
@@ -291,8 +294,7 @@ RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
  * of the permits the client took: when a connection loss may have taken
  * them (rlockd ended the session), or rlockd says they came back while
  * held, the next release, or rlock_semaphore_held(), reports
- * RLOCK_ELOCKLOST. Permits and counts are 0 to 2147483647 (Java's int);
- * a semaphore may have fewer than 0 available after rlock_semaphore_add.
+ * RLOCK_ELOCKLOST. Permits and counts are 0 to 2147483647 (Java's int).
  */
 
 /* Room for an expirable permit's id: 32 hex digits and a NUL. */
@@ -306,7 +308,8 @@ RLOCK_API int rlock_semaphore_set(rlock_client *c, const char *name,
 
 /* Adds delta (-2147483647 to 2147483647) to the permits available
  * (addPermits) and stores their number now in *available (may be NULL).
- * RLOCK_OK or an error. */
+ * RLOCK_OK or an error: RLOCK_EINVAL, nothing changed, when fewer than 0
+ * would be available, or more than 2147483647 available and held. */
 RLOCK_API int rlock_semaphore_add(rlock_client *c, const char *name,
                                   long long delta, long long *available);
 

@@ -112,6 +112,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
     X(COUNTS,  COUNTER, wrong_type_refusals,                                   \
       "lock commands refused: the key is not a lock")                         \
+    X(COUNTS,  COUNTER, foreign_records,                                       \
+      "rlockd records refused: rlockd did not write them")                    \
     X(COUNTS,  COUNTER, auth_failures,                                         \
       "AUTH with a wrong password or token, or an unknown user")              \
     X(COUNTS,  COUNTER, penalty_disconnects,                                   \

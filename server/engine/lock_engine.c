@@ -29,6 +29,7 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "engine/lock_table.h"
+#include "engine/record_keys.h"
 #include "engine/session.h"
 #include "engine/session_store.h"
 #include "engine/waiter_queue.h"
@@ -212,6 +213,18 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
     return err;
 }
 
+/* The words after "WRONGTYPE " of a script's reply saying one of
+ * rlockd's records is not rlockd's, or NULL. */
+static const char *foreign_record(const struct backend_value *reply)
+{
+    static const char words[] = "WRONGTYPE " LOCK_KIND_FOREIGN;
+
+    return reply != NULL && reply->type == VALUE_ERROR &&
+                   strncmp(reply->str, words, sizeof(words) - 1) == 0
+               ? reply->str + sizeof("WRONGTYPE ") - 1
+               : NULL;
+}
+
 /*
  * What op's reply means. Redis's own WRONGTYPE (a guard in every script
  * sends it, and Redis itself when a command meets another type) reads the
@@ -227,6 +240,9 @@ static enum lock_outcome call_read(const struct lock_call *call,
 
     if (reply == NULL)
         return OUTCOME_BAD_REPLY;
+    if (foreign_record(reply) != NULL) /* the text after the words */
+        record_keys_foreign(foreign_record(reply) +
+                            sizeof(LOCK_KIND_FOREIGN ":"));
     if (reply->type == VALUE_ERROR &&
         strncmp(reply->str, wrong_type, sizeof(wrong_type) - 1) == 0)
         return OUTCOME_WRONG_TYPE;
@@ -668,11 +684,30 @@ static void finish_bad_reply(struct lock_call *call,
     finish_error(call, REPLY_ERR, message);
 }
 
-static void finish_wrong_type(struct lock_call *call)
+/* -WRONGTYPE: the key is not a lock, or (the reply says) one of rlockd's
+ * records of it is not rlockd's. */
+static void finish_wrong_type(struct lock_call *call,
+                              const struct backend_value *reply)
 {
+    const char *foreign = foreign_record(reply);
+
     stats.wrong_type_refusals++;
     finish_error(call, REPLY_WRONGTYPE,
-                 "the key holds a value that is not a lock");
+                 foreign ? foreign
+                         : "the key holds a value that is not a lock");
+}
+
+/* A count's add refused: value is the count (with the permits held) it
+ * would have made. */
+static void finish_out_of_range(struct lock_call *call, int64_t value)
+{
+    char message[128];
+
+    snprintf(message, sizeof(message),
+             "permits out of range: the count would be %lld, and must stay "
+             "0 to 2147483647 with the permits held",
+             (long long)value);
+    finish_error(call, REPLY_ERR, message);
 }
 
 static void finish_not_granted(struct lock_call *call)
@@ -1398,7 +1433,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
         else if (outcome == OUTCOME_REFUSED)
             acquire_refused(call, pttl);
         else if (outcome == OUTCOME_WRONG_TYPE)
-            finish_wrong_type(call);
+            finish_wrong_type(call, reply);
         else if (outcome == OUTCOME_NOT_OWNER) /* a reentrant one's hold */
             acquire_found_hold_gone(call);
         else
@@ -1554,7 +1589,8 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
     call_unref(call);
 }
 
-static void release_replied(struct lock_call *call, enum lock_outcome outcome)
+static void release_replied(struct lock_call *call, enum lock_outcome outcome,
+                            const struct backend_value *reply)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
     bool gone;
@@ -1570,7 +1606,7 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
     gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
 
     if (outcome == OUTCOME_WRONG_TYPE && hold == NULL) {
-        finish_wrong_type(call);
+        finish_wrong_type(call, reply);
     } else if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
         finish_error(call, REPLY_NOTOWNER,
                      "the lock is not held by this owner");
@@ -1653,9 +1689,11 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     if (outcome == OUTCOME_BAD_REPLY)
         finish_bad_reply(call, reply);
     else if (call->op == LOCK_OP_RELEASE)
-        release_replied(call, outcome);
+        release_replied(call, outcome, reply);
     else if (outcome == OUTCOME_WRONG_TYPE)
-        finish_wrong_type(call);
+        finish_wrong_type(call, reply);
+    else if (outcome == OUTCOME_RANGE)
+        finish_out_of_range(call, value);
     else if (call->op == LOCK_OP_FORCE_RELEASE)
         force_release_replied(call, outcome, value);
     else if (call->op == LOCK_OP_OWNERS)
@@ -2085,44 +2123,52 @@ static bool join_read_later(struct lock_join *j)
     return at < j->give_up_ms && timer_start(&j->start, at) == 0;
 }
 
-/* The record: a flat array of fields and values, empty when none. */
+/* The record: refused when rlockd did not write it, else its fields
+ * proved by the secret and each hold asked for. */
 static void on_record(void *arg, const struct backend_value *reply)
 {
     static const char secret[] = "secret";
+    const struct backend_value *fields = NULL;
     struct lock_join *j = arg;
     struct session_entry e;
     bool proved = false;
+    char why[SESSION_STORE_KEY_SIZE + 128];
     size_t i;
+    int err;
 
     j->waiting--;
     if (reply == NULL && j->done != NULL && join_read_later(j))
         return;
-    if (reply == NULL || reply->type != VALUE_ARRAY ||
-        reply->elements % 2 != 0) {
-        if (reply != NULL)
-            log_warn("the record of %s cannot be read: %s", j->session->id,
-                     reply->type == VALUE_ERROR ? reply->str : "not a hash");
-        join_end(j, -EAGAIN);
+    err = reply ? session_store_check(j->session, reply, &fields, why,
+                                      sizeof(why))
+                : -EAGAIN;
+    if (err == -EBADMSG)
+        record_keys_foreign(why);
+    else if (err != 0 && reply != NULL)
+        log_warn("the record of %s cannot be read: %s", j->session->id,
+                 reply->type == VALUE_ERROR ? reply->str : "not a record");
+    if (err != 0) {
+        join_end(j, err);
         return;
     }
-    for (i = 0; i < reply->elements; i += 2)
-        if (reply->element[i].len == sizeof(secret) - 1 &&
-            memcmp(reply->element[i].str, secret, sizeof(secret) - 1) == 0)
-            proved = session_store_secret_matches(
-                j->session, reply->element[i + 1].str,
-                reply->element[i + 1].len);
-    if (reply->elements > 0 && !proved) {
+    for (i = 0; i < fields->elements; i += 2)
+        if (fields->element[i].len == sizeof(secret) - 1 &&
+            memcmp(fields->element[i].str, secret, sizeof(secret) - 1) == 0)
+            proved = session_store_secret_matches(j->session,
+                                                  fields->element[i + 1].str,
+                                                  fields->element[i + 1].len);
+    if (fields->elements > 0 && !proved) {
         join_end(j, -EPERM);
         return;
     }
-    if (reply->elements == 0 && j->resume) {
+    if (fields->elements == 0 && j->resume) {
         join_end(j, -ENOENT);
         return;
     }
-    j->session->has_record = reply->elements > 0;
+    j->session->has_record = fields->elements > 0;
     j->waiting++; /* ours, while asking */
-    for (i = 0; i < reply->elements && j->err == 0; i += 2) {
-        const struct backend_value *f = &reply->element[i], *v = f + 1;
+    for (i = 0; i < fields->elements && j->err == 0; i += 2) {
+        const struct backend_value *f = &fields->element[i], *v = f + 1;
 
         if (session_store_entry(f->str, f->len, v->str, v->len, &e) == 0)
             resume_ask(j, &e);

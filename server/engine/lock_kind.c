@@ -150,3 +150,48 @@ size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
     }
     return (size_t)(p - out);
 }
+
+/* The name inside a prefix or suffix naming's rest: "{N}" is N's, else
+ * a rest with a '{' of its own is itself a name; any other rest is no
+ * name's. */
+static bool rest_owner(const char *rest, size_t len, const char **name,
+                       size_t *name_len)
+{
+    if (len >= 2 && rest[0] == '{' && rest[len - 1] == '}' &&
+        memchr(rest + 1, '{', len - 2) == NULL) {
+        *name = rest + 1;
+        *name_len = len - 2;
+        return true;
+    }
+    *name = rest;
+    *name_len = len;
+    return memchr(rest, '{', len) != NULL;
+}
+
+bool lock_kind_name_owner(const struct lock_kind_name *how, const char *key,
+                          size_t len, const char **name, size_t *name_len)
+{
+    size_t alen = strlen(how->affix);
+
+    switch (how->how) {
+    case NAMED_PREFIX:
+        if (len <= alen + 1 || memcmp(key, how->affix, alen) != 0 ||
+            key[alen] != ':')
+            return false;
+        return rest_owner(key + alen + 1, len - alen - 1, name, name_len);
+    case NAMED_SUFFIX:
+        if (len <= alen + 1 ||
+            memcmp(key + len - alen, how->affix, alen) != 0 ||
+            key[len - alen - 1] != ':')
+            return false;
+        return rest_owner(key, len - alen - 1, name, name_len);
+    case NAMED_BRACED:
+        if (len < alen + 2 || memcmp(key, how->affix, alen) != 0 ||
+            key[alen] != '{' || key[len - 1] != '}')
+            return false;
+        *name = key + alen + 1;
+        *name_len = len - alen - 2;
+        return true;
+    }
+    return false;
+}

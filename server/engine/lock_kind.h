@@ -69,6 +69,8 @@ enum lock_outcome {
     OUTCOME_RELEASED,    /* freed (and the channel told) */
     OUTCOME_VALUE,       /* a query's answer, or 1/0; in value */
     OUTCOME_WRONG_TYPE,  /* the key holds something that is not this lock */
+    OUTCOME_RANGE,       /* a count's add refused: value, the permits it
+                            would make, outside 0 to 2147483647 */
     OUTCOME_BAD_REPLY,   /* not a reply this operation can give */
 };
 
@@ -93,6 +95,9 @@ enum lock_kind_naming {
 struct lock_kind_name {
     const char *affix; /* NULL: no such key */
     enum lock_kind_naming how;
+    /* rlockd's own record (NULL: Redisson's key), as the log and a
+     * refusal name it: no lock name may reach it (record_keys.h) */
+    const char *record;
 };
 
 /* What the row needs to build a call. */
@@ -143,6 +148,10 @@ struct lock_kind_op {
 /* Most bytes a channel or key name adds to the lock name: its prefix, the
  * ":{...}" around the name (and a waiter's ":" before its field). */
 #define LOCK_KIND_NAME_EXTRA 64
+
+/* What a script's WRONGTYPE error says next when one of rlockd's own
+ * records holds what rlockd did not write: "<words>: <key> is <what>". */
+#define LOCK_KIND_FOREIGN "not an rlockd record"
 
 /* Waiters a message may wake: all of them. */
 #define LOCK_KIND_WAKE_ALL ((size_t)-1)
@@ -251,6 +260,13 @@ enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
  * LOCK_KIND_NAME_EXTRA bytes; returns its length. */
 size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
                          const char *name, size_t len);
+
+/* The inverse of lock_kind_name_of: whether key is how's name of some
+ * lock name, and if so which (*name, *len point into key). A name and
+ * the same name in braces ("N", "{N}") have one key of a prefix or
+ * suffix naming; the name without braces is the one given. */
+bool lock_kind_name_owner(const struct lock_kind_name *how, const char *key,
+                          size_t len, const char **name, size_t *name_len);
 
 /* The kind table (lock_kind.c): one entry per kind. */
 enum lock_kind_id {

@@ -1277,6 +1277,12 @@ static void on_join_done(void *ctx, struct session *session, int err)
         result.error = REPLY_LOCKLOST;
         result.message = "no session of this client-id to resume: every "
                          "lock it held is lost";
+    } else if (err == -EBADMSG) {
+        result.error = REPLY_WRONGTYPE;
+        result.message = "not an rlockd record: the key of this client-id's "
+                         "session record holds what rlockd did not write "
+                         "(rlockd's log names it); delete it to use this "
+                         "client-id";
     } else if (err == -EAGAIN) {
         result.error = REPLY_UNAVAILABLE;
         result.message = "the client-id's session cannot be read from Redis "

@@ -22,6 +22,7 @@
 #include "base/stats.h"
 #include "client_id.h"
 #include "command.h"
+#include "engine/record_keys.h"
 #include "engine/session.h"
 #include "front/connection.h"
 #include "front/info.h"
@@ -50,6 +51,8 @@ void commands_free(void)
     buffer_free(&commands.key);
     pubsub_free();
 }
+
+static const char *printable(const char *s, size_t len, char *out, size_t size);
 
 /* ---- lock commands: requests for the engine ---------------------------- */
 
@@ -158,6 +161,18 @@ static int permit_id_of(const struct command_args *a, char *id)
     return 0;
 }
 
+/* -ERR reserved name: a name whose key would reach one of rlockd's own
+ * records (record_keys.h), why made printable. */
+static int refuse_reserved(struct client *c, const char *why)
+{
+    char text[QUOTED_NAME_MAX * 3];
+    struct buffer *out = client_reply_buffer(c);
+
+    return out ? reply_error(out, REPLY_ERR, "reserved name: %s",
+                             printable(why, strlen(why), text, sizeof(text)))
+               : -ENOMEM;
+}
+
 /* Every lock, semaphore and latch command: a request for the engine,
  * answered in order. A grant is +OK for LOCK and a waiting ACQUIRE, :1
  * for the others that may wait (their caller asked for an answer). */
@@ -174,6 +189,7 @@ static int command_request(struct client *c, const struct command *cmd,
                                .amount =
                                    cmd->id == CMD_COUNTDOWN ? -1 : a->amount};
     char id[LOCK_PERMIT_ID_LEN + 1];
+    char why[QUOTED_NAME_MAX * 3];
     struct buffer *out;
 
     if (kind->holds == HOLDS_PERMIT_IDS && permit_id_of(a, id) != 0) {
@@ -186,6 +202,9 @@ static int command_request(struct client *c, const struct command *cmd,
         out = client_reply_buffer(c);
         return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
     }
+    if (record_keys_reserved(commands.cfg->name_prefix, kind, req.name,
+                             req.name_len, why, sizeof(why)))
+        return refuse_reserved(c, why);
     client_start_call(c, &req, cmd, a,
                       cmd->id == CMD_LOCK ||
                           (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));

@@ -291,14 +291,19 @@ bool sim_redis_run(struct sim_redis *r, uint64_t now, const struct sim_call *c,
                 del(r, h);
         }
         reply_int(out, 1);
-    } else if (strcmp(s, "HGETALL") == 0) {
+    } else if (strcmp(s, "rlockd_session_read") == 0) {
+        /* {PTTL, {field, value...}}: the fields from element 2 on */
         size_t n = h != NULL ? h->fields : 0;
 
         for (size_t i = 0; i < n; i++) {
-            element_str(out, 2 * i, h->field[i]);
-            element_str(out, 2 * i + 1, h->value[i]);
+            element_str(out, 2 + 2 * i, h->field[i]);
+            element_str(out, 3 + 2 * i, h->value[i]);
         }
-        reply_array(out, 2 * n);
+        element_int(out, 0, h != NULL ? pttl(h, now) : -2);
+        out->element[1] = (struct backend_value){.type = VALUE_ARRAY,
+                                                 .elements = 2 * n,
+                                                 .element = out->element + 2};
+        reply_array(out, 2);
     } else if (strcmp(s, "DEL") == 0) {
         reply_int(out, h != NULL);
         if (h != NULL)

@@ -54,7 +54,7 @@ struct sim_call {
 struct sim_reply {
     struct backend_value value;
     struct backend_value element[40];
-    char text[SIM_MAX_FIELDS * 2][SIM_STR];
+    char text[SIM_MAX_FIELDS * 2 + 2][SIM_STR];
 };
 
 void sim_redis_init(struct sim_redis *r, void (*publish)(const char *, void *),
