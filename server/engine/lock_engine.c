@@ -71,6 +71,9 @@ struct lock_call {
      * ungranted, rather than block those behind until its place runs
      * out. */
     bool in_redis_queue;
+    /* Its place there, renewed by the watchdog while it waits (NULL:
+     * none yet, or out of memory: then it runs out unrenewed). */
+    struct watchdog_place *place;
     bool may_wait;         /* its wait has not run out at its start */
     const char *no_wait;   /* its caller can wait no more: why (static) */
     int64_t queue_wait_ms; /* how long its place there is kept */
@@ -128,6 +131,7 @@ static struct {
 } engine;
 
 static void call_attempt(struct lock_call *call);
+static void place_gone(void *owner);
 static void settle_ready(void);
 static void settle_later(struct lock *lock, const char *field,
                          size_t field_len);
@@ -198,7 +202,8 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                                   .amount = call->amount,
                                   .publish = engine.backend->publish(),
                                   .enqueue = call->may_wait,
-                                  .queue_wait_ms = call->queue_wait_ms};
+                                  .queue_wait_ms = call->queue_wait_ms,
+                                  .place_ms = engine.cfg->watchdog_timeout_ms};
     struct lock_kind_call kc;
     int err;
 
@@ -524,6 +529,9 @@ static void call_let_go(struct lock_call *call)
     }
     call->resolving = false;
     call->granted_unsynced = false;
+    if (call->place != NULL)
+        watchdog_place_drop(call->place);
+    call->place = NULL;
     leave_redis_queue(call);
 }
 
@@ -1499,8 +1507,14 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
-    if (call->may_wait && queues_in_redis(call->lock->kind))
+    if (call->may_wait && queues_in_redis(call->lock->kind)) {
         call->in_redis_queue = true; /* until it is granted */
+        if (call->place == NULL)
+            call->place = watchdog_place_add(call->lock, call->field,
+                                             call->field_len,
+                                             call->queue_wait_ms, place_gone,
+                                             call);
+    }
     if (engine.backend->sync(call->lock->name, call->lock->name_len,
                              on_sync_reply, call) == 0) {
         call->syncs_out++;
@@ -1509,6 +1523,18 @@ static void call_attempt(struct lock_call *call)
     }
     stats.lock_attempts++;
     call->state = call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING;
+}
+
+/* The watchdog found a waiter's place in Redis's queue gone (a Java
+ * grant moved it past its deadline before it was renewed, and a script
+ * dropped it): a waiter asleep asks again now, and takes a new place,
+ * rather than wait for a message only the queue's head gets. */
+static void place_gone(void *owner)
+{
+    struct lock_call *call = owner;
+
+    if (call->state == CALL_QUEUED)
+        wake_one(call);
 }
 
 static void call_timer_fired(struct timer *timer)

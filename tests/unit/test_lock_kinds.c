@@ -9,6 +9,7 @@
  * follows; the harness (engine_harness.h) checks after every test that
  * nothing leaked and that each call was answered exactly once.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine_harness.h"
@@ -226,8 +227,8 @@ END_TEST
 /* ---- FAIR --------------------------------------------------------------- */
 
 /* The acquire names the queue keys, the place's wait (WAIT, else
- * fair_wait_timeout_ms) and whether a refusal queues (never without
- * WAIT). */
+ * fair_wait_timeout_ms), whether a refusal queues (never without WAIT)
+ * and how long a new place lives unrenewed (watchdog_timeout_ms). */
 START_TEST(fair_acquire_sends_its_queue_keys_wait_and_enqueue_flag)
 {
     struct session *a = join("a");
@@ -237,23 +238,23 @@ START_TEST(fair_acquire_sends_its_queue_keys_wait_and_enqueue_flag)
     c = acquire_as(&lock_kind_fair, a, "L", 1, WAIT_FOREVER);
     e = expect_eval(FAIR_ACQUIRE, "L");
     ck_assert_int_eq(e->nkeys, 3);
-    expect_args(e, 8, "L", QUEUE_OF_L, TIMEOUT_OF_L, "10000", "a:1", "0",
-                "300000", "1");
+    expect_args(e, 9, "L", QUEUE_OF_L, TIMEOUT_OF_L, "10000", "a:1", "0",
+                "300000", "1", "30000");
     fake_eval_answer(e, &nil_reply);
     expect_result(c, RESULT_GRANTED);
     ck_assert_uint_eq(stats.fair_locks_acquired, 1);
     expect_nothing_pending(); /* a grant leaves no queue place to give up */
 
     c = acquire_as(&lock_kind_fair, a, "M", 1, 5000);
-    expect_args(expect_eval(FAIR_ACQUIRE, "M"), 8, "M",
+    expect_args(expect_eval(FAIR_ACQUIRE, "M"), 9, "M",
                 "redisson_lock_queue:{M}", "redisson_lock_timeout:{M}", "10000",
-                "a:1", "0", "5000", "1");
+                "a:1", "0", "5000", "1", "30000");
     answer_nil(FAIR_ACQUIRE, "M");
 
     c = acquire_as(&lock_kind_fair, a, "N", 1, 0);
-    expect_args(expect_eval(FAIR_ACQUIRE, "N"), 8, "N",
+    expect_args(expect_eval(FAIR_ACQUIRE, "N"), 9, "N",
                 "redisson_lock_queue:{N}", "redisson_lock_timeout:{N}", "10000",
-                "a:1", "0", "300000", "0");
+                "a:1", "0", "300000", "0", "30000");
     answer_integer(FAIR_ACQUIRE, "N", 5000);
     expect_result(c, RESULT_NOT_GRANTED);
     expect_nothing_pending(); /* never queued in Redis: nothing to leave */
@@ -339,14 +340,15 @@ START_TEST(fair_only_the_local_head_runs_the_acquire_script)
 END_TEST
 
 /* Expects the one pending leave-queue call of L, by field, keeping its
- * place's wait; and answers it (1: it left). */
+ * place's wait and the place's time to live (watchdog_timeout_ms); and
+ * answers it (1: it left). */
 static void expect_left_queue(const char *field, const char *wait)
 {
     struct fake_eval *e = expect_eval(FAIR_LEAVE, "L");
 
     ck_assert_uint_eq(fake_backend_count(FAIR_LEAVE, NULL), 1);
     ck_assert_int_eq(e->nkeys, 3);
-    expect_args(e, 5, "L", QUEUE_OF_L, TIMEOUT_OF_L, field, wait);
+    expect_args(e, 6, "L", QUEUE_OF_L, TIMEOUT_OF_L, field, wait, "30000");
     fake_eval_answer(e, &one_reply);
 }
 
@@ -421,8 +423,8 @@ START_TEST(fair_attempt_abandoned_in_flight_leaves_the_redis_queue)
     ck_assert_uint_eq(fake_backend_count(FAIR_LEAVE, "L"), 1);
     answer_integer(FAIR_ACQUIRE, "L", 5000); /* it did queue */
     while ((leave_call = fake_backend_find(FAIR_LEAVE, "L")) != NULL) {
-        expect_args(leave_call, 5, "L", QUEUE_OF_L, TIMEOUT_OF_L, "b:1",
-                    "300000");
+        expect_args(leave_call, 6, "L", QUEUE_OF_L, TIMEOUT_OF_L, "b:1",
+                    "300000", "30000");
         fake_eval_answer(leave_call, &one_reply);
     }
     expect_nothing_pending();
@@ -436,6 +438,108 @@ START_TEST(fair_waiter_answered_at_shutdown_leaves_the_redis_queue)
     lock_engine_shutdown();
     expect_error(b, REPLY_SHUTDOWN);
     expect_left_queue("b:1", "300000");
+}
+END_TEST
+
+/* The script that moves this daemon's waiters' places forward. */
+#define FAIR_RENEW_PLACES "fair_renew_places"
+/* A PTTL no test here waits out: a refused waiter sleeps until a message
+ * or a renewal's news wakes it. */
+#define LONG_PTTL 3600000
+
+/* Queues the acquire of name by a new session id, thread 1 (owner field
+ * "<id>:1"), refused with LONG_PTTL: it has a place in Redis's queue. */
+static struct test_call *queue_fair(const char *id, const char *name)
+{
+    struct test_call *c =
+        acquire_as(&lock_kind_fair, join(id), name, 1, WAIT_FOREVER);
+    char field[16];
+
+    snprintf(field, sizeof(field), "%s:1", id);
+    refuse(expect_eval_with(FAIR_ACQUIRE, name, field), LONG_PTTL);
+    expect_open(c);
+    return c;
+}
+
+/* Every waiter's place is renewed a third into watchdog_timeout_ms, all
+ * in one call per round (places of several locks, of one key group,
+ * together), with watchdog_timeout_ms and its wait (fair_wait_timeout_ms
+ * or WAIT); and again each round. */
+START_TEST(fair_places_are_renewed_together_each_third_of_the_watchdog_timeout)
+{
+    struct fake_eval *e;
+
+    queue_fair("b", "L");
+    queue_fair("c", "L");
+    queue_fair("d", "M");
+    advance(RENEW_EVERY_MS - 1);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    e = expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L);
+    ck_assert_int_eq(e->nkeys, 6);
+    expect_args(e, 15, QUEUE_OF_L, TIMEOUT_OF_L, QUEUE_OF_L, TIMEOUT_OF_L,
+                "redisson_lock_queue:{M}", "redisson_lock_timeout:{M}", "b:1",
+                "30000", "300000", "c:1", "30000", "300000", "d:1", "30000",
+                "300000");
+    ck_assert_uint_eq(stats.watchdog_batches, 1);
+    ck_assert_uint_eq(stats.watchdog_renewals, 3);
+    answer_renewal(e, 3, (const long long[]){1, 1, 1});
+    expect_nothing_pending(); /* renewed: nobody asks */
+    advance(RENEW_EVERY_MS);
+    answer_renewal(expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L), 3,
+                   (const long long[]){1, 1, 1});
+    ck_assert_uint_eq(stats.watchdog_batches, 2);
+
+    engine_cfg.renew_batch_size = 2;
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(FAIR_RENEW_PLACES, NULL), 2);
+}
+END_TEST
+
+/* A waiter whose place the renewal found gone (a script dropped it) asks
+ * again at once, which takes a new place; the others sleep on. */
+START_TEST(fair_waiter_whose_place_is_found_gone_asks_again)
+{
+    struct test_call *b = queue_fair("b", "L");
+    struct test_call *c = queue_fair("c", "L");
+
+    advance(RENEW_EVERY_MS);
+    answer_renewal(expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L), 2,
+                   (const long long[]){1, 0});
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    refuse(expect_eval_with(FAIR_ACQUIRE, "L", "c:1"), LONG_PTTL);
+    expect_open(b);
+    expect_open(c);
+    expect_nothing_pending();
+}
+END_TEST
+
+/* A waiter granted, or gone, is renewed no more; a round in flight when
+ * it left is not acted on (a place found gone then asks nothing). */
+START_TEST(fair_places_of_waiters_that_left_are_not_renewed)
+{
+    struct test_call *b = queue_fair("b", "L");
+    struct fake_eval *e;
+
+    queue_fair("c", "L");
+    advance(RENEW_EVERY_MS);
+    e = expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L);
+    fake_backend_publish(FAIR_CHANNEL_OF_L_BY("b:1"), "0");
+    answer_nil(FAIR_ACQUIRE, "L");
+    expect_result(b, RESULT_GRANTED);
+    answer_renewal(e, 2, (const long long[]){0, 1});
+    expect_nothing_pending();
+    advance(RENEW_EVERY_MS); /* c, the head now, looks at b's lease's end */
+    refuse(expect_eval_with(FAIR_ACQUIRE, "L", "c:1"), LONG_PTTL);
+    e = expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L);
+    ck_assert_int_eq(e->nkeys, 2);
+    expect_args(e, 5, QUEUE_OF_L, TIMEOUT_OF_L, "c:1", "30000", "300000");
+    fake_eval_answer(e, NULL); /* unanswered: the next round renews it */
+    expect_nothing_pending();
+    advance(RENEW_EVERY_MS);
+    answer_renewal(expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L), 1,
+                   (const long long[]){1});
 }
 END_TEST
 
@@ -826,6 +930,11 @@ Suite *lock_kinds_suite(void)
                    fair_attempt_abandoned_in_flight_leaves_the_redis_queue);
     tcase_add_test(fair,
                    fair_waiter_answered_at_shutdown_leaves_the_redis_queue);
+    tcase_add_test(
+        fair,
+        fair_places_are_renewed_together_each_third_of_the_watchdog_timeout);
+    tcase_add_test(fair, fair_waiter_whose_place_is_found_gone_asks_again);
+    tcase_add_test(fair, fair_places_of_waiters_that_left_are_not_renewed);
 
     tcase_add_test(rwlock, read_and_write_send_their_own_scripts_and_fields);
     tcase_add_test(rwlock,
