@@ -68,6 +68,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, read_locks_acquired, "of them READ")                  \
     X(COUNTS,  COUNTER, write_locks_acquired, "of them WRITE")                \
     X(COUNTS,  COUNTER, fenced_locks_acquired, "of them FENCED")              \
+    X(COUNTS,  COUNTER, fence_tokens_raised,                                   \
+      "FENCED grants that found Redis's token behind one handed out here")    \
     X(COUNTS,  COUNTER, permits_acquired, "semaphore permits acquired")       \
     X(COUNTS,  COUNTER, expirable_permits_acquired,                            \
       "expirable semaphore permits acquired")                                 \

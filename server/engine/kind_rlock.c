@@ -169,8 +169,14 @@ static struct backend_script acquire_script = {
     "return ttl;",
     ""};
 
-/* RedissonFencedLock's acquire: KEYS name, token; as RLock's, and every
- * grant INCRs the token, which is the reply: {1, token}, or {0, pttl}. */
+/*
+ * RedissonFencedLock's acquire: KEYS name, token; ARGV as RLock's, and
+ * floor, the highest token this daemon handed out for the name. Every
+ * grant INCRs the token, which is the reply: {1, token, was}, or {0,
+ * pttl}. A counter behind the floor (Redis lost it) is first set to the
+ * floor, and was is what it held (0: none); else was is -1. So the token
+ * is always above every one this daemon handed out.
+ */
 static struct backend_script fenced_acquire_script = {
     "fenced_acquire",
     SHAPE_GUARD
@@ -179,7 +185,12 @@ static struct backend_script fenced_acquire_script = {
                    "string.find(tok, '^%d+$'))")
     "if s == 'none' or owner == ARGV[2] then "
         ACQUIRE_TAKE
-        "return {1, redis.call('incr', KEYS[2])}; "
+        "local was = -1; "
+        "if tonumber(tok or '0') < tonumber(ARGV[4]) then "
+            "was = tonumber(tok or '0'); "
+            "redis.call('set', KEYS[2], ARGV[4]); "
+        "end; "
+        "return {1, redis.call('incr', KEYS[2]), was}; "
     "end; "
     "return {0, ttl};",
     ""};
@@ -484,6 +495,7 @@ static void build_fenced_acquire(const struct lock_call_args *a,
     kind_arg_number(call, 0, a->lease_ms);
     kind_arg(call, a->field, a->field_len);
     kind_arg_number(call, 1, a->count);
+    kind_arg_number(call, 2, a->token_floor);
 }
 
 static void build_fair_acquire(const struct lock_call_args *a,
@@ -636,16 +648,27 @@ static size_t on_message(const char *payload, size_t len)
     return 1;
 }
 
-/* {1, token} granted, {0, pttl} refused. */
+/* {1, token, was} granted, {0, pttl} refused. */
 static enum lock_outcome read_fenced_acquire(const struct backend_value *r,
                                              int64_t *value)
 {
-    if (r->type != VALUE_ARRAY || r->elements != 2 ||
+    bool granted;
+
+    if (r->type != VALUE_ARRAY || r->elements < 2 ||
         r->element[0].type != VALUE_INTEGER ||
         r->element[1].type != VALUE_INTEGER)
         return OUTCOME_BAD_REPLY;
+    granted = r->element[0].integer == 1;
+    if (r->elements != (granted ? 3u : 2u) ||
+        (granted && r->element[2].type != VALUE_INTEGER))
+        return OUTCOME_BAD_REPLY;
     *value = r->element[1].integer;
-    return r->element[0].integer == 1 ? OUTCOME_GRANTED : OUTCOME_REFUSED;
+    return granted ? OUTCOME_GRANTED : OUTCOME_REFUSED;
+}
+
+int64_t lock_kind_token_was(const struct backend_value *reply)
+{
+    return reply->element[2].integer;
 }
 
 /* The token, or how many places left the queue: an integer. */

@@ -28,6 +28,7 @@
 
 #include "base/log.h"
 #include "base/stats.h"
+#include "engine/fence_memory.h"
 #include "engine/lock_table.h"
 #include "engine/session.h"
 #include "engine/session_store.h"
@@ -184,6 +185,12 @@ static int64_t effective_lease(const struct lock_call *call)
                               : engine.cfg->watchdog_timeout_ms;
 }
 
+/* A kind whose grants hand out fencing tokens (FENCED). */
+static bool has_tokens(const struct lock_kind *kind)
+{
+    return kind->ops[LOCK_OP_TOKEN].build != NULL;
+}
+
 /* Builds op's call through the lock's kind and sends it. */
 static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
@@ -207,6 +214,8 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
     struct lock_kind_call kc;
     int err;
 
+    if (op == LOCK_OP_ACQUIRE && has_tokens(lock->kind))
+        args.token_floor = fence_memory_floor(lock->name, lock->name_len);
     lock->kind->ops[op].build(&args, &kc);
     err = engine.backend->eval(
         &(struct backend_call){kc.script, lock->name, lock->name_len, kc.nkeys,
@@ -1360,6 +1369,29 @@ static void acquire_unavailable(struct lock_call *call)
         finish_error(call, REPLY_ERR, "out of memory");
 }
 
+/*
+ * A token handed out: remembered, so that the next one for the name is
+ * higher even if Redis loses its counter. The script found the counter
+ * behind one handed out before when was >= 0, and raised it first: Redis
+ * lost data, which the operator should know.
+ */
+static void fence_granted(struct lock *lock, const struct backend_value *reply,
+                          int64_t token)
+{
+    int64_t was = lock_kind_token_was(reply);
+
+    if (was >= 0) {
+        stats.fence_tokens_raised++;
+        log_warn("fencing token of '%.*s': Redis's counter was %lld, behind "
+                 "%lld handed out by this rlockd (Redis lost data?); raised "
+                 "it, token %lld",
+                 (int)lock->name_len, lock->name, (long long)was,
+                 (long long)token - 1, (long long)token);
+    }
+    fence_memory_note(lock->name, lock->name_len, token,
+                      (size_t)engine.cfg->fence_memory_names);
+}
+
 static void on_acquire_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
@@ -1368,6 +1400,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 
     if (outcome == OUTCOME_GRANTED)
         call->token = pttl; /* what a grant's value is */
+    if (outcome == OUTCOME_GRANTED && has_tokens(call->lock->kind))
+        fence_granted(call->lock, reply, call->token);
 
     /* No reply: it may have run, or run yet. Its caller's call sends it
      * again; an abandoned one is settled. */
@@ -2271,6 +2305,7 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     lock_table_init();
     session_table_init();
     watchdog_init(cfg, backend);
+    fence_memory_init();
     session_store_init(cfg, backend);
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++)
         for (struct backend_script *const *s = lock_kinds[k]->scripts;
@@ -2313,6 +2348,7 @@ void lock_engine_free(void)
         free(list_entry(node, struct stale_record, link));
     }
     watchdog_close();
+    fence_memory_free();
     session_table_free();
     lock_table_free();
     timers_free();

@@ -125,6 +125,9 @@ struct lock_call_args {
      * how long a place of this daemon's waiter is kept unless renewed
      * (and the renewal's queue_wait_ms is the place's wait) */
     int64_t place_ms;
+    /* acquire of a kind with tokens: the highest this daemon handed out
+     * for the name (0: none remembered); the token is above it */
+    int64_t token_floor;
 };
 
 /* A call under construction, with room for its arguments and numbers. */
@@ -253,6 +256,11 @@ int lock_kind_renewed(const struct backend_value *element);
 void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
                          size_t *key_len, const char **args, size_t *arg_len,
                          char *number);
+
+/* What the token counter held before a grant of a kind with tokens
+ * (LOCK_OP_ACQUIRE read OUTCOME_GRANTED) raised it to the daemon's floor
+ * (0: nothing), or -1 when it was not behind. */
+int64_t lock_kind_token_was(const struct backend_value *reply);
 
 /* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
  * pairs that follow it are well-formed when this says OUTCOME_VALUE. */

@@ -3,11 +3,12 @@ each against a "Java" Redisson client played by this test with Redisson's own
 scripts (../shared/reference/redisson-family.md, sections 2, 3 and 6), sent
 with EVAL. The scripts below are copied from the reference, not from rlockd."""
 
+import re
 import signal
 import time
 import uuid
 
-from harness import RespClient, assert_eq, assert_error, holds_for, wait_until
+from harness import Env, RespClient, assert_eq, assert_error, holds_for, wait_until
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 3000}}
 
@@ -209,6 +210,30 @@ def now_ms():
 
 
 # ---- FENCED -----------------------------------------------------------------
+
+
+def test_fenced_tokens_keep_rising_after_redis_loses_its_counter():
+    """Issue 27, item 7: after Redis lost its data, FENCED tokens started again at 1,
+    silently. The rlockd that handed them out raises the counter above its highest
+    before it answers, and says so."""
+    with Env(CONFIG) as env:  # its own Redis: FLUSHALL is the data loss
+        n = env.name("fenced")
+        a = env.client()
+        handed_out = []
+        for _ in range(3):
+            handed_out.append(a.call("LOCK", n, 1, "FENCED"))
+            assert_eq(a.call("UNLOCK", n, 1, "FENCED"), 1, "UNLOCK")
+        assert_eq(handed_out, [1, 2, 3], "tokens before the loss")
+        env.redis("FLUSHALL")
+        token = a.call("LOCK", n, 1, "FENCED")
+        assert isinstance(token, int) and token > max(handed_out), \
+            "token after the loss %r, handed out before %r" % (token, handed_out)
+        env.rlockd.wait_log(r"WARN.*fencing token of '%s': Redis's counter was 0, behind 3 " % re.escape(n))
+        assert_eq(env.info_int("fence_tokens_raised"), 1, "INFO fence_tokens_raised")
+        assert_eq(int(env.redis("GET", tagged("redisson_lock_token", n))), token, "the counter in Redis")
+        assert_eq(a.call("UNLOCK", n, 1, "FENCED"), 1, "UNLOCK")
+        assert_eq(a.call("LOCK", n, 1, "FENCED"), token + 1, "the next token, the counter not behind")
+        assert_eq(env.info_int("fence_tokens_raised"), 1, "counted once")
 
 
 def test_fenced_tokens_rise_across_daemons_and_java(env):

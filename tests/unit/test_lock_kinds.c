@@ -53,7 +53,7 @@ static struct test_call *request_as(const struct lock_kind *kind,
     return start_kind(s, kind, op, name, thread_id, 0, 0);
 }
 
-/* {first, second}: the fenced acquire's {1, token} or {0, pttl}. */
+/* The fenced acquire's refusal {0, pttl}. */
 static void answer_pair(struct fake_eval *e, long long first, long long second)
 {
     const struct backend_value element[2] = {
@@ -62,6 +62,21 @@ static void answer_pair(struct fake_eval *e, long long first, long long second)
 
     fake_eval_answer(e, &(struct backend_value){.type = VALUE_ARRAY,
                                                 .elements = 2,
+                                                .element = element});
+}
+
+/* The fenced acquire's grant {1, token, was}: was -1, the counter was
+ * not behind this daemon's floor; else what it held before the script
+ * raised it. */
+static void answer_grant(struct fake_eval *e, long long token, long long was)
+{
+    const struct backend_value element[3] = {
+        {.type = VALUE_INTEGER, .integer = 1},
+        {.type = VALUE_INTEGER, .integer = token},
+        {.type = VALUE_INTEGER, .integer = was}};
+
+    fake_eval_answer(e, &(struct backend_value){.type = VALUE_ARRAY,
+                                                .elements = 3,
                                                 .element = element});
 }
 
@@ -109,7 +124,7 @@ static void take_as(const struct lock_kind *kind, struct session *s,
     struct fake_eval *e = expect_eval(acquire_script_of(kind), name);
 
     if (kind == &lock_kind_fenced) {
-        answer_pair(e, 1, 1);
+        answer_grant(e, 1, -1);
         expect_integer(c, 1);
     } else {
         fake_eval_answer(e, &nil_reply);
@@ -132,7 +147,8 @@ static struct test_call *queue_as(const struct lock_kind *kind, const char *id,
 /* ---- FENCED ------------------------------------------------------------- */
 
 /* A grant answers the token (RESULT_INTEGER, not GRANTED), reentrant
- * ones too; the call carries the token key. */
+ * ones too; the call carries the token key, and the highest token handed
+ * out for the name (0: none yet) as the floor of the next. */
 START_TEST(fenced_grant_answers_its_token_as_an_integer)
 {
     struct session *a = join("a");
@@ -140,16 +156,16 @@ START_TEST(fenced_grant_answers_its_token_as_an_integer)
     struct fake_eval *e = expect_eval(FENCED_ACQUIRE, "L");
 
     ck_assert_int_eq(e->nkeys, 2);
-    expect_args(e, 5, "L", TOKEN_OF_L, "10000", "a:1", "0");
-    answer_pair(e, 1, 7);
+    expect_args(e, 6, "L", TOKEN_OF_L, "10000", "a:1", "0", "0");
+    answer_grant(e, 7, -1);
     expect_integer(c, 7);
     ck_assert_uint_eq(stats.held_locks, 1);
     ck_assert_uint_eq(stats.fenced_locks_acquired, 1);
 
     c = acquire_as(&lock_kind_fenced, a, "L", 1, 0);
     e = expect_eval(FENCED_ACQUIRE, "L");
-    expect_args(e, 5, "L", TOKEN_OF_L, "10000", "a:1", "1");
-    answer_pair(e, 1, 8);
+    expect_args(e, 6, "L", TOKEN_OF_L, "10000", "a:1", "1", "7");
+    answer_grant(e, 8, -1);
     expect_integer(c, 8);
     ck_assert_uint_eq(stats.held_locks, 1);
     ck_assert_uint_eq(stats.fenced_locks_acquired, 2);
@@ -176,7 +192,7 @@ START_TEST(fenced_refusal_reads_the_pttl_from_the_pair)
     advance(3999);
     expect_nothing_pending();
     advance(1);
-    answer_pair(expect_eval(FENCED_ACQUIRE, "L"), 1, 3);
+    answer_grant(expect_eval(FENCED_ACQUIRE, "L"), 3, -1);
     expect_integer(c, 3);
     ck_assert_uint_eq(stats.fenced_locks_acquired, 1);
 }
@@ -191,8 +207,12 @@ START_TEST(fenced_acquire_reply_of_another_shape_is_an_error)
                                               .integer = 1};
     const struct backend_value short_pair = {
         .type = VALUE_ARRAY, .elements = 1, .element = &one_element};
+    const struct backend_value granted_pair[2] = {one_element, one_element};
+    const struct backend_value grant_without_was = {
+        .type = VALUE_ARRAY, .elements = 2, .element = granted_pair};
     const struct backend_value pttl = {.type = VALUE_INTEGER, .integer = 4000};
-    const struct backend_value *bad[] = {&nil_reply, &pttl, &short_pair};
+    const struct backend_value *bad[] = {&nil_reply, &pttl, &short_pair,
+                                         &grant_without_was};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct test_call *c =
@@ -203,6 +223,59 @@ START_TEST(fenced_acquire_reply_of_another_shape_is_an_error)
     }
     ck_assert_uint_eq(stats.held_locks, 0);
     ck_assert_uint_eq(stats.waiting_clients, 0);
+}
+END_TEST
+
+/* Acquires name FENCED as a:1 (reentrantly once held), expects the
+ * floor the call carries, and grants it token. */
+static void fenced_grant_over(struct session *a, const char *name,
+                              const char *floor, long long token)
+{
+    struct test_call *c = acquire_as(&lock_kind_fenced, a, name, 1, 0);
+    struct fake_eval *e = expect_eval(FENCED_ACQUIRE, name);
+
+    ck_assert_str_eq(fake_eval_arg(e, 5), floor);
+    answer_grant(e, token, -1);
+    expect_integer(c, token);
+}
+
+/* A grant whose script found Redis's counter behind the floor (it lost
+ * data) answers the token it raised it to, and counts it. */
+START_TEST(fenced_grant_over_a_counter_behind_is_counted)
+{
+    struct session *a = join("a");
+    struct test_call *c;
+    struct fake_eval *e;
+
+    fenced_grant_over(a, "L", "0", 41);
+    c = acquire_as(&lock_kind_fenced, a, "L", 1, 0);
+    e = expect_eval(FENCED_ACQUIRE, "L");
+    ck_assert_str_eq(fake_eval_arg(e, 5), "41");
+    answer_grant(e, 42, 0); /* the counter was gone */
+    expect_integer(c, 42);
+    ck_assert_uint_eq(stats.fence_tokens_raised, 1);
+    fenced_grant_over(a, "L", "42", 43);
+    ck_assert_uint_eq(stats.fence_tokens_raised, 1);
+}
+END_TEST
+
+/* At most fence_memory_names names are remembered: the least recently
+ * granted one is forgotten (its floor is 0 again), a grant counts as a
+ * use, and a remembered floor only rises. */
+START_TEST(fenced_floors_are_remembered_for_the_most_recent_names)
+{
+    struct session *a = join("a");
+
+    engine_cfg.fence_memory_names = 2;
+    fenced_grant_over(a, "A", "0", 5);
+    fenced_grant_over(a, "B", "0", 6);
+    fenced_grant_over(a, "A", "5", 7);  /* A is the most recent now */
+    fenced_grant_over(a, "C", "0", 9);  /* B goes */
+    fenced_grant_over(a, "B", "0", 10); /* A goes */
+    fenced_grant_over(a, "C", "9", 11);
+    fenced_grant_over(a, "A", "0", 12);
+    fenced_grant_over(a, "A", "12", 3); /* a lower token: the floor stays */
+    fenced_grant_over(a, "A", "12", 13);
 }
 END_TEST
 
@@ -912,6 +985,9 @@ Suite *lock_kinds_suite(void)
     tcase_add_test(fenced, fenced_grant_answers_its_token_as_an_integer);
     tcase_add_test(fenced, fenced_refusal_reads_the_pttl_from_the_pair);
     tcase_add_test(fenced, fenced_acquire_reply_of_another_shape_is_an_error);
+    tcase_add_test(fenced, fenced_grant_over_a_counter_behind_is_counted);
+    tcase_add_test(fenced,
+                   fenced_floors_are_remembered_for_the_most_recent_names);
     tcase_add_test(fenced,
                    fenced_token_asks_the_token_script_and_answers_its_integer);
 
