@@ -88,12 +88,12 @@
  * place, which would otherwise put this one in the past); and the
  * watchdog sets it again while the waiter waits (fair_renew_places). So
  * a daemon that dies leaves places that run out within place_ms of its
- * death, or of the grant of the last Java place ahead. nearer() is
- * this daemon's grant's and leave's move of place w one wait nearer,
- * which never brings it nearer than place_ms from now unless it is
- * already: a renewed place, and a Java place chained on one, is not cut
- * short by a wait it never counted, while a dead daemon's place past its
- * renewal stays as near as it is.
+ * death, or of the grant of the last Java place ahead. Nor do this
+ * daemon's grants and leaves move the places behind a wait nearer, as
+ * Redisson's do: its places do not count waits for one another, and a
+ * Java place chained on one counts only its own wait past it (a wait
+ * taken from it would cut it short, as it would take a place's cushion
+ * for a Java place ahead that has not been granted yet).
  */
 #define FAIR_QUEUE                                                             \
     KIND_LUA_NOW                                                               \
@@ -114,12 +114,6 @@
     "end; "                                                                    \
     "local function place_deadline(now, place, wait, ahead) "                  \
     "return now + place + wait * ahead; "                                      \
-    "end; "                                                                    \
-    "local function nearer(z, w, by, now, place) "                             \
-    "local s = tonumber(redis.call('zscore', z, w)); "                         \
-    "if not s then return; end; "                                              \
-    "local t = math.max(s - by, math.min(s, now + place)); "                   \
-    "if t ~= s then redis.call('zadd', z, t, w); end; "                        \
     "end; "
 
 /* The fair lock tells only its queue's head (KEYS[3], KEYS[4]), on the
@@ -198,13 +192,13 @@ static struct backend_script fenced_acquire_script = {
 
 /*
  * RedissonFairLock's acquire with queueing, KEYS name, queue, timeout;
- * ARGV lease, field, count, wait (how much nearer a grant moves the
- * places behind), enqueue (1: a refused owner takes its place at the
- * tail, as Redisson's lock() and tryLock(wait); 0: it does not, as
- * tryLock()), place (a new place is kept this long unless renewed).
- * The lock is taken when it is free and the queue is empty or its head is
- * the owner, who then leaves the queue, and every place behind moves one
- * wait nearer (nearer()). Refused: the lock's PTTL, or, when the lock
+ * ARGV lease, field, count, wait (a new place's, for each Java place
+ * ahead), enqueue (1: a refused owner takes its place at the tail, as
+ * Redisson's lock() and tryLock(wait); 0: it does not, as tryLock()),
+ * place (a new place is kept this long unless renewed). The lock is
+ * taken when it is free and the queue is empty or its head is the owner,
+ * who then leaves the queue (the places behind stay: see FAIR_QUEUE).
+ * Refused: the lock's PTTL, or, when the lock
  * is free and it is another's turn, how long until that head's place runs
  * out (its owner is expected first; a message comes if it takes the lock).
  */
@@ -223,9 +217,6 @@ static struct backend_script fair_acquire_script = {
     "if s == 'none' and (not head or head == ARGV[2]) then "
         "if head then redis.call('lpop', KEYS[2]); end; "
         "redis.call('zrem', KEYS[3], ARGV[2]); "
-        "for _, w in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do "
-            "nearer(KEYS[3], w, tonumber(ARGV[4]), now, tonumber(ARGV[6])); "
-        "end; "
         ACQUIRE_TAKE
         "return nil; "
     "end; "
@@ -250,20 +241,11 @@ static struct backend_script fair_acquire_script = {
 /* clang-format on */
 
 /* RedissonFairLock's acquireFailed: KEYS name, queue, timeout; ARGV
- * field, wait, place. The owner leaves the queue and everyone behind it
- * moves one wait nearer (nearer()). */
+ * field. The owner leaves the queue (the places behind stay: see
+ * FAIR_QUEUE). */
 static struct backend_script fair_leave_script = {
     "fair_leave",
     FAIR_QUEUE "if not queue_ok(KEYS[2], KEYS[3]) then return 0; end; "
-               "local queue = redis.call('lrange', KEYS[2], 0, -1); "
-               "local behind, now = false, now_ms(); "
-               "for _, w in ipairs(queue) do "
-               "if behind then "
-               "nearer(KEYS[3], w, tonumber(ARGV[2]), now, "
-               "tonumber(ARGV[3])); "
-               "end; "
-               "if w == ARGV[1] then behind = true; end; "
-               "end; "
                "redis.call('zrem', KEYS[3], ARGV[1]); "
                "return redis.call('lrem', KEYS[2], 0, ARGV[1]);",
     ""};
@@ -519,8 +501,6 @@ static void build_fair_leave(const struct lock_call_args *a,
     kind_arg_key(call, a, 0);
     kind_arg_key(call, a, 1);
     kind_arg(call, a->field, a->field_len);
-    kind_arg_number(call, 0, a->queue_wait_ms);
-    kind_arg_number(call, 1, a->place_ms);
 }
 
 static void build_token(const struct lock_call_args *a,

@@ -121,9 +121,9 @@ struct lock_call_args {
      * queued there (it waits), and the wait its place is kept for */
     bool enqueue;
     int64_t queue_wait_ms;
-    /* acquire, leave and place renewal of a kind with a queue in Redis:
-     * how long a place of this daemon's waiter is kept unless renewed
-     * (and the renewal's queue_wait_ms is the place's wait) */
+    /* acquire and place renewal of a kind with a queue in Redis: how long
+     * a place of this daemon's waiter is kept unless renewed (and the
+     * renewal's queue_wait_ms is the place's wait) */
     int64_t place_ms;
     /* acquire of a kind with tokens: the highest this daemon handed out
      * for the name (0: none remembered); the token is above it */

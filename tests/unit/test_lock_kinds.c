@@ -412,16 +412,15 @@ START_TEST(fair_only_the_local_head_runs_the_acquire_script)
 }
 END_TEST
 
-/* Expects the one pending leave-queue call of L, by field, keeping its
- * place's wait and the place's time to live (watchdog_timeout_ms); and
- * answers it (1: it left). */
-static void expect_left_queue(const char *field, const char *wait)
+/* Expects the one pending leave-queue call of L, by field; and answers
+ * it (1: it left). */
+static void expect_left_queue(const char *field)
 {
     struct fake_eval *e = expect_eval(FAIR_LEAVE, "L");
 
     ck_assert_uint_eq(fake_backend_count(FAIR_LEAVE, NULL), 1);
     ck_assert_int_eq(e->nkeys, 3);
-    expect_args(e, 6, "L", QUEUE_OF_L, TIMEOUT_OF_L, field, wait, "30000");
+    expect_args(e, 4, "L", QUEUE_OF_L, TIMEOUT_OF_L, field);
     fake_eval_answer(e, &one_reply);
 }
 
@@ -437,7 +436,7 @@ START_TEST(fair_waiter_whose_wait_runs_out_leaves_the_redis_queue)
     expect_nothing_pending();
     advance(1);
     expect_result(b, RESULT_NOT_GRANTED);
-    expect_left_queue("b:1", "3000");
+    expect_left_queue("b:1");
     expect_nothing_pending();
 }
 END_TEST
@@ -455,7 +454,7 @@ START_TEST(fair_waiter_that_cancels_or_disconnects_leaves_the_redis_queue)
     wc = queue_as(&lock_kind_fair, "c", "c:1");
     abandon(wb);
     leave(b);
-    expect_left_queue("b:1", "300000");
+    expect_left_queue("b:1");
     fake_eval_answer(acquire_of_l_by(FAIR_ACQUIRE, "c:1"), &nil_reply);
     expect_result(wc, RESULT_GRANTED);
     expect_nothing_pending();
@@ -477,7 +476,7 @@ START_TEST(fair_leave_without_a_reply_is_sent_again_when_redis_answers)
     expect_nothing_pending();
     fake_backend.ready = true;
     lock_engine_backend_ready();
-    expect_left_queue("b:1", "300000");
+    expect_left_queue("b:1");
     expect_nothing_pending();
 }
 END_TEST
@@ -496,8 +495,7 @@ START_TEST(fair_attempt_abandoned_in_flight_leaves_the_redis_queue)
     ck_assert_uint_eq(fake_backend_count(FAIR_LEAVE, "L"), 1);
     answer_integer(FAIR_ACQUIRE, "L", 5000); /* it did queue */
     while ((leave_call = fake_backend_find(FAIR_LEAVE, "L")) != NULL) {
-        expect_args(leave_call, 6, "L", QUEUE_OF_L, TIMEOUT_OF_L, "b:1",
-                    "300000", "30000");
+        expect_args(leave_call, 4, "L", QUEUE_OF_L, TIMEOUT_OF_L, "b:1");
         fake_eval_answer(leave_call, &one_reply);
     }
     expect_nothing_pending();
@@ -510,7 +508,7 @@ START_TEST(fair_waiter_answered_at_shutdown_leaves_the_redis_queue)
 
     lock_engine_shutdown();
     expect_error(b, REPLY_SHUTDOWN);
-    expect_left_queue("b:1", "300000");
+    expect_left_queue("b:1");
 }
 END_TEST
 
