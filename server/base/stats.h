@@ -105,6 +105,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, wait_timeouts, "waits that ended without the lock")   \
     X(COUNTS,  COUNTER, unlock_messages, "pub/sub messages received")         \
     X(COUNTS,  COUNTER, watchdog_renewals, "holds sent for renewal")          \
+    X(COUNTS,  COUNTER, fair_place_renewals,                                   \
+      "FAIR waiters' places in Redis's queue sent for renewal")               \
     X(COUNTS,  COUNTER, watchdog_batches, "renewal script calls")             \
     X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
     X(COUNTS,  COUNTER, wrong_type_refusals,                                   \

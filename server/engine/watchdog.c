@@ -253,7 +253,8 @@ static void send_batch(struct renew_batch *batch)
     free(numbers);
     if (err == 0) {
         stats.watchdog_batches++;
-        stats.watchdog_renewals += n;
+        *(batch->places ? &stats.fair_place_renewals
+                        : &stats.watchdog_renewals) += n;
         return;
     }
     batch_unsent(batch);

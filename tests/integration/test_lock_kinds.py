@@ -591,6 +591,41 @@ def test_a_java_waiter_behind_rlockd_waiters_keeps_its_turn(env):
     assert_eq(env.redis("DEL", n), 1, "the Java holder done")
 
 
+def test_a_java_grant_ahead_leaves_rlockd_waiters_their_places(env):
+    """A Java grant moves every place one threadWaitTime nearer (Redisson's rule); an
+    rlockd place behind a Java one is kept that much further ahead, so the grant does not
+    put it in the past, where the Java waiter's unlock would drop it."""
+    n = env.name("fair")
+    keys = (3, n, tagged("redisson_lock_queue", n), tagged("redisson_lock_timeout", n))
+    jh, jw = java_field(), java_field()
+    assert_eq(env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jh, 300000, now_ms()), None, "Java holder")
+    assert env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jw, 300000, now_ms()) > 0, "Java waiter queued"
+    r1, r2 = env.client(), env.client()
+    fields = ["%s:%d" % (c.call("CLIENTID"), 10 + i) for i, c in enumerate((r1, r2))]
+    for i, c in enumerate((r1, r2)):
+        c.send("LOCK", n, 10 + i, "FAIR")
+        wait_until(lambda: len(queue(env, n)) == i + 2, 3.0, what="rlockd waiter %d queued" % i)
+    renewed = env.info_int("fair_place_renewals")
+    wait_until(lambda: env.info_int("fair_place_renewals") >= renewed + 2, 3.0 * env.watchdog_ms / 1000.0,
+               what="a renewal of both places")
+    def fair_unlock(field):  # each unlock its own request id, as Redisson's
+        return env.redis("EVAL", FAIR_UNLOCK, 5, n, tagged("redisson_lock_queue", n),
+                         tagged("redisson_lock_timeout", n), tagged("redisson_lock__channel", n),
+                         "latch:" + field, 0, JAVA_LEASE_MS, field, now_ms(), "publish", 1000)
+    assert_eq(fair_unlock(jh), 1, "Java holder's unlock")
+    assert_eq(env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jw, 300000, now_ms()), None,
+              "the Java waiter's grant")
+    now = int(env.redis("TIME")[0]) * 1000
+    for i, field in enumerate(fields):
+        place = env.redis("ZSCORE", tagged("redisson_lock_timeout", n), field)
+        assert place is not None and int(place) > now, "rlockd waiter %d's place %r, now %d" % (i, place, now)
+    assert_eq(fair_unlock(jw), 1, "Java waiter's unlock")
+    for i, c in enumerate((r1, r2)):
+        assert_eq(c.read_reply(3.0), "OK", "rlockd waiter %d's turn" % i)
+        assert_eq(c.call("UNLOCK", n, 10 + i, "FAIR"), 1, "rlockd waiter %d's UNLOCK" % i)
+    assert_eq(queue(env, n), [], "the queue once everyone was served")
+
+
 def test_fair_queue_of_another_type_is_refused(env):
     n = env.name("fair")
     env.redis("SET", tagged("redisson_lock_queue", n), "app data")

@@ -554,7 +554,8 @@ START_TEST(fair_places_are_renewed_together_each_third_of_the_watchdog_timeout)
                 "30000", "300000", "c:1", "30000", "300000", "d:1", "30000",
                 "300000");
     ck_assert_uint_eq(stats.watchdog_batches, 1);
-    ck_assert_uint_eq(stats.watchdog_renewals, 3);
+    ck_assert_uint_eq(stats.fair_place_renewals, 3);
+    ck_assert_uint_eq(stats.watchdog_renewals, 0);
     answer_renewal(e, 3, (const long long[]){1, 1, 1});
     expect_nothing_pending(); /* renewed: nobody asks */
     advance(RENEW_EVERY_MS);
