@@ -379,8 +379,12 @@ struct watchdog_place *watchdog_place_add(struct lock *lock, const char *field,
 {
     struct watchdog_place *p = malloc(sizeof(*p) + field_len);
 
-    if (p == NULL)
+    if (p == NULL) {
+        log_error("watchdog: out of memory; the queue place of %.*s in "
+                  "'%.*s' is not renewed",
+                  (int)field_len, field, (int)lock->name_len, lock->name);
         return NULL;
+    }
     p->lock = lock;
     lock->refs++;
     p->gone = gone;
