@@ -195,6 +195,9 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
+    /* Names whose highest FENCED token is remembered (fence_memory.h). */
+    INT_ROW("lock", "fence_memory_names", LIVE, fence_memory_names, "100000",
+            1, 100000000),
     /* 0: every waiter asks once the release's reply is in. */
     INT_ROW("lock", "max_handoffs_in_a_row", LIVE, max_handoffs_in_a_row, "8",
             0, 1000000),

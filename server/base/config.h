@@ -94,6 +94,7 @@ struct config {
     int64_t max_waiters_per_client;
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
+    int64_t fence_memory_names;
     /* local hand-offs of one lock before a release leaves it free */
     int64_t max_handoffs_in_a_row;
     int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */

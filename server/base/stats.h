@@ -73,6 +73,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, read_locks_acquired, "of them READ")                  \
     X(COUNTS,  COUNTER, write_locks_acquired, "of them WRITE")                \
     X(COUNTS,  COUNTER, fenced_locks_acquired, "of them FENCED")              \
+    X(COUNTS,  COUNTER, fence_tokens_raised,                                   \
+      "FENCED grants that found Redis's token behind one handed out here")    \
     X(COUNTS,  COUNTER, permits_acquired, "semaphore permits acquired")       \
     X(COUNTS,  COUNTER, expirable_permits_acquired,                            \
       "expirable semaphore permits acquired")                                 \
@@ -108,6 +110,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, wait_timeouts, "waits that ended without the lock")   \
     X(COUNTS,  COUNTER, unlock_messages, "pub/sub messages received")         \
     X(COUNTS,  COUNTER, watchdog_renewals, "holds sent for renewal")          \
+    X(COUNTS,  COUNTER, fair_place_renewals,                                   \
+      "FAIR waiters' places in Redis's queue sent for renewal")               \
     X(COUNTS,  COUNTER, watchdog_batches, "renewal script calls")             \
     X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
     X(COUNTS,  COUNTER, wrong_type_refusals,                                   \

@@ -28,6 +28,7 @@
 
 #include "base/log.h"
 #include "base/stats.h"
+#include "engine/fence_memory.h"
 #include "engine/lock_table.h"
 #include "engine/record_keys.h"
 #include "engine/session.h"
@@ -72,6 +73,9 @@ struct lock_call {
      * ungranted, rather than block those behind until its place runs
      * out. */
     bool in_redis_queue;
+    /* Its place there, renewed by the watchdog while it waits (NULL:
+     * none yet, or out of memory: then it runs out unrenewed). */
+    struct watchdog_place *place;
     bool may_wait;         /* its wait has not run out at its start */
     const char *no_wait;   /* its caller can wait no more: why (static) */
     int64_t queue_wait_ms; /* how long its place there is kept */
@@ -129,6 +133,7 @@ static struct {
 } engine;
 
 static void call_attempt(struct lock_call *call);
+static void place_gone(void *owner);
 static void settle_ready(void);
 static void settle_later(struct lock *lock, const char *field,
                          size_t field_len);
@@ -181,6 +186,12 @@ static int64_t effective_lease(const struct lock_call *call)
                               : engine.cfg->watchdog_timeout_ms;
 }
 
+/* A kind whose grants hand out fencing tokens (FENCED). */
+static bool has_tokens(const struct lock_kind *kind)
+{
+    return kind->ops[LOCK_OP_TOKEN].build != NULL;
+}
+
 /* Builds op's call through the lock's kind and sends it. */
 static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
@@ -199,10 +210,13 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                                   .amount = call->amount,
                                   .publish = engine.backend->publish(),
                                   .enqueue = call->may_wait,
-                                  .queue_wait_ms = call->queue_wait_ms};
+                                  .queue_wait_ms = call->queue_wait_ms,
+                                  .place_ms = engine.cfg->watchdog_timeout_ms};
     struct lock_kind_call kc;
     int err;
 
+    if (op == LOCK_OP_ACQUIRE && has_tokens(lock->kind))
+        args.token_floor = fence_memory_floor(lock->name, lock->name_len);
     lock->kind->ops[op].build(&args, &kc);
     err = engine.backend->eval(
         &(struct backend_call){kc.script, lock->name, lock->name_len, kc.nkeys,
@@ -540,6 +554,9 @@ static void call_let_go(struct lock_call *call)
     }
     call->resolving = false;
     call->granted_unsynced = false;
+    if (call->place != NULL)
+        watchdog_place_drop(call->place);
+    call->place = NULL;
     leave_redis_queue(call);
 }
 
@@ -1387,6 +1404,29 @@ static void acquire_unavailable(struct lock_call *call)
         finish_error(call, REPLY_ERR, "out of memory");
 }
 
+/*
+ * A token handed out: remembered, so that the next one for the name is
+ * higher even if Redis loses its counter. The script found the counter
+ * behind one handed out before when was >= 0, and raised it first: Redis
+ * lost data, which the operator should know.
+ */
+static void fence_granted(struct lock *lock, const struct backend_value *reply,
+                          int64_t token)
+{
+    int64_t was = lock_kind_token_was(reply);
+
+    if (was >= 0) {
+        stats.fence_tokens_raised++;
+        log_warn("fencing token of '%.*s': Redis's counter was %lld, behind "
+                 "%lld handed out by this rlockd (Redis lost data?); raised "
+                 "it, token %lld",
+                 (int)lock->name_len, lock->name, (long long)was,
+                 (long long)token - 1, (long long)token);
+    }
+    fence_memory_note(lock->name, lock->name_len, token,
+                      (size_t)engine.cfg->fence_memory_names);
+}
+
 static void on_acquire_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
@@ -1395,6 +1435,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 
     if (outcome == OUTCOME_GRANTED)
         call->token = pttl; /* what a grant's value is */
+    if (outcome == OUTCOME_GRANTED && has_tokens(call->lock->kind))
+        fence_granted(call->lock, reply, call->token);
 
     /* No reply: it may have run, or run yet. Its caller's call sends it
      * again; an abandoned one is settled. */
@@ -1534,8 +1576,14 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
-    if (call->may_wait && queues_in_redis(call->lock->kind))
+    if (call->may_wait && queues_in_redis(call->lock->kind)) {
         call->in_redis_queue = true; /* until it is granted */
+        if (call->place == NULL)
+            call->place = watchdog_place_add(call->lock, call->field,
+                                             call->field_len,
+                                             call->queue_wait_ms, place_gone,
+                                             call);
+    }
     if (engine.backend->sync(call->lock->name, call->lock->name_len,
                              on_sync_reply, call) == 0) {
         call->syncs_out++;
@@ -1544,6 +1592,18 @@ static void call_attempt(struct lock_call *call)
     }
     stats.lock_attempts++;
     call->state = call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING;
+}
+
+/* The watchdog found a waiter's place in Redis's queue gone (a Java
+ * grant moved it past its deadline before it was renewed, and a script
+ * dropped it): a waiter asleep asks again now, and takes a new place,
+ * rather than wait for a message only the queue's head gets. */
+static void place_gone(void *owner)
+{
+    struct lock_call *call = owner;
+
+    if (call->state == CALL_QUEUED)
+        wake_one(call);
 }
 
 static void call_timer_fired(struct timer *timer)
@@ -2291,6 +2351,7 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     lock_table_init();
     session_table_init();
     watchdog_init(cfg, backend);
+    fence_memory_init();
     session_store_init(cfg, backend);
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++)
         for (struct backend_script *const *s = lock_kinds[k]->scripts;
@@ -2333,6 +2394,7 @@ void lock_engine_free(void)
         free(list_entry(node, struct stale_record, link));
     }
     watchdog_close();
+    fence_memory_free();
     session_table_free();
     lock_table_free();
     timers_free();

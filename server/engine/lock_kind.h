@@ -126,6 +126,13 @@ struct lock_call_args {
      * queued there (it waits), and the wait its place is kept for */
     bool enqueue;
     int64_t queue_wait_ms;
+    /* acquire and place renewal of a kind with a queue in Redis: how long
+     * a place of this daemon's waiter is kept unless renewed (and the
+     * renewal's queue_wait_ms is the place's wait) */
+    int64_t place_ms;
+    /* acquire of a kind with tokens: the highest this daemon handed out
+     * for the name (0: none remembered); the token is above it */
+    int64_t token_floor;
 };
 
 /* A call under construction, with room for its arguments and numbers. */
@@ -136,7 +143,7 @@ struct lock_kind_call {
     int argc;
     const char *argv[LOCK_KIND_MAX_ARGS];
     size_t argv_len[LOCK_KIND_MAX_ARGS];
-    char number[3][FORMAT_INT_MAX];
+    char number[4][FORMAT_INT_MAX];
 };
 
 struct lock_kind_op {
@@ -162,12 +169,16 @@ struct lock_kind_op {
  * call is KEYS of every hold, then ARGV of every hold, in order), and
  * renewed reads that hold's element of the reply array.
  */
+/* Room for the numbers of one hold's renewal arguments: two. */
+#define LOCK_KIND_RENEW_NUMBERS (2 * FORMAT_INT_MAX)
+
 struct lock_kind_renewal {
     struct backend_script *script;
     int keys_per_hold;
     int args_per_hold;
     /* Writes the hold's keys to keys[], its arguments to args[]; numbers
-     * it formats go to number (FORMAT_INT_MAX bytes, the hold's own). */
+     * it formats go to number (LOCK_KIND_RENEW_NUMBERS bytes, the hold's
+     * own). */
     void (*add)(const struct lock_call_args *a, const char **keys,
                 size_t *key_len, const char **args, size_t *arg_len,
                 char *number);
@@ -224,6 +235,10 @@ struct lock_kind {
     uint64_t *acquired;
     struct lock_kind_op ops[LOCK_OP_COUNT];
     struct lock_kind_renewal renewal;
+    /* The renewal of this daemon's waiters' places in the kind's queue
+     * in Redis (the fair lock's; the watchdog's, with lease_ms the place's
+     * time to live); script NULL: the kind has no queue there. */
+    struct lock_kind_renewal place_renewal;
     /* Every script above, NULL-terminated, for the backend to load. */
     struct backend_script *const *scripts;
 };
@@ -250,6 +265,11 @@ int lock_kind_renewed(const struct backend_value *element);
 void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
                          size_t *key_len, const char **args, size_t *arg_len,
                          char *number);
+
+/* What the token counter held before a grant of a kind with tokens
+ * (LOCK_OP_ACQUIRE read OUTCOME_GRANTED) raised it to the daemon's floor
+ * (0: nothing), or -1 when it was not behind. */
+int64_t lock_kind_token_was(const struct backend_value *reply);
 
 /* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
  * pairs that follow it are well-formed when this says OUTCOME_VALUE. */
