@@ -2,17 +2,16 @@
  * kind_rlock.c - the kinds stored in Redisson's RLock hash: RLock itself,
  * the fenced lock and the fair lock, three rows of the lock-kind table.
  *
- * The format (../shared/reference/redisson-rlock.md and
- * redisson-family.md, sections 2 and 6): a hash at the lock's name, one
- * field "<client-id>:<thread-id>" holding the hold count, PEXPIRE for the
- * lease. RLock and the fenced lock send "0" on
- * redisson_lock__channel:{name} when the lock is freed, which wakes one
- * waiter; the fenced lock also INCRs redisson_lock_token:{name} on every
- * acquire, reentrant ones included, and answers the new value, the
- * fencing token. The fair lock queues its waiters in
- * redisson_lock_queue:{name} (a list) with a deadline each in
- * redisson_lock_timeout:{name} (a zset), and sends "0" only to the queue's
- * head, on redisson_lock__channel:{name}:<its field>.
+ * The format (Redisson's redisson/src/main/java/org/redisson/RedissonLock.java,
+ * RedissonFairLock.java and RedissonFencedLock.java): a hash at the lock's
+ * name, one field "<client-id>:<thread-id>" holding the hold count, PEXPIRE for
+ * the lease. RLock and the fenced lock send "0" on
+ * redisson_lock__channel:{name} when the lock is freed, which wakes one waiter;
+ * the fenced lock also INCRs redisson_lock_token:{name} on every acquire,
+ * reentrant ones included, and answers the new value, the fencing token. The
+ * fair lock queues its waiters in redisson_lock_queue:{name} (a list) with a
+ * deadline each in redisson_lock_timeout:{name} (a zset), and sends "0" only to
+ * the queue's head, on redisson_lock__channel:{name}:<its field>.
  *
  * The scripts are written from the reference, so a Java service using
  * Redisson and rlockd exclude and wake each other, with rlockd's changes:

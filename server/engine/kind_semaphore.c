@@ -4,17 +4,18 @@
  * RPermitExpirableSemaphore's, each its own hold named by its id; and
  * RCountDownLatch, which a wait (AWAIT) ends without holding anything.
  *
- * The format (../shared/reference/redisson-family.md, sections 4, 5 and
- * 7): a semaphore is a string at its name, the permits available;
- * redisson_sc:{name} carries the new number of permits after every
- * release, add or set, and a waiter woken by it tries again (a message n
- * wakes at most n of this daemon's waiters). The expirable semaphore's
- * permits are the members of the zset {name}:timeout, 16 raw bytes each
- * (their ids, 32 hex digits where they are shown), scored by the time
- * their lease runs out; expired ones come back when a script next runs.
- * A latch is a string count at its name; the channel
- * redisson_countdownlatch__channel__{name} carries "0" when it reaches
- * zero (every waiter goes) and "1" when it is set.
+ * The format (Redisson's
+ * redisson/src/main/java/org/redisson/RedissonSemaphore.java,
+ * RedissonPermitExpirableSemaphore.java and RedissonCountDownLatch.java): a
+ * semaphore is a string at its name, the permits available; redisson_sc:{name}
+ * carries the new number of permits after every release, add or set, and a
+ * waiter woken by it tries again (a message n wakes at most n of this daemon's
+ * waiters). The expirable semaphore's permits are the members of the zset
+ * {name}:timeout, 16 raw bytes each (their ids, 32 hex digits where they are
+ * shown), scored by the time their lease runs out; expired ones come back when
+ * a script next runs. A latch is a string count at its name; the channel
+ * redisson_countdownlatch__channel__{name} carries "0" when it reaches zero
+ * (every waiter goes) and "1" when it is set.
  *
  * What rlockd adds where Redisson loses permits (its users' first
  * complaint, section 12): the plain semaphore's permits taken through

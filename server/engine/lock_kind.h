@@ -9,18 +9,17 @@
  * renewed. The engine's logic (owners, holds, waiters, leases) is the same
  * for every kind and reads only these rows.
  *
- * The rows are written with Redisson's whole family in mind
- * (../shared/reference/redisson-family.md): RLock, the fenced lock (RLock
- * plus a token counter) and the fair lock (RLock's hash plus a queue, a
- * channel per waiter, and only the queue's head signalled) share RLock's
- * hash and are the rows of kind_rlock.c; the read-write lock keeps two
- * modes on one hash and is two rows, READ and WRITE, in kind_rwlock.c (a
- * write unlock wakes every waiter: on_message returns LOCK_KIND_WAKE_ALL).
- * The semaphores and the count-down latch (kind_semaphore.c) hold
- * permits, or nothing, rather than a reentrant count (enum
- * lock_kind_holds), and a message carries a permit count, which is how
- * many waiters it wakes. Each kind is one row and its scripts, plus its
- * entry in lock_kinds[].
+ * The rows are written with Redisson's whole family in mind (the classes under
+ * redisson/src/main/java/org/redisson/): RLock, the fenced lock (RLock plus a
+ * token counter) and the fair lock (RLock's hash plus a queue, a channel per
+ * waiter, and only the queue's head signalled) share RLock's hash and are the
+ * rows of kind_rlock.c; the read-write lock keeps two modes on one hash and is
+ * two rows, READ and WRITE, in kind_rwlock.c (a write unlock wakes every
+ * waiter: on_message returns LOCK_KIND_WAKE_ALL). The semaphores and the
+ * count-down latch (kind_semaphore.c) hold permits, or nothing, rather than a
+ * reentrant count (enum lock_kind_holds), and a message carries a permit count,
+ * which is how many waiters it wakes. Each kind is one row and its scripts,
+ * plus its entry in lock_kinds[].
  */
 #ifndef RLOCKD_LOCK_KIND_H
 #define RLOCKD_LOCK_KIND_H

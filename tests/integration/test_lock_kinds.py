@@ -1,7 +1,8 @@
 """FAIR, READ/WRITE and FENCED locks: what rlockd writes to Redis for each, and
 each against a "Java" Redisson client played by this test with Redisson's own
-scripts (../shared/reference/redisson-family.md, sections 2, 3 and 6), sent
-with EVAL. The scripts below are copied from the reference, not from rlockd."""
+scripts (Redisson's redisson/src/main/java/org/redisson/RedissonFairLock.java,
+RedissonReadLock.java, RedissonWriteLock.java and RedissonFencedLock.java), sent
+with EVAL. The scripts below are Redisson's, not rlockd's."""
 
 import re
 import signal
