@@ -1307,7 +1307,13 @@ static void acquire_granted(struct lock_call *call)
         hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
     if (hold->watchdog) {
         hold_lease_stop(hold);
-        watchdog_start(hold);
+        /* A leased hold taken again in watchdog mode has its earlier
+         * acquires' time renewed at once: a read hold's is a key of each
+         * acquire's own (kind_rwlock.c), which this acquire left alone. */
+        if (!was_watchdog && call->count > 0)
+            watchdog_start_now(hold);
+        else
+            watchdog_start(hold);
     } else {
         hold_lease_start(hold, call->lease_ms);
     }

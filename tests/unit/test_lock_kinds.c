@@ -797,6 +797,23 @@ START_TEST(the_watchdog_renews_each_kind_with_its_own_script)
 }
 END_TEST
 
+/* A leased read hold taken again in watchdog mode is renewed at once: its
+ * first acquire's own timeout key keeps only its lease otherwise, and a
+ * release by another reader after it ran out would delete the lock while
+ * its holder believes the watchdog keeps it (found by the simulation). */
+START_TEST(a_leased_hold_taken_again_in_watchdog_mode_is_renewed_at_once)
+{
+    struct session *a = join("a");
+
+    take_as(&lock_kind_read, a, "N", 1, LEASE_MS);
+    take_as(&lock_kind_read, a, "N", 1, WATCHDOG_MODE);
+    advance(0);
+    expect_args(expect_eval(RW_RENEW, "N"), 3, "N", "a:1", "30000");
+    answer_renewal(expect_eval(RW_RENEW, "N"), 1, (const long long[]){1});
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+}
+END_TEST
+
 /* ---- the kind table ------------------------------------------------------ */
 
 /*
@@ -907,6 +924,9 @@ Suite *lock_kinds_suite(void)
                    unlock_with_another_kind_word_does_not_release_the_hold);
     tcase_add_test(identity, waiters_of_two_kinds_of_one_name_are_two_queues);
     tcase_add_test(identity, the_watchdog_renews_each_kind_with_its_own_script);
+    tcase_add_test(
+        identity,
+        a_leased_hold_taken_again_in_watchdog_mode_is_renewed_at_once);
 
     engine_suite_add(s, fenced);
     engine_suite_add(s, fair);
