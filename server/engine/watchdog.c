@@ -32,7 +32,7 @@
 
 struct renew_batch {
     const struct lock_kind *kind;
-    char key[sizeof(void *) + sizeof(unsigned)]; /* while open */
+    unsigned key[2]; /* while open */
     size_t count;
     struct renew_entry {
         struct hold *hold;
@@ -186,19 +186,29 @@ static void send_batch(struct renew_batch *batch)
     free(batch);
 }
 
+/* The kind's place in lock_kinds[]: unlike its address, the same in
+ * every run, so that batches go out in the same order (the simulation
+ * replays a seed). */
+static unsigned kind_number(const struct lock_kind *kind)
+{
+    unsigned i = 0;
+
+    while (lock_kinds[i] != kind)
+        i++;
+    return i;
+}
+
 /* The open batch for a hold's kind and key group, created when needed.
- * The map's key is the kind's address and the group, as bytes. */
+ * The map's key is the kind's number and the group. */
 static struct renew_batch *batch_for(struct hashmap *open, struct hold *h)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
     const struct lock_kind *kind = h->lock->kind;
-    unsigned group =
-        watchdog.backend->key_group(h->lock->name, h->lock->name_len);
-    char key[sizeof(kind) + sizeof(group)];
+    unsigned key[2] = {
+        kind_number(kind),
+        watchdog.backend->key_group(h->lock->name, h->lock->name_len)};
     struct renew_batch *batch;
 
-    memcpy(key, &kind, sizeof(kind));
-    memcpy(key + sizeof(kind), &group, sizeof(group));
     batch = hashmap_get(open, key, sizeof(key));
     if (batch != NULL && batch->count < max)
         return batch;

@@ -59,6 +59,27 @@ bool sim_redis_lock(const struct sim_redis *r, const char *key,
     return true;
 }
 
+/* Whether owner i of the read-write lock at key still holds it: a writer
+ * while the hash lives; a reader while one of its holds' keys does (a
+ * read hold whose lease ran out leaves its field in the hash while other
+ * readers keep the hash alive, as Redisson's format does). */
+static bool rw_live(const struct sim_redis *r, const char *key,
+                    const struct sim_key *h, size_t i)
+{
+    const char *f = h->field[i];
+    size_t len = strlen(f);
+    char timeout[SIM_STR];
+
+    if (len >= 6 && strcmp(f + len - 6, ":write") == 0)
+        return true;
+    for (long long n = atoll(h->value[i]); n >= 1; n--) {
+        rw_timeout_key(timeout, key, f, n);
+        if (find(r, timeout) != NULL)
+            return true;
+    }
+    return false;
+}
+
 size_t sim_redis_rw_owners(const struct sim_redis *r, const char *key,
                            const char **fields, long long *counts, size_t max)
 {
@@ -66,7 +87,7 @@ size_t sim_redis_rw_owners(const struct sim_redis *r, const char *key,
     size_t n = 0;
 
     for (size_t i = 0; h != NULL && i < h->fields && n < max; i++)
-        if (strcmp(h->field[i], "mode") != 0) {
+        if (strcmp(h->field[i], "mode") != 0 && rw_live(r, key, h, i)) {
             fields[n] = h->field[i];
             counts[n++] = atoll(h->value[i]);
         }

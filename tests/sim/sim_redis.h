@@ -87,8 +87,8 @@ void sim_redis_flush(struct sim_redis *r);
  * count. */
 bool sim_redis_lock(const struct sim_redis *r, const char *key,
                     const char **owner, long long *count);
-/* The owners of the read-write lock at key (not "mode"), up to max: their
- * fields and counts; how many there are. */
+/* The owners of the read-write lock at key (not "mode") that still hold
+ * it, up to max: their fields and counts; how many there are. */
 size_t sim_redis_rw_owners(const struct sim_redis *r, const char *key,
                            const char **fields, long long *counts, size_t max);
 /* A semaphore's holders at now (their time not run out): the owners of

@@ -279,6 +279,18 @@ static inline void publish_number(struct sim_redis *r, const char *channel,
 #define ARG(i) (c->argv[c->nkeys + (i)])
 #define KEY(i) (c->argv[(i)])
 
+/* A read hold's key: "{name}:<field>:rwlock_timeout:<n>". */
+static inline void rw_timeout_key(char *out, const char *name,
+                                  const char *field, long long n)
+{
+    bool braced = strchr(name, '{') != NULL;
+
+    if (snprintf(out, SIM_STR, "%s%s%s:%s:rwlock_timeout:%lld",
+                 braced ? "" : "{", name, braced ? "" : "}", field,
+                 n) >= SIM_STR)
+        abort(); /* a name longer than the simulation's */
+}
+
 /* The script families (sim_redis_locks.c, sim_redis_counts.c): each runs
  * a call of its scripts, false for one it does not know. */
 bool sim_redis_run_rlock(struct sim_redis *r, uint64_t now,

@@ -270,18 +270,6 @@ static const char *rw_shape(const struct sim_key *h)
                                                                    : "other";
 }
 
-/* A read hold's key: "{name}:<field>:rwlock_timeout:<n>". */
-static void rw_timeout_key(char *out, const char *name, const char *field,
-                           long long n)
-{
-    bool braced = strchr(name, '{') != NULL;
-
-    if (snprintf(out, SIM_STR, "%s%s%s:%s:rwlock_timeout:%lld",
-                 braced ? "" : "{", name, braced ? "" : "}", field,
-                 n) >= SIM_STR)
-        abort(); /* a name longer than the simulation's */
-}
-
 /* The longest PTTL of the lock's read holds' keys (-3: none). */
 static long long rw_longest_read(const struct sim_redis *r, const char *name,
                                  uint64_t now)
