@@ -61,8 +61,8 @@
  * and for the latch
  *  L1 no waiter stranded: an AWAIT is answered within LATCH_STRANDED_MS
  *     of the latch opening (or of its asking, or of the last fault);
- *  L2 an AWAIT answered "open" was asked while the latch was open, or
- *     before it opened;
+ *  L2 an AWAIT is answered "open" only if the latch was open at some
+ *     time since it was asked;
  * and for the fenced lock
  *  F1 each grant's token is above every earlier one of the name, unless
  *     Redis lost data since.
@@ -934,11 +934,12 @@ static void on_joined(void *ctx, struct session *s, int err)
         stop_sections(c, c->broken_at + RESUME_GRACE_MS, true);
     } else if (c->resuming) {
         /* resumed: each hold is asked for (a Redis that lost data may
-         * have lost part of the record: 0 then says the lock is lost) */
-        for (int t = 0; t < THREADS; t++)
-            for (int l = 0; l < LOCKS; l++)
-                if (c->threads[t].believed[l] > 0)
-                    acquire_in_doubt(&c->threads[t], l);
+         * have lost part of the record: 0 then says the lock is lost),
+         * and each name it may hold (one it gave back may have come
+         * back with the record, after a failover lost the release) */
+        for (int t = 0; t < (permit_mode() ? 1 : THREADS); t++)
+            for (int l = 0; l < LOCKS && mode != MODE_LATCH; l++)
+                acquire_in_doubt(&c->threads[t], l);
     }
     c->resuming = false;
 }
@@ -1393,12 +1394,14 @@ static void client_tick(struct client *c)
 {
     uint64_t now = fake_clock.now_ms;
 
+    if (clients_quiet)
+        return;
     if (!c->connected) {
         if (c->join == NULL && now >= c->reconnect_at)
             client_connect(c);
         return;
     }
-    if (now < c->paused_until || clients_quiet)
+    if (now < c->paused_until)
         return;
     /* now and then, and more often while it waits for a lock (a client
      * that gives up a wait by closing its connection) */
@@ -1630,7 +1633,10 @@ static void run_seed(uint64_t seed, unsigned steps)
         tick();
     world_drain();
     check_exclusion();
-    if (permit_mode()) {
+    if (permit_mode()) { /* everyone leaves */
+        for (int i = 0; i < CLIENTS; i++)
+            if (clients[i].connected)
+                client_disconnect(&clients[i]);
         world_rest(ORPHAN_MAX_MS);
         check_permits_back();
     }
