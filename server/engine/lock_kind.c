@@ -111,6 +111,15 @@ void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
     arg_len[1] = format_int64(number, a->lease_ms);
 }
 
+unsigned lock_kind_index(const struct lock_kind *kind)
+{
+    unsigned i = 0;
+
+    while (lock_kinds[i] != kind)
+        i++;
+    return i;
+}
+
 bool lock_kind_recorded(const struct lock_kind *kind)
 {
     return kind->holds == HOLDS_REENTRANT || kind->holds == HOLDS_PERMITS;

@@ -244,6 +244,8 @@ bool lock_kind_op_required(const struct lock_kind *kind, enum lock_op op);
  * expirable permit expires within its lease; a latch's wait holds
  * nothing). */
 bool lock_kind_recorded(const struct lock_kind *kind);
+/* The kind's place in lock_kinds[]. */
+unsigned lock_kind_index(const struct lock_kind *kind);
 /* The op's name, for the log and the tests. */
 extern const char *const lock_op_names[LOCK_OP_COUNT];
 

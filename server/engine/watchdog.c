@@ -186,26 +186,16 @@ static void send_batch(struct renew_batch *batch)
     free(batch);
 }
 
-/* The kind's place in lock_kinds[]: unlike its address, the same in
- * every run, so that batches go out in the same order (the simulation
- * replays a seed). */
-static unsigned kind_number(const struct lock_kind *kind)
-{
-    unsigned i = 0;
-
-    while (lock_kinds[i] != kind)
-        i++;
-    return i;
-}
-
 /* The open batch for a hold's kind and key group, created when needed.
- * The map's key is the kind's number and the group. */
+ * The map's key is the kind's index and the group: unlike the kind's
+ * address, the same in every run, so that batches go out in the same
+ * order (the simulation replays a seed). */
 static struct renew_batch *batch_for(struct hashmap *open, struct hold *h)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
     const struct lock_kind *kind = h->lock->kind;
     unsigned key[2] = {
-        kind_number(kind),
+        lock_kind_index(kind),
         watchdog.backend->key_group(h->lock->name, h->lock->name_len)};
     struct renew_batch *batch;
 
