@@ -251,8 +251,9 @@ test: deps npm-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests $(BUILD)/client_tests
 	@$(MAKE) --no-print-directory unit client integration
 
-# The lock engine's deterministic simulation (tests/sim/): make test runs
-# SIM_SEEDS seeds, make simulate SIMULATE_SEEDS; SIM_SEED=<n> replays one.
+# The lock engine's deterministic simulation (tests/sim/), of every lock
+# kind: make test runs SIM_SEEDS seeds, make simulate SIMULATE_SEEDS;
+# SIM_SEED=<n> replays one, SIM_KIND=<mode> runs every seed as one kind.
 SIM_SEEDS      ?= 2000
 SIMULATE_SEEDS ?= 100000
 

@@ -242,6 +242,36 @@ struct lock_kind {
     struct backend_script *const *scripts;
 };
 
+/*
+ * Which ops a kind's row must have, and which it may leave out, as one
+ * definition the engine and tests/unit/test_lock_kinds.c share.
+ *
+ * Required are the ops the engine sends on its own, whatever a client
+ * asks: every kind's ACQUIRE; and, for a kind whose grants hold something
+ * in Redis (holds other than HOLDS_NOTHING), RELEASE, RELEASE_OWNER (the
+ * session's end) and SETTLE (after a lost reply), and its renewal; and
+ * HOLD_COUNT for a kind named in a session record (lock_kind_recorded),
+ * which a resumed session asks. A kind that holds nothing is never
+ * settled, released or renewed: a latch's AWAIT leaves nothing behind.
+ *
+ * Every other op is optional, and the engine looks before it uses one: a
+ * request for an op the row lacks is refused unsent (lock_engine_start);
+ * LOCK_OP_LEAVE_QUEUE and LOCK_OP_TOKEN are looked for, their presence
+ * being the kind's queue in Redis and its tokens. A row has a build for
+ * an op exactly when it has a read; and the engine's call_send refuses
+ * an op with no build (a failed call, logged) rather than call NULL.
+ */
+bool lock_kind_op_required(const struct lock_kind *kind, enum lock_op op);
+/* Whether the kind's holds are named in a session record, so that a later
+ * rlockd can give them back: a lock's and a plain semaphore's (an
+ * expirable permit expires within its lease; a latch's wait holds
+ * nothing). */
+bool lock_kind_recorded(const struct lock_kind *kind);
+/* The kind's place in lock_kinds[]. */
+unsigned lock_kind_index(const struct lock_kind *kind);
+/* The op's name, for the log and the tests. */
+extern const char *const lock_op_names[LOCK_OP_COUNT];
+
 /* The replies every kind's scripts give alike (lock_kind.c): an acquire's
  * nil (granted) or PTTL (refused), ... */
 enum lock_outcome lock_kind_read_acquire(const struct backend_value *reply,

@@ -36,7 +36,7 @@
 struct renew_batch {
     const struct lock_kind_renewal *row;
     bool places;
-    char key[sizeof(void *) + sizeof(unsigned)]; /* while open */
+    unsigned key[3]; /* while open */
     size_t count;
     union renew_entry {
         struct hold *hold;
@@ -261,20 +261,20 @@ static void send_batch(struct renew_batch *batch)
 }
 
 /* The open batch for a hold's, or a place's (places), lock's kind and
- * key group, created when needed. The map's key is the renewal row's
- * address and the group, as bytes. */
+ * key group, created when needed. The map's key is the kind's index,
+ * places and the group: unlike the kind's address, the same in every
+ * run, so that batches go out in the same order (the simulation replays
+ * a seed). */
 static struct renew_batch *batch_for(struct hashmap *open,
                                      const struct lock *lock, bool places)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
     const struct lock_kind_renewal *row =
         places ? &lock->kind->place_renewal : &lock->kind->renewal;
-    unsigned group = watchdog.backend->key_group(lock->name, lock->name_len);
-    char key[sizeof(row) + sizeof(group)];
+    unsigned key[3] = {lock_kind_index(lock->kind), places,
+                       watchdog.backend->key_group(lock->name, lock->name_len)};
     struct renew_batch *batch;
 
-    memcpy(key, &row, sizeof(row));
-    memcpy(key + sizeof(row), &group, sizeof(group));
     batch = hashmap_get(open, key, sizeof(key));
     if (batch != NULL && batch->count < max)
         return batch;

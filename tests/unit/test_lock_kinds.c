@@ -973,6 +973,80 @@ START_TEST(the_watchdog_renews_each_kind_with_its_own_script)
 }
 END_TEST
 
+/* A leased read hold taken again in watchdog mode is renewed at once: its
+ * first acquire's own timeout key keeps only its lease otherwise, and a
+ * release by another reader after it ran out would delete the lock while
+ * its holder believes the watchdog keeps it (found by the simulation). */
+START_TEST(a_leased_hold_taken_again_in_watchdog_mode_is_renewed_at_once)
+{
+    struct session *a = join("a");
+
+    take_as(&lock_kind_read, a, "N", 1, LEASE_MS);
+    take_as(&lock_kind_read, a, "N", 1, WATCHDOG_MODE);
+    advance(0);
+    expect_args(expect_eval(RW_RENEW, "N"), 3, "N", "a:1", "30000");
+    answer_renewal(expect_eval(RW_RENEW, "N"), 1, (const long long[]){1});
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+}
+END_TEST
+
+/* ---- the kind table ------------------------------------------------------ */
+
+/*
+ * Every kind x op: an op the engine sends on its own (lock_kind.h,
+ * lock_kind_op_required) has its build and read; an optional one has
+ * both or neither; and what the engine calls for every kind, or for
+ * every kind that holds something, is there.
+ */
+START_TEST(every_kinds_row_has_each_op_the_engine_can_reach)
+{
+    for (int k = 0; k < LOCK_KIND_COUNT; k++) {
+        const struct lock_kind *kind = lock_kinds[k];
+
+        ck_assert_ptr_nonnull(kind);
+        for (int op = 0; op < LOCK_OP_COUNT; op++) {
+            const struct lock_kind_op *o = &kind->ops[op];
+
+            ck_assert_ptr_nonnull(lock_op_names[op]);
+            ck_assert_msg(!lock_kind_op_required(kind, op) || o->build != NULL,
+                          "the %s kind has no %s build", kind->name,
+                          lock_op_names[op]);
+            ck_assert_msg((o->build == NULL) == (o->read == NULL),
+                          "the %s kind's %s has a build or a read alone",
+                          kind->name, lock_op_names[op]);
+        }
+        ck_assert_ptr_nonnull(kind->channel.affix);
+        ck_assert_ptr_nonnull(kind->on_message);
+        ck_assert_ptr_nonnull(kind->scripts);
+        if (kind->holds == HOLDS_NOTHING)
+            continue;
+        ck_assert_msg(kind->renewal.script != NULL &&
+                          kind->renewal.add != NULL &&
+                          kind->renewal.renewed != NULL,
+                      "the %s kind's holds cannot be renewed", kind->name);
+    }
+}
+END_TEST
+
+/* The definition itself: what a latch's wait may leave out, and what a
+ * lock may not. */
+START_TEST(a_kind_that_holds_nothing_needs_no_release_or_settle)
+{
+    static const enum lock_op held_ops[] = {
+        LOCK_OP_RELEASE, LOCK_OP_RELEASE_OWNER, LOCK_OP_SETTLE};
+
+    for (size_t i = 0; i < sizeof(held_ops) / sizeof(held_ops[0]); i++) {
+        ck_assert(!lock_kind_op_required(&lock_kind_latch, held_ops[i]));
+        ck_assert(lock_kind_op_required(&lock_kind_expirable, held_ops[i]));
+        ck_assert(lock_kind_op_required(&lock_kind_rlock, held_ops[i]));
+    }
+    ck_assert(lock_kind_op_required(&lock_kind_latch, LOCK_OP_ACQUIRE));
+    ck_assert(lock_kind_op_required(&lock_kind_semaphore, LOCK_OP_HOLD_COUNT));
+    ck_assert(!lock_kind_op_required(&lock_kind_expirable, LOCK_OP_HOLD_COUNT));
+    ck_assert(!lock_kind_op_required(&lock_kind_rlock, LOCK_OP_TOKEN));
+}
+END_TEST
+
 Suite *lock_kinds_suite(void)
 {
     Suite *s = suite_create("lock_kinds");
@@ -980,6 +1054,7 @@ Suite *lock_kinds_suite(void)
     TCase *fair = tcase_create("fair");
     TCase *rwlock = tcase_create("read_write");
     TCase *identity = tcase_create("identity_and_watchdog");
+    TCase *table = tcase_create("kind_table");
 
     tcase_add_test(fenced, fenced_grant_answers_its_token_as_an_integer);
     tcase_add_test(fenced, fenced_refusal_reads_the_pttl_from_the_pair);
@@ -1033,10 +1108,16 @@ Suite *lock_kinds_suite(void)
                    unlock_with_another_kind_word_does_not_release_the_hold);
     tcase_add_test(identity, waiters_of_two_kinds_of_one_name_are_two_queues);
     tcase_add_test(identity, the_watchdog_renews_each_kind_with_its_own_script);
+    tcase_add_test(
+        identity,
+        a_leased_hold_taken_again_in_watchdog_mode_is_renewed_at_once);
 
     engine_suite_add(s, fenced);
     engine_suite_add(s, fair);
     engine_suite_add(s, rwlock);
     engine_suite_add(s, identity);
+    tcase_add_test(table, every_kinds_row_has_each_op_the_engine_can_reach);
+    tcase_add_test(table, a_kind_that_holds_nothing_needs_no_release_or_settle);
+    suite_add_tcase(s, table);
     return s;
 }
