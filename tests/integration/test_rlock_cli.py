@@ -16,7 +16,7 @@ import termios
 import time
 
 from harness import (HOST, Env, Skip, TempDir, _spawn, assert_eq, free_port, holds_for, rlock_bin,
-                     wait_until)
+                     wait_info, wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -675,22 +675,78 @@ def test_rlockd_unreachable_past_the_lock_ttl_counts_as_lost():
             wait_until(_gone(env, n), 1.0, what="the lock's TTL running out in Redis")
 
 
-def test_rlockd_stopped_in_order_counts_as_lost_at_once_not_at_the_ttl():
-    # A long TTL: only the unreachable-rlockd grace (1 s) can end this in time.
+def test_rlockd_stopped_in_order_with_release_counts_as_lost_once_it_is_back_not_at_the_ttl():
+    # A long TTL: only the restarted rlockd's "no session to resume" can end this in time.
     config = {"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release",
                        "on_shutdown": "release"}}
     with Env(config, label="rlock-stop") as env, TempDir() as d:
         n = env.name("stop")
         with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
             rl.wait_ready()
-            t0 = time.monotonic()
             env.rlockd.signal(signal.SIGTERM)   # an orderly stop releases the lock in Redis
             assert_eq(env.rlockd.wait_exit(5.0), 0, "rlockd's exit status")
             assert_eq(env.redis("EXISTS", n), 0, "lock released by the stopping rlockd")
+            env.rlockd.start()
+            t0 = time.monotonic()
             assert_eq(rl.wait(5.0), EXIT_LOCK_LOST, "rlock's exit status")
             dt = time.monotonic() - t0
-            assert dt < 3.0, "rlock ran COMMAND %.1fs after its lock was released (TTL 20 s)" % dt
+            assert dt < 3.0, "rlock ran COMMAND %.1fs after rlockd was back (TTL 20 s)" % dt
             assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+
+
+def _ride_through(gap_s, crash):
+    """rlock runs COMMAND under a 30 s watchdog lock while rlockd is stopped
+    (SIGTERM, on_shutdown = keep) or killed, and started again gap_s later."""
+    with Env({"lock": {"watchdog_timeout_ms": 30000}}, label="rlock-ride") as env, TempDir() as d:
+        n = env.name("ride")
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+            rl.wait_ready()
+            owner = list(env.redis_hash(n))[0]
+            if crash:
+                env.rlockd.proc.kill()
+            else:
+                env.rlockd.signal(signal.SIGTERM)
+            env.rlockd.proc.wait(5)
+            # the gap is the scenario: rlock keeps COMMAND running through it
+            holds_for(lambda: rl.proc.poll() is None and len(env.redis_hash(n)) == 1, gap_s,
+                      what="rlock and its lock while rlockd is away")
+            env.rlockd.start()   # same port
+            wait_info(env.rlockd, "sessions_resumed", 1, timeout=5.0, what="rlock's session resumed")
+            wait_until(lambda: env.redis_hash(n) == {owner: "2"}, 5.0,
+                       what="rlock's lock renewed through the new rlockd")
+            assert rl.proc.poll() is None, "rlock exited: %r" % rl.output()
+            rl.go()
+            assert_eq(rl.wait(5.0), 0, "rlock's exit status")
+            assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock released it")
+            assert "lost" not in rl.output(), "rlock's output: %r" % rl.output()
+
+
+def test_rlockd_restart_with_a_2s_gap_leaves_command_running_and_the_lock_held():
+    _ride_through(2.0, crash=False)
+
+
+def test_rlockd_crash_with_a_10s_gap_leaves_command_running_and_the_lock_held():
+    _ride_through(10.0, crash=True)
+
+
+def test_rlockd_away_past_the_lock_ttl_stops_command_with_75_at_the_ttl_not_before():
+    # renewed every 2 s, confirmed every 1 s: at the stop the lock has 4 s or more left
+    with Env({"lock": {"watchdog_timeout_ms": 6000}}, label="rlock-ttl") as env, TempDir() as d:
+        n = env.name("ttl")
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            env.rlockd.signal(signal.SIGTERM)
+            env.rlockd.proc.wait(5)
+            pttl = env.redis("PTTL", n)
+            t0 = time.monotonic()
+            assert pttl > 3500, "PTTL %d at the stop" % pttl
+            assert_eq(rl.wait(8.0), EXIT_LOCK_LOST, "rlock's exit status")
+            dt = time.monotonic() - t0
+            # no later than the TTL left at the stop, no earlier than a check interval before it
+            assert pttl / 1000.0 - 1.1 <= dt <= pttl / 1000.0 + 0.3, \
+                "rlock gave up %.3fs after rlockd stopped, PTTL was %d ms" % (dt, pttl)
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+            assert "rlockd has not confirmed it" in rl.output(), rl.output()
 
 
 def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
