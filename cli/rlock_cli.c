@@ -435,6 +435,10 @@ int main(int argc, char **argv)
     if (status != 0)
         return status;
     connect_opts.heartbeat_ms = o.heartbeat_ms;
+    connect_opts.user = o.user;
+    connect_opts.password = o.password;
+    if (o.password != NULL) /* the user's, or the default user's */
+        connect_opts.auth_token = NULL;
     c = rlock_connect(o.addr, &connect_opts, &err);
     if (c == NULL)
         return fail(err, "rlockd at %s", o.addr);

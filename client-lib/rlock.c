@@ -216,11 +216,12 @@ static const char *const error_texts[] = {
     [-RLOCK_EINVAL] = "invalid argument",
     [-RLOCK_ELIMIT] = "a limit of rlockd was reached",
     [-RLOCK_ESHUTDOWN] = "rlockd is shutting down",
-    [-RLOCK_EAUTH] = "authentication with rlockd failed",
+    [-RLOCK_EAUTH] = "rlockd wants a login, or refused the one given",
     [-RLOCK_ESYSTEM] = "out of memory or system error",
     [-RLOCK_EPROTOCOL] = "unexpected reply from rlockd",
     [-RLOCK_EWRONGTYPE] = "the name's key holds something that is not a lock",
     [-RLOCK_ENOREPLICAS] = "no Redis replica acknowledged the lock in time",
+    [-RLOCK_ENOPERM] = "the user logged in as may not do this",
 };
 
 /* ---- the table of threads ------------------------------------------- */

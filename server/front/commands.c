@@ -158,6 +158,19 @@ static int permit_id_of(const struct command_args *a, char *id)
     return 0;
 }
 
+/* Who deleted a lock, whoever held it, is worth a line in the log: the
+ * connection (its name and peer), its user and its client-id. */
+static void log_force_unlock(const struct client *c,
+                             const struct command_args *a)
+{
+    char label[CLIENT_LABEL_MAX];
+
+    log_info("FORCEUNLOCK '%.*s' by %s, user %s, client-id %s",
+             (int)a->name_len, a->name, client_label(c, label, sizeof label),
+             c->user != NULL ? c->user->name : ACL_DEFAULT_USER,
+             c->session->id);
+}
+
 /* Every lock, semaphore and latch command: a request for the engine,
  * answered in order. A grant is +OK for LOCK and a waiting ACQUIRE, :1
  * for the others that may wait (their caller asked for an answer). */
@@ -186,6 +199,8 @@ static int command_request(struct client *c, const struct command *cmd,
         out = client_reply_buffer(c);
         return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
     }
+    if (cmd->id == CMD_FORCEUNLOCK)
+        log_force_unlock(c, a);
     client_start_call(c, &req, cmd, a,
                       cmd->id == CMD_LOCK ||
                           (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));
