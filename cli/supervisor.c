@@ -118,15 +118,17 @@ void watch_confirmed(struct watch *w, int64_t asked, long long pttl)
 /* Only an rlockd that is there but silent shortens the deadline
  * (UNREACHABLE_GRACE_MS); one that is away (being restarted) or has Redis
  * down (RLOCK_EREDIS) leaves the lock its TTL: nobody else can take it
- * before then. */
+ * before then. A permit has no TTL rlock can know (rlockd renews it with
+ * its own watchdog): rlockd away, it gets the grace too. */
 void watch_failed(struct watch *w, int err, int64_t asked)
 {
-    bool session_gone = err == RLOCK_ETIMEOUT;
+    bool away = err == RLOCK_ECONNLOST || err == RLOCK_EDAEMON;
 
     pthread_mutex_lock(&w->mu);
     w->last_error = err;
     w->recheck &= asked < w->recheck_from;
-    if (session_gone && w->expires_at > asked + UNREACHABLE_GRACE_MS)
+    if ((err == RLOCK_ETIMEOUT || (away && w->expires_at == INT64_MAX)) &&
+        w->expires_at > asked + UNREACHABLE_GRACE_MS)
         w->expires_at = asked + UNREACHABLE_GRACE_MS;
     pthread_mutex_unlock(&w->mu);
     watch_wake(w);

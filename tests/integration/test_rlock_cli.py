@@ -1334,3 +1334,17 @@ def test_force_unlock_is_logged_with_who_issued_it(env):
     assert_eq((r.returncode, r.stdout), (0, "force-unlocked\n"), "rlock force-unlock")
     env.rlockd.wait_log(r"INFO FORCEUNLOCK '%s' by client \d+ '%s/rlock/\d+' \(tcp 127\.0\.0\.1\), "
                         r"user default, client-id [0-9a-f-]{36}\n" % (re.escape(n), re.escape(socket.gethostname())))
+
+
+def test_permits_rlockd_away_counts_as_lost_after_the_grace_as_its_ttl_is_unknown():
+    # rlockd renews a permit with its own watchdog: rlock cannot know when it would
+    # expire, so rlockd away is a loss after the 1 s grace, however long the watchdog
+    with Env({"lock": {"watchdog_timeout_ms": 30000}}, label="rlock-permit-away") as env, TempDir() as d:
+        n = env.name("permit-away")
+        with Background(d, ["-S", _addr(env), "--permits", "1", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            env.rlockd.proc.kill()
+            env.rlockd.proc.wait(5)
+            assert_eq(rl.wait(5.0), EXIT_LOCK_LOST, "rlock's exit status")
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+            assert "rlockd has not confirmed it" in rl.output(), rl.output()
