@@ -293,6 +293,16 @@ RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
                                 struct rlock_owner **owners, size_t *count);
 RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
 
+/* rlock_owners_kind(), and in *names (NULL when there is no owner) the
+ * name of each owner's client, names[i] that of (*owners)[i], where this
+ * rlockd knows one (a connection of that client is open on it with a
+ * name, as rlock_options.client_name sets), else NULL (rlockd's OWNERS
+ * ... WITHNAMES). *names is freed with free(). RLOCK_OK or an error. */
+RLOCK_API int rlock_owners_named_kind(rlock_client *c, const char *name,
+                                      enum rlock_kind kind, long long *pttl_ms,
+                                      struct rlock_owner **owners,
+                                      char ***names, size_t *count);
+
 /*
  * Semaphores and the count-down latch: Redisson's RSemaphore,
  * RPermitExpirableSemaphore and RCountDownLatch, in their formats, so

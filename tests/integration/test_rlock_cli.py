@@ -1319,6 +1319,8 @@ def test_rlock_names_its_connections_host_program_pid_which_owners_withnames_and
         owner = list(counts)[0]
         assert_eq(c.call("OWNERS", n, "WITHNAMES")[1:], [counts, [owner, want]], "OWNERS WITHNAMES")
         assert ("name=%s " % want) in env.admin().call("CLIENT", "LIST"), "CLIENT LIST names rlock's connections"
+        r = run_rlock(["-S", _addr(env), "status", n])
+        assert_eq(r.stdout.splitlines()[1:], ["owner=%s holds=1 name=%s" % (owner, want)], "rlock status")
         rl.go()
         assert_eq(rl.wait(5.0), 0, "rlock's exit status")
     c.call("LOCK", n, 7)
