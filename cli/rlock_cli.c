@@ -72,9 +72,11 @@ struct keeper {
 static int print_status(rlock_client *c, const struct options *o)
 {
     struct rlock_owner *owners;
+    char **names;
     long long pttl;
     size_t count;
-    int rc = rlock_owners_kind(c, o->name, o->kind, &pttl, &owners, &count);
+    int rc = rlock_owners_named_kind(c, o->name, o->kind, &pttl, &owners,
+                                     &names, &count);
 
     if (rc != RLOCK_OK)
         return fail(rc, "status of '%s' at %s", o->name, o->addr);
@@ -83,8 +85,11 @@ static int print_status(rlock_client *c, const struct options *o)
     else
         printf("locked pttl_ms=%lld\n", pttl);
     for (size_t i = 0; i < count; i++)
-        printf("owner=%s holds=%lld\n", owners[i].owner, owners[i].holds);
+        printf("owner=%s holds=%lld%s%s\n", owners[i].owner, owners[i].holds,
+               names[i] != NULL ? " name=" : "",
+               names[i] != NULL ? names[i] : "");
     rlock_owners_free(owners);
+    free(names);
     return 0;
 }
 
@@ -435,6 +440,10 @@ int main(int argc, char **argv)
     if (status != 0)
         return status;
     connect_opts.heartbeat_ms = o.heartbeat_ms;
+    connect_opts.user = o.user;
+    connect_opts.password = o.password;
+    if (o.password != NULL) /* the user's, or the default user's */
+        connect_opts.auth_token = NULL;
     c = rlock_connect(o.addr, &connect_opts, &err);
     if (c == NULL)
         return fail(err, "rlockd at %s", o.addr);

@@ -95,8 +95,9 @@ enum rlock_error {
     RLOCK_ELIMIT = -8,
     /* rlockd is shutting down (-SHUTDOWN). */
     RLOCK_ESHUTDOWN = -9,
-    /* rlockd refused the auth token, or wants one and none was given, or
-     * the user it authenticates as may not do this (-NOAUTH, -NOPERM). */
+    /* rlockd wants a login and none was given (-NOAUTH), or refused the
+     * one given (a wrong user, password or auth token): set
+     * rlock_options.user and .password, or .auth_token. */
     RLOCK_EAUTH = -10,
     /* Out of memory, or a system call failed. */
     RLOCK_ESYSTEM = -11,
@@ -110,6 +111,10 @@ enum rlock_error {
     /* No Redis replica acknowledged the acquire in time ([lock]
      * sync_replicas): it was undone; the lock is not held. */
     RLOCK_ENOREPLICAS = -14,
+    /* The user logged in as may not run this command, or not on this
+     * name (-NOPERM: its [user NAME] commands and names rules in rlockd's
+     * configuration). */
+    RLOCK_ENOPERM = -15,
 };
 
 typedef struct rlock_client rlock_client;
@@ -131,6 +136,15 @@ typedef struct rlock_options {
      * [server] min_heartbeat_ms..max_heartbeat_ms (by default the same),
      * or rlock_connect() fails with RLOCK_EINVAL. */
     int heartbeat_ms;
+    /* A login as a configured user of rlockd ([user NAME]): AUTH user
+     * password on each connect. NULL user: the password alone logs in as
+     * the default user (as auth_token does); not both with auth_token. */
+    const char *user;
+    const char *password;
+    /* CLIENT SETNAME on each connection, which rlockd's CLIENT LIST,
+     * OWNERS ... NAMES and its log show. NULL: "<host>/<program>/<pid>";
+     * "": none. At most 128 bytes, no spaces or newlines. */
+    const char *client_name;
 } rlock_options;
 
 #define RLOCK_NO_HEARTBEAT (-1)
@@ -281,6 +295,16 @@ RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
                                 enum rlock_kind kind, long long *pttl_ms,
                                 struct rlock_owner **owners, size_t *count);
 RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
+
+/* rlock_owners_kind(), and in *names (NULL when there is no owner) the
+ * name of each owner's client, names[i] that of (*owners)[i], where this
+ * rlockd knows one (a connection of that client is open on it with a
+ * name, as rlock_options.client_name sets), else NULL (rlockd's OWNERS
+ * ... WITHNAMES). *names is freed with free(). RLOCK_OK or an error. */
+RLOCK_API int rlock_owners_named_kind(rlock_client *c, const char *name,
+                                      enum rlock_kind kind, long long *pttl_ms,
+                                      struct rlock_owner **owners,
+                                      char ***names, size_t *count);
 
 /*
  * Semaphores and the count-down latch: Redisson's RSemaphore,

@@ -79,6 +79,7 @@ struct config {
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t reconnect_max_ms;
+    int64_t first_connect_warn_ms;
     int64_t ping_interval_ms; /* idle probe; also when a link stalls */
     /* [lock] */
     char name_prefix[256];

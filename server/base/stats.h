@@ -15,6 +15,7 @@
 #ifndef RLOCKD_STATS_H
 #define RLOCKD_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/histogram.h"
@@ -189,6 +190,7 @@ struct redis_status {
     const char *topology; /* "ok", "discovering" or "unreachable" */
     uint64_t changed_ms;  /* when master or topology last changed */
     uint64_t unreachable_since_ms; /* 0 while the pool can serve */
+    bool ever_reached;             /* since start-up */
     const char *pubsub; /* "global", "sharded", "both"; "auto" undecided */
 };
 

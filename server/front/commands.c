@@ -173,6 +173,20 @@ static int refuse_reserved(struct client *c, const char *why)
                : -ENOMEM;
 }
 
+/* Who deleted a lock, whoever held it, is worth a line in the log: the
+ * connection (its name and peer), its user and its client-id. */
+static void log_force_unlock(const struct client *c,
+                             const struct command_args *a)
+{
+    char label[CLIENT_LABEL_MAX], quoted[QUOTED_NAME_MAX + 1];
+
+    log_info("FORCEUNLOCK '%s' by %s, user %s, client-id %s",
+             printable(a->name, a->name_len, quoted, sizeof(quoted)),
+             client_label(c, label, sizeof label),
+             c->user != NULL ? c->user->name : ACL_DEFAULT_USER,
+             c->session->id);
+}
+
 /* Every lock, semaphore and latch command: a request for the engine,
  * answered in order. A grant is +OK for LOCK and a waiting ACQUIRE, :1
  * for the others that may wait (their caller asked for an answer). */
@@ -205,6 +219,8 @@ static int command_request(struct client *c, const struct command *cmd,
     if (record_keys_reserved(commands.cfg->name_prefix, kind, req.name,
                              req.name_len, why, sizeof(why)))
         return refuse_reserved(c, why);
+    if (cmd->id == CMD_FORCEUNLOCK)
+        log_force_unlock(c, a);
     client_start_call(c, &req, cmd, a,
                       cmd->id == CMD_LOCK ||
                           (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));
