@@ -492,12 +492,10 @@ static void link_connected(struct redis_link *link)
 /* TLS refused or broke: one line per link while the reason stays the
  * same (link_failed), the reason for HEALTH, and the backoff of a
  * refused connection. */
-static void link_tls_failed(struct redis_link *link, struct link_conn *conn,
-                            int ssl_error)
+static void link_tls_failed(struct redis_link *link, struct link_conn *conn)
 {
     char buf[160];
-    const char *why =
-        tls_client_failure(conn->ssl, ssl_error, buf, sizeof(buf));
+    const char *why = tls_client_failure(conn->ssl, buf, sizeof(buf));
 
     snprintf(redis_status.tls_error, sizeof(redis_status.tls_error), "%s", why);
     link->tls_failed = true;
@@ -513,7 +511,7 @@ static bool tls_handshake(struct link_conn *conn)
     int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(conn->ssl, r);
 
     if (e != SSL_ERROR_NONE && e != SSL_ERROR_WANT_READ) {
-        link_tls_failed(link, conn, e);
+        link_tls_failed(link, conn);
         return false;
     }
     conn_flush(conn);
@@ -525,8 +523,9 @@ static bool tls_handshake(struct link_conn *conn)
     return link->conn == conn;
 }
 
-/* Decrypts what OpenSSL can from data into the reply parser; false when
- * the connection went. */
+/* Decrypts what OpenSSL can from data into the reply parser, and sends
+ * whatever OpenSSL has to answer; false when the connection went (Redis's
+ * close_notify is a close like any other). */
 static bool tls_read(struct link_conn *conn, const char *data, size_t len)
 {
     BIO *in = SSL_get_rbio(conn->ssl);
@@ -541,10 +540,16 @@ static bool tls_read(struct link_conn *conn, const char *data, size_t len)
     while ((n = SSL_read(conn->ssl, link_io.read, sizeof(link_io.read))) > 0)
         redisReaderFeed(conn->reader, link_io.read, (size_t)n);
     n = SSL_get_error(conn->ssl, n);
-    if (n != SSL_ERROR_WANT_READ) {
-        link_tls_failed(conn->link, conn, n);
+    if (n == SSL_ERROR_ZERO_RETURN) {
+        link_drop(conn->link, "connection lost", "closed");
         return false;
     }
+    if (n != SSL_ERROR_WANT_READ) {
+        link_tls_failed(conn->link, conn);
+        return false;
+    }
+    if (BIO_ctrl_pending(conn->tls_out) > 0)
+        flush_later(conn);
     return true;
 }
 

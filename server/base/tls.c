@@ -158,7 +158,7 @@ static void count_failure(long result)
     }
 }
 
-const char *tls_client_failure(SSL *ssl, int ssl_error, char *buf, size_t size)
+const char *tls_client_failure(SSL *ssl, char *buf, size_t size)
 {
     long result = SSL_get_verify_result(ssl);
 
@@ -168,8 +168,6 @@ const char *tls_client_failure(SSL *ssl, int ssl_error, char *buf, size_t size)
         return X509_verify_cert_error_string(result);
     }
     stats.redis_tls_failures_other++;
-    if (ssl_error == SSL_ERROR_ZERO_RETURN)
-        return "closed by the server";
     return openssl_why("connection closed during the handshake", buf, size);
 }
 

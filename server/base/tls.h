@@ -30,7 +30,7 @@ int tls_client_check(const struct config *cfg, char *why, size_t size);
 SSL *tls_client_new(SSL_CTX *ctx, const struct config *cfg, const char *name);
 /* Why a failed handshake or read of ssl failed, in words; counts it in
  * the redis_tls_failures_* figure of its kind. */
-const char *tls_client_failure(SSL *ssl, int ssl_error, char *buf, size_t size);
+const char *tls_client_failure(SSL *ssl, char *buf, size_t size);
 
 /* Remembers a certificate file's expiry for INFO (section, as
  * stats_append_section) and /metrics: which names it ("redis_cert"). */

@@ -9,12 +9,13 @@ backoff of a refused connection, never served.
 
 import contextlib
 import re
+import subprocess
 import threading
 import time
 
 import certs
-from harness import (HOST, Env, RespClient, TempDir, assert_eq, assert_error, is_error, wait_info,
-                     wait_until)
+from harness import (HOST, Env, RespClient, TempDir, assert_eq, assert_error, is_error, rlockd_bin,
+                     wait_info, wait_until, write_config)
 from test_cluster import Setup as ClusterTest
 from test_cluster import _exclude_and_wake
 from test_sentinel import Setup as SentinelTest
@@ -170,3 +171,22 @@ def test_a_cluster_with_tls_cluster_yes_routes_locks_and_wakes_with_sharded_pubs
         other = s.second()
         assert_eq(other.info()["redis_pubsub"], "sharded", "pubsub = auto on Redis 7")
         _exclude_and_wake(s, other)
+
+
+def test_rlockd_t_loads_the_tls_files_and_names_the_one_it_cannot_use():
+    with _certs() as c:
+        path = c.path("rlockd.ini")
+        good = {"redis": {"tls": "yes", "tls_ca_file": c.ca, "tls_cert_file": c.client_cert,
+                          "tls_key_file": c.client_key}}
+        for redis, want in ((good["redis"], None),
+                            (dict(good["redis"], tls_ca_file=c.path("missing.crt")), "missing.crt"),
+                            (dict(good["redis"], tls_key_file=c.server_key), "tls_key_file"),
+                            (dict(good["redis"], tls_key_file=""), "go together")):
+            write_config(path, {"redis": redis})
+            r = subprocess.run([rlockd_bin(), "-t", "-c", path], capture_output=True, text=True,
+                               timeout=5.0, stdin=subprocess.DEVNULL)
+            if want is None:
+                assert r.returncode == 0, "rlockd -t with good files: %d %s" % (r.returncode, r.stderr)
+            else:
+                assert r.returncode != 0 and want in r.stderr, \
+                    "rlockd -t should name %r: %d %r" % (want, r.returncode, r.stderr)
