@@ -74,7 +74,10 @@ static struct {
     uv_prepare_t prepare;
     struct list_node flush;
     SSL_CTX *tls; /* NULL: [redis] tls = no */
-    char read[65536];
+    /* One read's bytes, as hiredis reads them (16 KB): its parser drops
+     * what it has consumed by moving the rest to the front once per
+     * reply past the first 1 KB, so a larger read costs more moving. */
+    char read[16384];
 } link_io;
 
 static void conn_flush(struct link_conn *conn);
