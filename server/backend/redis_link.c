@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/err.h>
+
 #include "base/list.h"
 #include "base/log.h"
 #include "base/stats.h"
@@ -149,6 +151,7 @@ static int conn_seal(struct link_conn *conn)
     size_t pending;
 
     if (conn->out.len > 0) {
+        ERR_clear_error();
         if (SSL_write(conn->ssl, conn->out.data, (int)conn->out.len) <= 0)
             return -1;
         buffer_reset(&conn->out);
@@ -510,8 +513,11 @@ static void link_tls_failed(struct redis_link *link, struct link_conn *conn)
 static bool tls_handshake(struct link_conn *conn)
 {
     struct redis_link *link = conn->link;
-    int r = SSL_do_handshake(conn->ssl);
-    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(conn->ssl, r);
+    int r, e;
+
+    ERR_clear_error(); /* SSL_get_error reads the thread's whole queue */
+    r = SSL_do_handshake(conn->ssl);
+    e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(conn->ssl, r);
 
     if (e != SSL_ERROR_NONE && e != SSL_ERROR_WANT_READ) {
         link_tls_failed(link, conn);
@@ -540,6 +546,7 @@ static bool tls_read(struct link_conn *conn, const char *data, size_t len)
     }
     if (!conn->secured && !tls_handshake(conn))
         return false;
+    ERR_clear_error();
     while ((n = SSL_read(conn->ssl, link_io.read, sizeof(link_io.read))) > 0)
         redisReaderFeed(conn->reader, link_io.read, (size_t)n);
     n = SSL_get_error(conn->ssl, n);
