@@ -14,11 +14,12 @@ import threading
 import time
 
 import certs
-from harness import (HOST, Env, RespClient, TempDir, assert_eq, assert_error, is_error, rlockd_bin,
-                     wait_info, wait_until, write_config)
+from harness import (HOST, Env, RedisServer, RespClient, Rlockd, TempDir, assert_eq, assert_error,
+                     is_error, rlockd_bin, wait_info, wait_until, write_config)
 from test_cluster import Setup as ClusterTest
 from test_cluster import _exclude_and_wake
 from test_sentinel import Setup as SentinelTest
+from topology import free_cluster_port
 
 @contextlib.contextmanager
 def _certs():
@@ -190,3 +191,36 @@ def test_rlockd_t_loads_the_tls_files_and_names_the_one_it_cannot_use():
             else:
                 assert r.returncode != 0 and want in r.stderr, \
                     "rlockd -t should name %r: %d %r" % (want, r.returncode, r.stderr)
+
+
+def test_a_cluster_node_with_a_plain_and_a_tls_port_is_mapped_by_its_tls_port():
+    """With both ports and tls-cluster yes, Redis 7 names in CLUSTER NODES the port of
+    the connection asking: rlockd, asking over TLS, must use the TLS port."""
+    with _certs() as c, TempDir() as d:
+        tls_port = free_cluster_port()
+        node = RedisServer(d, port=free_cluster_port(),
+                           args=["--tls-port", tls_port, "--cluster-enabled", "yes"]
+                           + certs.RedisTls(c).server_args())
+        node.start()
+        daemon = None
+        try:
+            plain = node.client()
+            assert_eq(plain.call("CLUSTER", "ADDSLOTSRANGE", 0, 16383), "OK", "every slot to the node")
+            wait_until(lambda: "cluster_state:ok" in plain.call("CLUSTER", "INFO"), 10.0,
+                       what="the one-node cluster to be ok")
+            plain.close()
+            daemon = Rlockd(d, tls_port, dict(_config(c), redis={"mode": "cluster", "tls": "yes",
+                                                                  "tls_ca_file": c.ca,
+                                                                  "nodes": "%s:%d" % (HOST, tls_port)}))
+            daemon.start()
+            assert_eq(daemon.info()["redis_master"], "%s:%d slots=16384" % (HOST, tls_port),
+                      "the master rlockd mapped")
+            cl = RespClient(daemon.port, label="mixed")
+            try:
+                assert_eq(cl.call("LOCK", "mixed", 1), "OK", "LOCK through the node's TLS port")
+            finally:
+                cl.close()
+        finally:
+            if daemon is not None:
+                daemon.stop()
+            node.stop()
