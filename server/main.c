@@ -36,6 +36,7 @@
 #include "base/log.h"
 #include "base/service.h"
 #include "base/stats.h"
+#include "base/tls.h"
 #include "base/version.h"
 #include "engine/lock_engine.h"
 #include "front/client.h"
@@ -315,7 +316,8 @@ int main(int argc, char **argv)
     }
     if (check_only &&
         (listener_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
-         http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0)) {
+         http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
+         tls_client_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0)) {
         fprintf(stderr, "rlockd: %s: %s\n",
                 rlockd.config_path ? rlockd.config_path : "(defaults)",
                 err_text);

@@ -456,7 +456,7 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     redis.events = *events;
     redis_status.changed_ms = uv_now(loop);
     redis_status.unreachable_since_ms = uv_now(loop);
-    if ((err = redis_links_init(loop)) != 0 ||
+    if ((err = redis_links_init(loop, cfg)) != 0 ||
         (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
         return err;
     redis.subscriber =

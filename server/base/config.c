@@ -63,6 +63,7 @@ static const char *const redis_mode_names[] = {"standalone", "sentinel",
                                                "cluster", NULL};
 static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
                                            NULL};
+static const char *const no_yes_names[] = {"no", "yes", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 
@@ -179,6 +180,15 @@ static const struct config_row config_rows[] = {
             100, 3600000),
     INT_ROW("redis", "ping_interval_ms", LIVE, ping_interval_ms, "1000", 100,
             60000),
+    /* TLS on every Redis link: pool, subscriber, sentinels, cluster nodes. */
+    ENUM_ROW("redis", "tls", 0, redis_tls, "no", no_yes_names),
+    STR_ROW("redis", "tls_ca_file", 0, redis_tls_ca_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_ca_dir", 0, redis_tls_ca_dir, "", KIND_STRING),
+    STR_ROW("redis", "tls_cert_file", 0, redis_tls_cert_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_key_file", 0, redis_tls_key_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_server_name", 0, redis_tls_server_name, "",
+            KIND_STRING),
+    ENUM_ROW("redis", "tls_verify", 0, redis_tls_verify, "yes", no_yes_names),
     /* Not LIVE: held locks stay under the keys they were taken with. */
     STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
     STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/tls.h"
+
 struct stats stats;
 struct latency latency;
 struct redis_status redis_status = {.topology = "discovering",
@@ -28,6 +30,7 @@ int stats_append_section(struct buffer *out, enum stats_section section)
     }
     STATS_LIST(STATS_LINE)
 #undef STATS_LINE
+    err |= tls_cert_append_info(out, (int)section);
     return err ? -ENOMEM : 0;
 }
 
@@ -96,5 +99,5 @@ int stats_append_prometheus(struct buffer *out)
     ok = ok && append_histogram(out, #name, help, &latency.name);
     LATENCY_LIST(LATENCY_METRIC)
 #undef LATENCY_METRIC
-    return ok ? 0 : -ENOMEM;
+    return ok && tls_cert_append_prometheus(out) == 0 ? 0 : -ENOMEM;
 }

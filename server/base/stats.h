@@ -143,9 +143,19 @@ enum stats_section {
       "switches to another master (Sentinel: confirmed by ROLE; Cluster: "    \
       "a replica promoted)")                                                  \
     X(REDIS,   COUNTER, redis_pings,                                           \
-      "probes sent on idle Redis connections (PING; SUBSCRIBE on pub/sub)")   \
+      "probes sent on idle Redis connections (PING)")                          \
     X(REDIS,   COUNTER, redis_stalls,                                          \
       "Redis connections unready: a request unanswered for ping_interval_ms") \
+    X(REDIS,   COUNTER, redis_tls_handshakes,                                  \
+      "TLS handshakes with Redis completed")                                  \
+    X(REDIS,   COUNTER, redis_tls_failures_unknown_ca,                         \
+      "TLS to Redis refused: its certificate's issuer is not trusted")        \
+    X(REDIS,   COUNTER, redis_tls_failures_expired,                            \
+      "TLS to Redis refused: its certificate expired or is not yet valid")    \
+    X(REDIS,   COUNTER, redis_tls_failures_name_mismatch,                      \
+      "TLS to Redis refused: its certificate is for another name")            \
+    X(REDIS,   COUNTER, redis_tls_failures_other,                              \
+      "TLS to Redis failed otherwise (handshake, alert, bad record)")         \
     X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")  \
     X(REDIS,   COUNTER, cluster_refreshes, "cluster maps read (CLUSTER NODES)") \
     X(REDIS,   COUNTER, cluster_moved, "MOVED redirections followed")         \
@@ -192,6 +202,8 @@ struct redis_status {
     uint64_t unreachable_since_ms; /* 0 while the pool can serve */
     bool ever_reached;             /* since start-up */
     const char *pubsub; /* "global", "sharded", "both"; "auto" undecided */
+    char tls_error[128]; /* why TLS to Redis last failed; "" since a link
+                          * became ready */
 };
 
 extern struct redis_status redis_status;

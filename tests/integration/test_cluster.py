@@ -35,16 +35,18 @@ from topology import ClusterSetup
 class Setup:
     """A ClusterSetup and one rlockd (more with second()) in cluster mode over it."""
 
-    def __init__(self, rlockd_config=None, seeds=None):
+    def __init__(self, rlockd_config=None, seeds=None, tls=None):
+        """tls: a certs.RedisTls the nodes speak (test_tls_redis.py)."""
         self.extra = rlockd_config
         self.seeds = seeds
+        self.tls = tls
         self.clients = []
         self.daemons = []
 
     def __enter__(self):
         self.tmp = TempDir()
         self.workdir = self.tmp.__enter__()
-        self.cluster = ClusterSetup(self.workdir)
+        self.cluster = ClusterSetup(self.workdir, tls=self.tls)
         try:
             self.cluster.start()
             self.rlockd = self.second("rlockd")

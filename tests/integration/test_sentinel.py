@@ -21,15 +21,17 @@ from topology import MASTER_NAME, SentinelSetup
 class Setup:
     """A SentinelSetup and an rlockd in sentinel mode over it, as a context manager."""
 
-    def __init__(self, rlockd_config=None, sentinel_password=None):
+    def __init__(self, rlockd_config=None, sentinel_password=None, tls=None):
+        """tls: a certs.RedisTls the nodes and sentinels speak (test_tls_redis.py)."""
         self.extra = rlockd_config
         self.sentinel_password = sentinel_password
+        self.tls = tls
         self.clients = []
 
     def __enter__(self):
         self.tmp = TempDir()
         workdir = self.tmp.__enter__()
-        self.sentinels = SentinelSetup(workdir, self.sentinel_password)
+        self.sentinels = SentinelSetup(workdir, self.sentinel_password, tls=self.tls)
         try:
             self.sentinels.start()
             # The port is not used in sentinel mode.
