@@ -353,7 +353,7 @@ def test_build_depends_name_every_library_the_makefile_builds_with():
     build runs) comes from a package debian/control's Build-Depends names."""
     for tool in ("pkg-config", "dpkg"):
         if not which(tool):
-            raise Skip("%s not found" % tool)
+            raise Skip("%s not found (apt-get install %s, or scripts/install-deps.sh)" % (tool, tool))
     with open(os.path.join(ROOT, "debian", "control")) as f:
         source = f.read().split("\n\n")[0]
     m = re.search(r"^Build-Depends:((?:.*\n)(?:[ \t].*\n)*)", source + "\n", re.M)
