@@ -292,9 +292,10 @@ asan: deps npm-deps
 
 # The daemon under memcheck; an error or a leak fails the test that stopped
 # it. Then librlock's tests under memcheck (in one process: CK_FORK=no).
+# One module at a time (RLOCKD_TEST_JOBS): memcheck is CPU-bound.
 valgrind: deps npm-deps all $(BUILD)/client_tests
 	@command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install valgrind)"; exit 1; }
-	RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
+	RLOCKD_TEST_JOBS=$${RLOCKD_TEST_JOBS:-1} RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
 	    RLOCKD_BIN=$(abspath scripts/valgrind-rlockd.sh) python3 tests/integration/run.py
 	CK_FORK=no RLOCKD_BIN=$(abspath $(BUILD)/rlockd) valgrind -q --leak-check=full \
 	    --errors-for-leak-kinds=definite,indirect --error-exitcode=1 $(BUILD)/client_tests
