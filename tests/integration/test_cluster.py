@@ -61,10 +61,13 @@ class Setup:
         d.start()
         return d
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         for c in self.clients:
             c.close()
         for d in self.daemons:
+            if exc_type is not None:   # what each rlockd saw of the cluster, for the failure's report
+                print("    %s log (tail):\n%s" % (d.instance, "\n".join(
+                    "      " + line for line in d.log_tail(40).splitlines())))
             d.stop()
         self.cluster.close()
         self.tmp.__exit__(None, None, None)
