@@ -64,10 +64,13 @@ class Setup:
         d.start()
         return d
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         for c in self.clients:
             c.close()
         for d in self.daemons:
+            if exc_type is not None:   # what each rlockd saw of the cluster, for the failure's report
+                print("    %s log (tail):\n%s" % (d.instance, "\n".join(
+                    "      " + line for line in d.log_tail(40).splitlines())))
             d.stop()
         self.cluster.close()
         self.tmp.__exit__(None, None, None)
@@ -486,16 +489,19 @@ def test_slots_moved_under_load_cost_no_error_and_no_overlap():
         threads = [threading.Thread(target=worker, args=(i,)) for i in range(20)]
         for t in threads:
             t.start()
+        def cycles_since(before, count, what):
+            wait_until(lambda: errors or sum(counts) >= before + count, 30.0, what=what)
+
         try:
-            time.sleep(1.0)
+            cycles_since(0, 20, "the clients looping")
             before = sum(counts)
             s.cluster.move_slot(slots[0], dst)                # one step: MOVED
             for slot in slots[1:]:
                 s.cluster.move_slot_begin(slot, dst)          # half-way: ASK
-            time.sleep(1.0)
+            cycles_since(before, 20, "cycles while slots are half-migrated")
             for slot in slots[1:]:
                 s.cluster.move_slot_finish(slot, dst)
-            time.sleep(1.5)
+            cycles_since(before, 60, "cycles after the slots moved")
             during = sum(counts) - before
         finally:
             stop.set()

@@ -259,7 +259,9 @@ def test_fenced_tokens_rise_across_daemons_and_java(env):
               [-1, 3], "Java lockAndGetToken after rlockd's")
     w = env.client_of(env.extra[0])
     w.send("TRYLOCK", n, 8, "WAIT", 5000, "FENCED")
-    time.sleep(0.2)
+    env.wait_waiting(1, daemon=env.extra[0], what="the TRYLOCK FENCED queued on the second rlockd")
+    channel = tagged("redisson_lock__channel", n)
+    wait_until(lambda: env.redis("PUBSUB", "NUMSUB", channel)[1] >= 1, 5.0, what="a listener on %s" % channel)
     # the Java holder frees with RLock's unlock: "0" on RLock's channel wakes rlockd
     assert_eq(env.redis("EVAL", "redis.call('del', KEYS[1]); return redis.call('publish', KEYS[2], '0')", 2, n,
                         tagged("redisson_lock__channel", n)) >= 1, True, "a waiter listens on RLock's channel")

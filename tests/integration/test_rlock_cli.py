@@ -529,6 +529,24 @@ def _stat(pid):
     return None if fields[0] in "ZX" else (fields[0], int(fields[2]), int(fields[5]))
 
 
+def _reading_settled(pid):
+    """pid sleeps (in a read) as the terminal's foreground group with no signal
+    pending: a Ctrl-Z or SIGCONT sent before has been acted on."""
+    if _stat(pid) != ("S", pid, pid):
+        return False
+    status = _read("/proc/%d/status" % pid)
+    pending = re.findall(r"^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$", status, re.M)
+    return len(pending) == 2 and all(int(mask, 16) == 0 for mask in pending)
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def _children(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -570,8 +588,9 @@ def test_command_reading_the_terminal_gets_its_foreground_and_rlock_takes_it_bac
             # Ctrl-Z stops COMMAND; no shell could continue this rlock (its group is orphaned),
             # so rlock lets COMMAND go on, as the kernel would have for the group
             term.type(b"\x1a")
-            time.sleep(0.2)
-            wait_until(lambda: _stat(pid) == ("S", pid, pid), 2.0,
+            # the terminal echoes ^Z once it has sent SIGTSTP to the group
+            wait_until(lambda: "^Z" in term.drain(), 10.0, what="the terminal's ^Z (%r)" % term.drain())
+            wait_until(lambda: _reading_settled(pid), 10.0,
                        what="COMMAND reading again after Ctrl-Z (%r)" % (_stat(pid),))
             term.type(b"hello\n")
             wait_until(lambda: os.path.exists(path("back")) and os.path.getsize(path("back")) > 0, 3.0,
@@ -599,20 +618,23 @@ def test_ctrl_z_in_an_interactive_shell_stops_the_job_and_fg_gives_command_the_t
             rlock_pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
             term.pids.append(rlock_pid)
             term.type(b"\x1a")
-            wait_until(lambda: "Stopped" in term.drain(), 3.0, what="bash reporting the job stopped")
-            assert_eq([(_stat(p) or "?")[0] for p in (rlock_pid, pid)], ["T", "T"], "rlock and COMMAND stopped")
-            # stopped past the lock's TTL (1 s): rlockd's watchdog keeps it, and
-            # rlock, continued, asks rlockd before it judges its own deadline
+            wait_until(lambda: "Stopped" in term.drain(), 10.0, what="bash reporting the job stopped")
+            wait_until(lambda: [(_stat(p) or "?")[0] for p in (rlock_pid, pid)] == ["T", "T"], 10.0,
+                       what="rlock and COMMAND stopped (%r)" % ([_stat(p) for p in (rlock_pid, pid)],))
+            # the scenario: stopped past the lock's TTL (1 s); rlockd's watchdog keeps
+            # it, and rlock, continued, asks rlockd before it judges its own deadline
             time.sleep(1.5)
             assert_eq(env.redis("EXISTS", n), 1, "lock while the job is stopped")
             term.type(b"fg\n")
-            wait_until(lambda: _stat(pid) == ("S", pid, pid), 3.0,
+            wait_until(lambda: _reading_settled(pid), 10.0,
                        what="COMMAND reading as the foreground after fg (%r, %r)" % (_stat(pid), term.drain()))
             term.type(b"hello\n")
-            wait_until(lambda: os.path.exists(path("out")), 3.0, what="COMMAND's output (%r)" % term.drain())
-            assert_eq(open(path("out")).read(), "got:hello\n", "what COMMAND read after fg")
+            # the shell creates out before it writes to it: wait for the line
+            wait_until(lambda: _read(path("out")).endswith("\n"), 10.0,
+                       what="COMMAND's output (%r)" % term.drain())
+            assert_eq(_read(path("out")), "got:hello\n", "what COMMAND read after fg")
             term.type(b"echo status=$?\n")
-            wait_until(lambda: "status=0" in term.drain(), 3.0, what="rlock's exit status 0 (%r)" % term.drain())
+            wait_until(lambda: "status=0" in term.drain(), 10.0, what="rlock's exit status 0 (%r)" % term.drain())
             assert "lost" not in term.drain(), "rlock's output: %r" % term.drain()
             assert_eq(env.redis("EXISTS", n), 0, "lock after COMMAND ended")
 

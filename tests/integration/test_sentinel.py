@@ -42,10 +42,13 @@ class Setup:
             raise
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         for c in self.clients:
             c.close()
         if getattr(self, "rlockd", None) is not None:
+            if exc_type is not None:   # what rlockd saw of the sentinels, for the failure's report
+                print("    rlockd log (tail):\n" + "\n".join("      " + line for line in
+                                                             self.rlockd.log_tail(40).splitlines()))
             self.rlockd.stop()
         self.sentinels.close()
         self.tmp.__exit__(None, None, None)
