@@ -705,7 +705,6 @@ static void hold_end(struct thread *t, int lock, uint64_t end, bool told)
     t->unlock_sent[lock] = 0;
     t->retried[lock] = false;
     t->seen[lock] = false;
-    t->count_unknown[lock] = false;
     t->suspect[lock] = false;
 }
 
@@ -1262,9 +1261,18 @@ static void check_step(void)
     }
     for (int i = 0; i < CLIENTS; i++)
         for (int t = 0; t < THREADS; t++)
-            for (int l = 0; l < LOCKS; l++)
+            for (int l = 0; l < LOCKS; l++) {
+                struct thread *th = &clients[i].threads[t];
+
                 if (!orphan[i][t][l])
                     watch.orphan_since[i][t][l] = 0;
+                /* a count a failover may have undone is known again once
+                 * the field is gone: not at the hold's end, since the
+                 * failover may have brought back a session record the
+                 * client gave back, which its next CLIENTID resumes */
+                if (!owned_by(&o[l], th, l))
+                    th->count_unknown[l] = false;
+            }
     note_latches();
     check_awaits();
 }
