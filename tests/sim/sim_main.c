@@ -1124,6 +1124,18 @@ static bool owned_by(const struct owners *o, const struct thread *t, int lock)
     return false;
 }
 
+/* Whether the thread's field of lock is still in Redis although it holds
+ * nothing: a read hold whose lease ran out stays in the hash while other
+ * readers keep it, and a semaphore's record keeps an owner past its
+ * deadline; a session record a failover brought back resumes either. */
+static bool field_stays(const struct thread *t, int lock)
+{
+    const char *key = permit_mode() ? permit_owners[lock] : lock_names[lock];
+
+    return mode != MODE_LATCH && mode != MODE_EXPIRABLE &&
+           sim_redis_has_field(&net.redis, key, field_of(t, lock));
+}
+
 /* Whose field it is: an expirable permit's id names its client and
  * thread in its first digits (start). */
 static struct thread *thread_of_field(const char *field)
@@ -1270,7 +1282,7 @@ static void check_step(void)
                  * the field is gone: not at the hold's end, since the
                  * failover may have brought back a session record the
                  * client gave back, which its next CLIENTID resumes */
-                if (!owned_by(&o[l], th, l))
+                if (!owned_by(&o[l], th, l) && !field_stays(th, l))
                     th->count_unknown[l] = false;
             }
     note_latches();
