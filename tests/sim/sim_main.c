@@ -705,7 +705,6 @@ static void hold_end(struct thread *t, int lock, uint64_t end, bool told)
     t->unlock_sent[lock] = 0;
     t->retried[lock] = false;
     t->seen[lock] = false;
-    t->count_unknown[lock] = false;
     t->suspect[lock] = false;
 }
 
@@ -1125,6 +1124,18 @@ static bool owned_by(const struct owners *o, const struct thread *t, int lock)
     return false;
 }
 
+/* Whether the thread's field of lock is still in Redis although it holds
+ * nothing: a read hold whose lease ran out stays in the hash while other
+ * readers keep it, and a semaphore's record keeps an owner past its
+ * deadline; a session record a failover brought back resumes either. */
+static bool field_stays(const struct thread *t, int lock)
+{
+    const char *key = permit_mode() ? permit_owners[lock] : lock_names[lock];
+
+    return mode != MODE_LATCH && mode != MODE_EXPIRABLE &&
+           sim_redis_has_field(&net.redis, key, field_of(t, lock));
+}
+
 /* Whose field it is: an expirable permit's id names its client and
  * thread in its first digits (start). */
 static struct thread *thread_of_field(const char *field)
@@ -1262,9 +1273,18 @@ static void check_step(void)
     }
     for (int i = 0; i < CLIENTS; i++)
         for (int t = 0; t < THREADS; t++)
-            for (int l = 0; l < LOCKS; l++)
+            for (int l = 0; l < LOCKS; l++) {
+                struct thread *th = &clients[i].threads[t];
+
                 if (!orphan[i][t][l])
                     watch.orphan_since[i][t][l] = 0;
+                /* a count a failover may have undone is known again once
+                 * the field is gone: not at the hold's end, since the
+                 * failover may have brought back a session record the
+                 * client gave back, which its next CLIENTID resumes */
+                if (!owned_by(&o[l], th, l) && !field_stays(th, l))
+                    th->count_unknown[l] = false;
+            }
     note_latches();
     check_awaits();
 }

@@ -47,6 +47,14 @@ void sim_redis_set_integer(struct sim_redis *r, const char *key,
 
 /* ---- what the invariants read ------------------------------------------ */
 
+bool sim_redis_has_field(const struct sim_redis *r, const char *key,
+                         const char *field)
+{
+    const struct sim_key *h = find_typed(r, key, SIM_HASH);
+
+    return h != NULL && field_index(h, field) >= 0;
+}
+
 bool sim_redis_lock(const struct sim_redis *r, const char *key,
                     const char **owner, long long *count)
 {

@@ -102,6 +102,9 @@ size_t sim_redis_permit_holders(const struct sim_redis *r, const char *owners,
  * them: the count, the record's and the expirable permits. */
 long long sim_redis_permits_total(const struct sim_redis *r, const char *name,
                                   const char *owners, const char *timeout);
+/* Whether key is a hash with field, whatever its value or TTL. */
+bool sim_redis_has_field(const struct sim_redis *r, const char *key,
+                         const char *field);
 /* A string key's integer (false: no such key). */
 bool sim_redis_integer(const struct sim_redis *r, const char *key,
                        long long *value);

@@ -28,25 +28,22 @@ static void fair_purge(struct sim_redis *r, const char *q, const char *z,
     }
 }
 
-/* Every place in the fair queue behind after (NULL: every place in the
- * zset) moves ms nearer. */
-static void fair_shift(struct sim_redis *r, const char *q, const char *z,
-                       const char *after, long long ms)
+/* How many places of the fair queue q (with z) run out later than
+ * place_ms from now, those ahead of a new place of this daemon's at its
+ * tail: Java places, each of which puts the new place one wait later
+ * (kind_rlock.c's FAIR_QUEUE says why). */
+static long long fair_places_beyond(const struct sim_redis *r, const char *q,
+                                    const char *z, uint64_t now,
+                                    long long place_ms)
 {
     const struct sim_key *list = find_typed(r, q, SIM_LIST);
-    struct sim_key *places = find_typed(r, z, SIM_ZSET);
-    bool behind = false;
-    long long at;
+    long long beyond = 0, at;
 
-    for (size_t i = 0; after == NULL && places != NULL && i < places->fields;
-         i++)
-        set_number(places, places->field[i], atoll(places->value[i]) - ms);
-    for (size_t i = 0; after != NULL && list != NULL && i < list->fields; i++) {
-        if (behind && lookup(r, z, SIM_ZSET, list->field[i], &at))
-            put_number(r, z, SIM_ZSET, list->field[i], at - ms);
-        if (strcmp(list->field[i], after) == 0)
-            behind = true;
-    }
+    for (size_t i = 0; list != NULL && i < list->fields; i++)
+        if (lookup(r, z, SIM_ZSET, list->field[i], &at) &&
+            at > (long long)now + place_ms)
+            beyond++;
+    return beyond;
 }
 
 /* A free lock tells its channel; the fair lock only its queue's head, on
@@ -78,32 +75,31 @@ static void take(struct sim_redis *r, const struct sim_call *c, uint64_t now)
     pexpire(h, now, atoll(ARG(0)));
 }
 
-/* The fair acquire: ARGV lease, field, count, wait, enqueue. */
+/* The fair acquire: ARGV lease, field, count, wait, enqueue, place. A
+ * grant leaves the places behind where they are; a new place runs out
+ * place ms from now, one wait later for each place beyond that. */
 static void fair_acquire(struct sim_redis *r, const struct sim_call *c,
                          uint64_t now, const struct sim_key *h,
                          struct sim_reply *out)
 {
-    const char *field = ARG(1), *head, *last;
-    long long wait = atoll(ARG(3)), ttl = pttl(h, now), at;
+    const char *field = ARG(1), *head;
+    long long wait = atoll(ARG(3)), place = atoll(ARG(5)), ttl = pttl(h, now),
+              at;
 
     fair_purge(r, KEY(1), KEY(2), now);
     head = lindex(r, KEY(1), 0);
     if (h == NULL && (head == NULL || strcmp(head, field) == 0)) {
         remove_field(r, KEY(1), field);
         remove_field(r, KEY(2), field);
-        fair_shift(r, KEY(1), KEY(2), NULL, wait);
         take(r, c, now);
         reply_nil(out);
         return;
     }
     if (strcmp(ARG(4), "1") == 0 && !lookup(r, KEY(2), SIM_ZSET, field, &at)) {
-        long long base = ttl > 0 ? ttl : 0;
-
-        last = lindex(r, KEY(1), -1);
-        if (last != NULL && lookup(r, KEY(2), SIM_ZSET, last, &at))
-            base = at - (long long)now;
-        put_number(r, KEY(2), SIM_ZSET, field, base + wait + (long long)now);
         remove_field(r, KEY(1), field);
+        at = (long long)now + place +
+             wait * fair_places_beyond(r, KEY(1), KEY(2), now, place);
+        put_number(r, KEY(2), SIM_ZSET, field, at);
         hset(make(r, KEY(1), SIM_LIST), field, "");
     }
     if (h != NULL) {
@@ -116,8 +112,25 @@ static void fair_acquire(struct sim_redis *r, const struct sim_call *c,
     reply_int(out, at - (long long)now > 1 ? at - (long long)now : 1);
 }
 
+/* The fenced grant's token, above floor (ARGV[3], the highest this
+ * daemon handed out): a counter behind it is first set to it. The reply
+ * {1, token, was}: was what the counter held (0: none) when it was
+ * behind, else -1. */
+static void fenced_token(struct sim_redis *r, const struct sim_call *c,
+                         struct sim_reply *out)
+{
+    long long floor = atoll(ARG(3)), held = 0, was = -1;
+
+    sim_redis_integer(r, KEY(1), &held);
+    if (held < floor) {
+        was = held;
+        sim_redis_set_integer(r, KEY(1), floor);
+    }
+    reply_ints(out, 1, incrby(r, KEY(1), 1), was, 3);
+}
+
 /* An acquire of RLock's hash: ARGV lease, field, count (fair: wait,
- * enqueue). */
+ * enqueue, place; fenced: floor). */
 static void rlock_acquire(struct sim_redis *r, const struct sim_call *c,
                           uint64_t now, const struct sim_key *h, bool fenced,
                           bool fair, struct sim_reply *out)
@@ -132,7 +145,7 @@ static void rlock_acquire(struct sim_redis *r, const struct sim_call *c,
     } else if (h == NULL || mine) {
         take(r, c, now);
         if (fenced)
-            reply_ints(out, 1, incrby(r, KEY(1), 1), 0, 2);
+            fenced_token(r, c, out);
         else
             reply_nil(out);
     } else if (fenced) {
@@ -199,6 +212,76 @@ static void rlock_renew_many(struct sim_redis *r, const struct sim_call *c,
     reply_array(out, (size_t)c->nkeys);
 }
 
+/* The last entry of fair_renew_places (ARGV field, ms, wait each) that
+ * names the place of field in queue q, or -1: the one the script heeds. */
+static int fair_entry(const struct sim_call *c, const char *q,
+                      const char *field)
+{
+    int last = -1;
+
+    for (int k = 0; k < c->nkeys; k += 2)
+        if (strcmp(KEY(k), q) == 0 && strcmp(ARG(3 * (k / 2)), field) == 0)
+            last = k / 2;
+    return last;
+}
+
+/* Renews this daemon's places in the fair queue KEY(i) (list), with
+ * KEY(i + 1) (zset): walking it from its head, a place of the call's is
+ * set place ms from now plus a wait for each other place ahead that runs
+ * out later than the queue's last entry's ms from now, and every other
+ * place behind it moves as far (a Java place chained on it). renewed[e]
+ * says entry e's place was there. */
+static void fair_renew_queue(struct sim_redis *r, const struct sim_call *c,
+                             int i, uint64_t now, bool *renewed)
+{
+    const struct sim_key *list = find_typed(r, KEY(i), SIM_LIST);
+    const struct sim_key *z = find(r, KEY(i + 1));
+    long long shift = 0, others = 0, ms = 0, at;
+
+    if ((z != NULL && z->type != SIM_ZSET) ||
+        (find(r, KEY(i)) != NULL && list == NULL))
+        return; /* not a queue: nothing renewed */
+    for (int k = i; k < c->nkeys; k += 2)
+        if (strcmp(KEY(k), KEY(i)) == 0)
+            ms = atoll(ARG(3 * (k / 2) + 1));
+    for (size_t w = 0; list != NULL && w < list->fields; w++) {
+        int e = fair_entry(c, KEY(i), list->field[w]);
+
+        if (!lookup(r, KEY(i + 1), SIM_ZSET, list->field[w], &at))
+            continue;
+        if (e >= 0) {
+            renewed[e] = true;
+            shift = (long long)now + atoll(ARG(3 * e + 1)) +
+                    atoll(ARG(3 * e + 2)) * others - at;
+        } else if (at + shift > (long long)now + ms) {
+            others++;
+        }
+        put_number(r, KEY(i + 1), SIM_ZSET, list->field[w], at + shift);
+    }
+}
+
+/* fair_renew_places: KEYS queue, timeout per entry; ARGV field, ms, wait
+ * per entry; 1 (renewed) or 0 (gone) for each, each queue walked once. */
+static void fair_renew_places(struct sim_redis *r, const struct sim_call *c,
+                              uint64_t now, struct sim_reply *out)
+{
+    bool renewed[40] = {false};
+    int n = c->nkeys / 2;
+
+    for (int i = 0; i < c->nkeys; i += 2) {
+        bool first = true;
+
+        for (int k = 0; k < i; k += 2)
+            first = first && strcmp(KEY(k), KEY(i)) != 0;
+        if (first)
+            fair_renew_queue(r, c, i, now, renewed);
+    }
+    for (int k = 0; k < n; k++)
+        element_int(out, (size_t)k,
+                    renewed[fair_entry(c, KEY(2 * k), ARG(3 * k))]);
+    reply_array(out, (size_t)n);
+}
+
 /* The scripts of the kinds on RLock's hash: "rlock_", "fenced_" and
  * "fair_" families. */
 bool sim_redis_run_rlock(struct sim_redis *r, uint64_t now,
@@ -213,11 +296,14 @@ bool sim_redis_run_rlock(struct sim_redis *r, uint64_t now,
         rlock_renew_many(r, c, now, out);
         return true;
     }
-    if (strcmp(s, "fair_leave") == 0) { /* field, wait */
+    if (strcmp(s, "fair_renew_places") == 0) {
+        fair_renew_places(r, c, now, out);
+        return true;
+    }
+    if (strcmp(s, "fair_leave") == 0) { /* field: the places behind stay */
         const struct sim_key *q = find_typed(r, KEY(1), SIM_LIST);
 
         reply_int(out, q != NULL && field_index(q, ARG(0)) >= 0);
-        fair_shift(r, KEY(1), KEY(2), ARG(0), atoll(ARG(1)));
         remove_field(r, KEY(2), ARG(0));
         remove_field(r, KEY(1), ARG(0));
         return true;
