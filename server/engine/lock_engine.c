@@ -778,13 +778,12 @@ static void release_in_background(struct lock *lock, enum lock_op op,
 }
 
 static void leave_later(struct lock *lock, const char *field,
-                        size_t field_len, int64_t queue_wait_ms);
+                        size_t field_len);
 
 /* Takes the owner out of the lock's queue in Redis; a leave that cannot
  * be sent, or is not answered, is sent again once Redis answers (a place
  * left behind would hold up everyone behind it until it runs out). */
-static void leave_send(struct lock *lock, const char *field, size_t field_len,
-                       int64_t queue_wait_ms)
+static void leave_send(struct lock *lock, const char *field, size_t field_len)
 {
     struct lock_call *leave = call_new(lock, LOCK_OP_LEAVE_QUEUE);
 
@@ -796,11 +795,10 @@ static void leave_send(struct lock *lock, const char *field, size_t field_len,
     }
     leave->state = CALL_FINISHED;
     leave->background = true;
-    leave->queue_wait_ms = queue_wait_ms;
     memcpy(leave->field, field, field_len);
     leave->field_len = field_len;
     if (call_send(leave, LOCK_OP_LEAVE_QUEUE, 0, on_background_reply) != 0)
-        leave_later(lock, field, field_len, queue_wait_ms);
+        leave_later(lock, field, field_len);
     call_unref(leave);
 }
 
@@ -812,7 +810,7 @@ static void leave_redis_queue(struct lock_call *call)
     if (!call->in_redis_queue)
         return;
     call->in_redis_queue = false;
-    leave_send(call->lock, call->field, call->field_len, call->queue_wait_ms);
+    leave_send(call->lock, call->field, call->field_len);
 }
 
 /* ---- settling: calls whose reply was lost ---------------------------- */
@@ -832,14 +830,12 @@ struct unsettled {
     struct list_node link;
     struct lock *lock;
     enum lock_op op;       /* LOCK_OP_SETTLE or LOCK_OP_LEAVE_QUEUE */
-    int64_t queue_wait_ms; /* a leave's */
     size_t field_len;
     char field[OWNER_FIELD_SIZE];
 };
 
 static void unsettled_add(struct lock *lock, enum lock_op op,
-                          const char *field, size_t field_len,
-                          int64_t queue_wait_ms)
+                          const char *field, size_t field_len)
 {
     struct unsettled *u = malloc(sizeof(*u));
 
@@ -851,7 +847,6 @@ static void unsettled_add(struct lock *lock, enum lock_op op,
     u->lock = lock;
     lock->refs++;
     u->op = op;
-    u->queue_wait_ms = queue_wait_ms;
     memcpy(u->field, field, field_len);
     u->field_len = field_len;
     list_push_tail(&engine.unsettled, &u->link);
@@ -863,13 +858,13 @@ static void settle_later(struct lock *lock, const char *field,
 {
     if (!lock_kind_op_required(lock->kind, LOCK_OP_SETTLE))
         return;
-    unsettled_add(lock, LOCK_OP_SETTLE, field, field_len, 0);
+    unsettled_add(lock, LOCK_OP_SETTLE, field, field_len);
 }
 
 static void leave_later(struct lock *lock, const char *field,
-                        size_t field_len, int64_t queue_wait_ms)
+                        size_t field_len)
 {
-    unsettled_add(lock, LOCK_OP_LEAVE_QUEUE, field, field_len, queue_wait_ms);
+    unsettled_add(lock, LOCK_OP_LEAVE_QUEUE, field, field_len);
 }
 
 /* The hold this daemon has for an owner field, whoever's call asks. */
@@ -906,7 +901,7 @@ static void settle_send(struct unsettled *u)
     struct lock_call *call;
 
     if (u->op == LOCK_OP_LEAVE_QUEUE) {
-        leave_send(u->lock, u->field, u->field_len, u->queue_wait_ms);
+        leave_send(u->lock, u->field, u->field_len);
         return;
     }
     call = call_new(u->lock, LOCK_OP_SETTLE);
@@ -1652,8 +1647,7 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
     if (outcome == OUTCOME_RELEASED)
         lock_freed(call->lock);
     else if (reply == NULL && call->op == LOCK_OP_LEAVE_QUEUE)
-        leave_later(call->lock, call->field, call->field_len,
-                    call->queue_wait_ms);
+        leave_later(call->lock, call->field, call->field_len);
     else if (reply == NULL && call->background) /* it may not have run */
         settle_later(call->lock, call->field, call->field_len);
     else if (outcome == OUTCOME_BAD_REPLY && call->background)
