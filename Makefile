@@ -96,8 +96,10 @@ $(BUILD)/pic/%.o: %.c
 
 $(BUILD)/obj/server/%.o $(BUILD)/obj/tests/unit/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS)
 $(BUILD)/obj/tests/sim/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS) -Itests/unit
-# What includes rlock.h (the command, the client tests) builds as librlock does.
-$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/cli/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+# What includes rlock.h (the command, the client tests) builds as librlock does;
+# the command also reads the release's number (server/base/version.h).
+$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+$(BUILD)/obj/cli/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS) -Iserver/base
 
 $(PROTOCOL_LIB): $(PROTOCOL_OBJ)
 	rm -f $@

@@ -906,9 +906,9 @@ int rlock_token(rlock_client *c, const char *name, long long *token)
     return execute(c, &rq, token, NULL);
 }
 
-/* OWNERS' reply, {pttl, {field, count, field, count...}}, as owners: one
- * block, the strings after the array. RLOCK_OK, RLOCK_EPROTOCOL for a
- * reply of another shape, RLOCK_ESYSTEM. */
+/* OWNERS' reply, {pttl, {field, count, field, count...}[, kind]}, as
+ * owners: one block, the strings after the array. RLOCK_OK,
+ * RLOCK_EPROTOCOL for a reply of another shape, RLOCK_ESYSTEM. */
 static int owners_of_reply(const redisReply *r, long long *pttl_ms,
                            struct rlock_owner **owners, size_t *count)
 {
@@ -917,7 +917,7 @@ static int owners_of_reply(const redisReply *r, long long *pttl_ms,
     size_t n, bytes = 0;
     char *text;
 
-    if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+    if (r->elements < 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_ARRAY ||
         r->element[1]->elements % 2 != 0)
         return RLOCK_EPROTOCOL;
@@ -954,17 +954,33 @@ int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
                       long long *pttl_ms, struct rlock_owner **owners,
                       size_t *count)
 {
+    return rlock_owners_held_as(c, name, kind, pttl_ms, owners, count, NULL, 0);
+}
+
+int rlock_owners_held_as(rlock_client *c, const char *name,
+                         enum rlock_kind kind, long long *pttl_ms,
+                         struct rlock_owner **owners, size_t *count,
+                         char *held_as, size_t size)
+{
     struct request rq = request_new(CLIENT_CMD_OWNERS, kind, name);
     redisReply *r;
     long long unused;
     int err;
 
-    if (pttl_ms == NULL || owners == NULL || count == NULL)
+    if (pttl_ms == NULL || owners == NULL || count == NULL ||
+        (held_as == NULL && size > 0))
         return RLOCK_EINVAL;
     err = execute(c, &rq, &unused, &r);
     if (err != RLOCK_OK)
         return err;
     err = owners_of_reply(r, pttl_ms, owners, count);
+    if (err == RLOCK_OK && size > 0) {
+        const redisReply *k = r->elements > 2 ? r->element[2] : NULL;
+
+        snprintf(held_as, size, "%.*s",
+                 k && k->type == REDIS_REPLY_STRING ? (int)k->len : 0,
+                 k && k->type == REDIS_REPLY_STRING ? k->str : "");
+    }
     freeReplyObject(r);
     return err;
 }

@@ -278,6 +278,16 @@ RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
                                 enum rlock_kind kind, long long *pttl_ms,
                                 struct rlock_owner **owners, size_t *count);
 RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
+/* As rlock_owners_kind(), and the kind rlockd found the lock held as, in
+ * held_as (size bytes; 6 hold every answer): "lock" (Redisson's RLock
+ * format: a plain, fair or fenced lock), "read" or "write" (a read-write
+ * lock in that mode) or "none". Of kind RLOCK_LOCK (no kind word), it
+ * reports the lock whatever its kind. An older rlockd, whose OWNERS
+ * answers no kind: "". */
+RLOCK_API int rlock_owners_held_as(rlock_client *c, const char *name,
+                                   enum rlock_kind kind, long long *pttl_ms,
+                                   struct rlock_owner **owners, size_t *count,
+                                   char *held_as, size_t size);
 
 /*
  * Semaphores and the count-down latch: Redisson's RSemaphore,

@@ -560,11 +560,12 @@ static void finish_error(struct lock_call *call, enum reply_error error,
                     .type = RESULT_ERROR, .error = error, .message = message});
 }
 
-/* OWNERS: the pairs after the PTTL (lock_kind_read_owners checked them). */
+/* OWNERS: the kind and the pairs after the PTTL (lock_kind_read_owners
+ * checked them). */
 static void finish_owners(struct lock_call *call,
                           const struct backend_value *reply, int64_t pttl)
 {
-    size_t n = reply->elements / 2;
+    size_t n = reply->elements / 2 - 1;
     struct lock_owner *owners = calloc(n ? n : 1, sizeof(*owners));
 
     if (owners == NULL) {
@@ -572,12 +573,14 @@ static void finish_owners(struct lock_call *call,
         return;
     }
     for (size_t i = 0; i < n; i++)
-        owners[i] = (struct lock_owner){reply->element[1 + 2 * i].str,
-                                        reply->element[1 + 2 * i].len,
-                                        reply->element[2 + 2 * i].integer};
+        owners[i] = (struct lock_owner){reply->element[2 + 2 * i].str,
+                                        reply->element[2 + 2 * i].len,
+                                        reply->element[3 + 2 * i].integer};
     call_finish(call, false,
                 &(struct lock_result){.type = RESULT_OWNERS,
                                       .integer = pttl,
+                                      .kind = reply->element[1].str,
+                                      .kind_len = reply->element[1].len,
                                       .owners = owners,
                                       .owner_count = n});
     free(owners);
@@ -668,11 +671,21 @@ static void finish_bad_reply(struct lock_call *call,
     finish_error(call, REPLY_ERR, message);
 }
 
-static void finish_wrong_type(struct lock_call *call)
+/* The script's own words when it sent them: a kind clash names the
+ * kind that holds the name (KIND_LUA_CLASH). */
+static void finish_wrong_type(struct lock_call *call,
+                              const struct backend_value *reply)
 {
+    static const char prefix[] = "WRONGTYPE ";
+
     stats.wrong_type_refusals++;
-    finish_error(call, REPLY_WRONGTYPE,
-                 "the key holds a value that is not a lock");
+    if (reply != NULL && reply->type == VALUE_ERROR &&
+        reply->len > sizeof(prefix) - 1 &&
+        strncmp(reply->str, prefix, sizeof(prefix) - 1) == 0)
+        finish_error(call, REPLY_WRONGTYPE, reply->str + sizeof(prefix) - 1);
+    else
+        finish_error(call, REPLY_WRONGTYPE,
+                     "the key holds a value that is not a lock");
 }
 
 static void finish_not_granted(struct lock_call *call)
@@ -1398,7 +1411,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
         else if (outcome == OUTCOME_REFUSED)
             acquire_refused(call, pttl);
         else if (outcome == OUTCOME_WRONG_TYPE)
-            finish_wrong_type(call);
+            finish_wrong_type(call, reply);
         else if (outcome == OUTCOME_NOT_OWNER) /* a reentrant one's hold */
             acquire_found_hold_gone(call);
         else
@@ -1570,7 +1583,7 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
     gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
 
     if (outcome == OUTCOME_WRONG_TYPE && hold == NULL) {
-        finish_wrong_type(call);
+        finish_wrong_type(call, NULL);
     } else if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
         finish_error(call, REPLY_NOTOWNER,
                      "the lock is not held by this owner");
@@ -1655,7 +1668,7 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     else if (call->op == LOCK_OP_RELEASE)
         release_replied(call, outcome);
     else if (outcome == OUTCOME_WRONG_TYPE)
-        finish_wrong_type(call);
+        finish_wrong_type(call, reply);
     else if (call->op == LOCK_OP_FORCE_RELEASE)
         force_release_replied(call, outcome, value);
     else if (call->op == LOCK_OP_OWNERS)

@@ -242,8 +242,9 @@ void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
                          size_t *key_len, const char **args, size_t *arg_len,
                          char *number);
 
-/* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
- * pairs that follow it are well-formed when this says OUTCOME_VALUE. */
+/* LOCK_OP_OWNERS's read, the same for every kind: {pttl, kind, field,
+ * count...}; value is the PTTL; the kind and the pairs that follow it are
+ * well-formed when this says OUTCOME_VALUE. */
 enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
                                         int64_t *value);
 

@@ -197,11 +197,12 @@ static void mark_ready(struct client *c)
     uv_check_start(&clients.ready_check, on_ready_check);
 }
 
-/* OWNERS: [pttl, {owner: count...}], the map a flat array in RESP2. */
+/* OWNERS: [pttl, {owner: count...}, kind], the map a flat array in
+ * RESP2; the kind last, so that readers of the first two still work. */
 static int write_owners(struct buffer *out, enum reply_protocol proto,
                         const struct lock_result *r)
 {
-    int err = reply_array_header(out, 2);
+    int err = reply_array_header(out, 3);
 
     err |= reply_integer(out, r->integer);
     err |= reply_map_header(out, proto, r->owner_count);
@@ -209,6 +210,7 @@ static int write_owners(struct buffer *out, enum reply_protocol proto,
         err |= reply_bulk(out, r->owners[i].field, r->owners[i].field_len);
         err |= reply_integer(out, r->owners[i].count);
     }
+    err |= reply_bulk(out, r->kind, r->kind_len);
     return err ? -ENOMEM : 0;
 }
 
