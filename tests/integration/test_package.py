@@ -2,8 +2,10 @@
 every library the Makefile builds with; they build, writing nothing outside the build tree; each
 holds its files with their modes and no others; rlockd's configuration is a conffile and its
 maintainer scripts create the user and enable the service (not the socket); the dependencies are
-declared; librlock0 is named for and holds its soname and lists its symbols; unpacked into a scratch
-root the programs run and a program links against the library; lintian finds no error.
+declared; librlock0 is named for and holds its soname and lists its symbols, at package versions;
+unpacked into a scratch root the programs run, the man page names the packaged paths and
+protocol.md ships, a program links against the library (dynamically, and statically with the
+README's line); the configuration is made 0640 root:rlockd at installation; lintian finds no error.
 
 The packages are built by `make deb BUILD=<temp dir>` (without the unit tests: DEB_BUILD_OPTIONS=
 nocheck), or taken from RLOCKD_DEBS=<dir> when set (e.g. build/deb after `make deb`).
@@ -52,7 +54,8 @@ def expected_tree(multiarch):
             "lib/systemd/system/rlockd.service": 0o644,
             "lib/systemd/system/rlockd.socket": 0o644,
             "usr/lib/sysusers.d/rlockd.conf": 0o644,
-            "usr/share/man/man8/rlockd.8.gz": 0o644}), {}),
+            "usr/share/man/man8/rlockd.8.gz": 0o644,
+            "usr/share/doc/rlockd/protocol.md": 0o644}), {}),
         "librlock0": (dict(docs("librlock0"), **{lib + "librlock.so." + so_version: 0o644}),
                       {lib + soname: "librlock.so." + so_version}),
         "librlock-dev": (dict(docs("librlock-dev"), **{
@@ -105,7 +108,7 @@ def control_files(deb, into):
     return found
 
 
-STUBS = ("systemd-sysusers", "deb-systemd-helper", "deb-systemd-invoke", "systemctl")
+STUBS = ("systemd-sysusers", "deb-systemd-helper", "deb-systemd-invoke", "systemctl", "dpkg-statoverride")
 
 
 def run_script(scratch, pkg, name, *args):
@@ -119,7 +122,8 @@ def run_script(scratch, pkg, name, *args):
         for tool in STUBS:
             with open(os.path.join(stubs, tool), "w") as f:
                 f.write('#!/bin/sh\necho "%s $*" >> "$STUB_LOG"\n'
-                        '[ "$1" = debian-installed ] && exit 1\nexit 0\n' % tool)
+                        '[ "$1" = debian-installed ] && exit 1\n'
+                        '[ "$1" = --list ] && exit 1\nexit 0\n' % tool)
             os.chmod(os.path.join(stubs, tool), 0o755)
     if os.path.exists(log):
         os.remove(log)
@@ -247,6 +251,14 @@ def check_maintainer_scripts(debs, scratch):
         "postinst configure enabled rlockd.socket (it binds the service's addresses): %s" % calls
     assert calls.index("systemd-sysusers rlockd.conf") < calls.index("deb-systemd-helper enable rlockd.service"), \
         "postinst enables the service before it creates the user: %s" % calls
+    # The configuration may hold passwords: 0640 root:rlockd, once the group exists.
+    override = "dpkg-statoverride --update --add root rlockd 0640 /etc/rlockd/rlockd.ini"
+    assert override in calls, "postinst configure does not make the configuration 0640 root:rlockd: %s" % calls
+    assert calls.index("systemd-sysusers rlockd.conf") < calls.index(override), \
+        "postinst sets the configuration's group before it creates it: %s" % calls
+    calls = run_script(scratch, "rlockd", "postrm", "purge")
+    assert "dpkg-statoverride --remove /etc/rlockd/rlockd.ini" not in calls, \
+        "postrm purge removes an override that --list says is not there: %s" % calls
     for unit in ("rlockd.service", "rlockd.socket"):
         assert "deb-systemd-helper purge '%s'" % unit in ctl["rlockd"]["postrm"], \
             "rlockd's postrm does not purge %s's state:\n%s" % (unit, ctl["rlockd"]["postrm"])
@@ -271,6 +283,11 @@ def check_library_matches_its_soname(debs, ctl, root, multiarch):
     assert_eq(nm.returncode, 0, "nm -D: %s" % nm.stderr)
     exported = {line.split()[-1] for line in nm.stdout.splitlines() if line.split()[1:2] == ["T"]}
     assert_eq(listed, exported, "functions in librlock0's symbols file vs. those the library exports")
+    # dpkg compares these with librlock0's versions: none may be above the package's.
+    version = field(debs["librlock0"], "Version")
+    for sym, v in re.findall(r"^ (\w+)@Base (\S+)", symbols, re.M):
+        r = run(["dpkg", "--compare-versions", v, "le", version])
+        assert_eq(r.returncode, 0, "%s's version %s in the symbols file vs. the package's %s" % (sym, v, version))
     assert "activate-noawait ldconfig" in ctl["librlock0"].get("triggers", ""), "librlock0 does not run ldconfig"
 
 
@@ -301,6 +318,23 @@ def check_programs_run(root):
     r = run([os.path.join(root, "usr/bin/rlock"), "-h"])
     assert_eq(r.returncode, 0, "rlock -h: %s" % r.stderr)
     assert "rlock" in r.stdout and "NAME" in r.stdout, "rlock -h printed:\n" + r.stdout
+    r = run([os.path.join(root, "usr/bin/rlock"), "--version"])
+    with open(os.path.join(ROOT, "debian", "changelog")) as f:
+        version = re.match(r"rlockd \(([^)-]+)", f.readline()).group(1)
+    assert_eq(r.stdout, "rlock %s (librlock %s)\n" % (version, makefile_value("RLOCK_SO_VERSION")),
+              "rlock --version: its own version and librlock's")
+
+
+def check_docs(root):
+    """The man page names the packaged paths, and the protocol it points to ships."""
+    r = run(["sh", "-c", "zcat '%s'" % os.path.join(root, "usr/share/man/man8/rlockd.8.gz")])
+    assert_eq(r.returncode, 0, "zcat rlockd.8.gz: %s" % r.stderr)
+    assert "/usr/local" not in r.stdout, "the packaged rlockd.8 names /usr/local:\n" + \
+        "\n".join(line for line in r.stdout.splitlines() if "/usr/local" in line)
+    for path in ("/lib/systemd/system/rlockd.service", "/usr/lib/sysusers.d/rlockd.conf",
+                 "/usr/share/doc/rlockd/protocol.md"):
+        assert path in r.stdout, "the packaged rlockd.8 does not name %s" % path
+        assert os.path.exists(root + path), "rlockd.8 names %s, which no package ships" % path
 
 
 def check_library_links(root, multiarch):
@@ -322,6 +356,15 @@ def check_library_links(root, multiarch):
     assert r.stdout.strip(), "rlock_strerror gave an empty text"
     dyn = run(["objdump", "-p", exe])
     assert re.search(r"NEEDED\s+librlock\.so\.0\n", dyn.stdout), "not linked by soname:\n" + dyn.stdout
+    # The README's static line, as pasted (but for the source's name): no librlock at run time.
+    with open(os.path.join(ROOT, "README.md")) as f:
+        line = next(l.strip() for l in f if l.strip().startswith("cc -o lockdemo") and "# static" in l)
+    r = run(["sh", "-c", line.split("#")[0].replace("lockdemo.c", src).replace("-o lockdemo", "-o " + exe)],
+            env=env)
+    assert_eq(r.returncode, 0, "the README's static link line: %s" % r.stderr)
+    ldd = run(["ldd", exe])
+    assert "librlock" not in ldd.stdout, "the README's static link line links librlock dynamically:\n" + ldd.stdout
+    assert_eq(run([exe]).returncode, 0, "the statically linked program")
 
 
 def lintian_errors(debs):
@@ -377,6 +420,7 @@ def test_packages_build_and_hold_what_they_should():
             assert_eq(r.returncode, 0, "dpkg-deb -x %s: %s" % (deb, r.stderr))
         check_library_matches_its_soname(debs, ctl, root, multiarch)
         check_programs_run(root)
+        check_docs(root)
         check_library_links(root, multiarch)
         if not which("lintian"):
             raise Skip("every other check passed, but lintian is not installed (apt-get install lintian)")
