@@ -381,6 +381,22 @@ def test_debian_changelog_names_the_daemons_version():
     assert_eq(version, daemon, "debian/changelog's version vs. RLOCKD_VERSION")
 
 
+def test_symbols_file_names_package_versions():
+    """debian/librlock0.symbols gives, for each symbol, the librlock0 version that first shipped it:
+    a package version (debian/changelog), never the library's own (RLOCK_SO_VERSION), or every
+    program built against it would depend on a librlock0 no package provides."""
+    if not which("dpkg"):
+        raise Skip("dpkg not found")
+    with open(os.path.join(ROOT, "debian", "changelog")) as f:
+        version = re.match(r"rlockd \(([^)]+)\)", f.readline()).group(1)
+    with open(os.path.join(ROOT, "debian", "librlock0.symbols")) as f:
+        listed = re.findall(r"^ (\w+)@Base (\S+)", f.read(), re.M)
+    assert listed, "no symbols in debian/librlock0.symbols"
+    above = [(sym, v) for sym, v in listed
+             if run(["dpkg", "--compare-versions", v, "le", version]).returncode != 0]
+    assert_eq(above, [], "symbols whose version is above the package's %s" % version)
+
+
 def test_build_depends_name_every_library_the_makefile_builds_with():
     """Each pkg-config module of the Makefile's PKGS (and check, for the unit tests the package
     build runs) comes from a package debian/control's Build-Depends names."""
