@@ -231,8 +231,9 @@ uninstall:
 	    $(DESTDIR)$(COMPLETIONDIR)/rlock $(DESTDIR)$(DOCDIR)/protocol.md
 	@echo "left in place: $(INSTALLED_CONF)"
 
-# Debian packages (debian/): rlockd, librlock0, librlock-dev and rlock,
-# with their -dbgsym, the .changes and .buildinfo, in $(BUILD)/deb/; then
+# Debian packages (debian/): rlockd, librlock0, librlock-dev, rlock and
+# python3-rlockd, with their -dbgsym, the .changes and .buildinfo, in
+# $(BUILD)/deb/; then
 # lintian on them when it is installed (an error fails). dpkg-buildpackage
 # writes next to the tree it builds, so it builds a copy in
 # $(BUILD)/deb-src/: nothing lands outside $(BUILD). The package build
@@ -247,7 +248,10 @@ deb:
 	mkdir -p $(DEB_DIR) $(DEB_SRC)/rlockd
 	tar -cf - --exclude=./.git --exclude=./build --exclude=./run --exclude=./$(BUILD) \
 	    --exclude=__pycache__ . | tar -xf - -C $(DEB_SRC)/rlockd
-	cd $(DEB_SRC)/rlockd && dpkg-buildpackage -us -uc -b -jauto
+	@# With the system's tools only, as a Debian build daemon: pybuild runs
+	@# the python3.X first on PATH, which must be Debian's (pyenv's lacks
+	@# the build module and would build for itself).
+	cd $(DEB_SRC)/rlockd && PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -us -uc -b -jauto
 	find $(DEB_SRC) -maxdepth 1 -type f -exec mv -t $(DEB_DIR) {} +
 	rm -rf $(DEB_SRC)
 	@if command -v lintian >/dev/null; then \
@@ -256,6 +260,16 @@ deb:
 	    echo "make deb: lintian not installed, packages not checked (apt-get install lintian)"; \
 	fi
 	@ls -1 $(DEB_DIR)/*.deb
+
+# The Node package as npm publishes it, in $(BUILD)/npm-pack/: an
+# installable tarball (npm install ./rlockd-<version>.tgz), whose only
+# dependency, ioredis, npm fetches.
+.PHONY: npm-pack
+npm-pack:
+	@command -v npm >/dev/null || { echo "make npm-pack: needs npm (apt-get install npm)" >&2; exit 1; }
+	rm -rf $(BUILD)/npm-pack && mkdir -p $(BUILD)/npm-pack
+	cd clients/node && npm pack --silent --pack-destination $(abspath $(BUILD)/npm-pack)
+	@ls -1 $(BUILD)/npm-pack/*.tgz
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -20,7 +20,9 @@ import subprocess
 from harness import Skip, TempDir, assert_eq, which
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-PACKAGES = ("rlockd", "librlock0", "librlock-dev", "rlock")
+PACKAGES = ("rlockd", "librlock0", "librlock-dev", "rlock", "python3-rlockd")
+PY_SRC = os.path.join(ROOT, "clients", "python", "rlockd")
+DIST_PACKAGES = "usr/lib/python3/dist-packages/"
 COMPLETION_SRC = os.path.join(ROOT, "cli", "rlock.bash-completion")
 COMPLETION = "usr/share/bash-completion/completions/rlock"
 
@@ -63,6 +65,9 @@ def expected_tree(multiarch):
             lib + "librlock.a": 0o644,
             lib + "pkgconfig/rlock.pc": 0o644}), {lib + "librlock.so": soname}),
         "rlock": (dict(docs("rlock"), **rlock_files), {}),
+        # and the dist-info directory dh-python writes (check_python_package)
+        "python3-rlockd": (dict(docs("python3-rlockd"), **{
+            DIST_PACKAGES + "rlockd/" + f: 0o644 for f in os.listdir(PY_SRC) if f.endswith(".py")}), {}),
     }
 
 
@@ -182,6 +187,8 @@ def package_files(deb_dir):
 def check_files_and_modes(debs, multiarch):
     for pkg, (want_files, want_links) in expected_tree(multiarch).items():
         files, links, dirs = contents(debs[pkg])
+        if pkg == "python3-rlockd":
+            files = {f: m for f, m in files.items() if not re.match(DIST_PACKAGES + r"rlockd-[\d.]+\.dist-info/", f)}
         assert_eq({path: oct(mode) for path, mode in files.items()},
                   {path: oct(mode) for path, mode in want_files.items()}, "files (with modes) of %s" % pkg)
         assert_eq(links, want_links, "symlinks of %s" % pkg)
@@ -223,6 +230,10 @@ def check_maintainer_scripts(debs, scratch):
     for pkg in PACKAGES[1:]:
         assert "conffiles" not in ctl[pkg], "%s has conffiles: %s" % (pkg, ctl[pkg]["conffiles"])
         scripts = {"preinst", "postinst", "prerm", "postrm"} & set(ctl[pkg])
+        if pkg == "python3-rlockd":  # dh_python3's: byte-compiles at installation, cleans at removal
+            assert_eq(scripts, {"postinst", "prerm"}, "maintainer scripts of %s" % pkg)
+            assert "py3compile -p python3-rlockd" in ctl[pkg]["postinst"], ctl[pkg]["postinst"]
+            continue
         assert_eq(scripts, set(), "maintainer scripts of %s" % pkg)
     scripts = {"preinst", "postinst", "prerm", "postrm"} & set(ctl["rlockd"])
     assert_eq(scripts, {"postinst", "prerm", "postrm"}, "maintainer scripts of rlockd")
@@ -367,6 +378,26 @@ def check_library_links(root, multiarch):
     assert_eq(run([exe]).returncode, 0, "the statically linked program")
 
 
+def check_python_package(debs, root):
+    """python3-rlockd: Debian's python3-redis as its dependency, a dist-info of the package's
+    version, and the module importable from where it is installed."""
+    depends = field(debs["python3-rlockd"], "Depends")
+    assert "python3-redis" in depends and re.search(r"(^|, )python3(:any)?( \(|,|$)", depends), \
+        "python3-rlockd's Depends: %s" % depends
+    assert_eq(field(debs["python3-rlockd"], "Architecture"), "all", "python3-rlockd's Architecture")
+    version = field(debs["python3-rlockd"], "Version")
+    files, _, _ = contents(debs["python3-rlockd"])
+    assert any(f.startswith(DIST_PACKAGES + "rlockd-%s.dist-info/" % version) for f in files), \
+        "no rlockd-%s.dist-info in python3-rlockd: %s" % (version, sorted(files))
+    site = os.path.join(root, DIST_PACKAGES)
+    # Debian's interpreter, which the package is for (its python3-redis too)
+    r = run(["/usr/bin/python3", "-I", "-c", "import sys; sys.path.insert(0, %r); import rlockd; "
+             "print(rlockd.__file__); print(rlockd.Client.__name__)" % site])
+    assert_eq(r.returncode, 0, "import rlockd from python3-rlockd: %s" % r.stderr)
+    assert r.stdout.startswith(os.path.join(site, "rlockd", "__init__.py")), \
+        "rlockd imported from elsewhere: %s" % r.stdout
+
+
 def lintian_errors(debs):
     r = run(["lintian", "--fail-on", "error"] + [debs[p] for p in PACKAGES], timeout=120)
     errors = [line for line in r.stdout.splitlines() if line.startswith("E:")]
@@ -437,6 +468,7 @@ def test_packages_build_and_hold_what_they_should():
         check_library_matches_its_soname(debs, ctl, root, multiarch)
         check_programs_run(root)
         check_docs(root)
+        check_python_package(debs, root)
         check_library_links(root, multiarch)
         if not which("lintian"):
             raise Skip("every other check passed, but lintian is not installed (apt-get install lintian)")
