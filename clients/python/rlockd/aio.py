@@ -112,7 +112,7 @@ class AsyncClient:
     """The asyncio client; the arguments are Client's. Start it with
     `async with AsyncClient(...) as client:` or `await client.start()`."""
 
-    def __init__(self, address="127.0.0.1:7379", *, client_id=None, username=None,
+    def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
                  lost_events=True, connect_timeout=2.0, command_timeout=10.0):
         self.identity = Identity.new(client_id)
