@@ -153,7 +153,11 @@ RLOCK_API const char *rlock_client_id(const rlock_client *c);
  * The kinds of lock, Redisson's family (rlockd's docs/protocol.md, section
  * 6a). Each _kind function below names the lock by its name and its kind:
  * a hold taken with a kind is released, queried and force-unlocked with
- * the same kind. The functions without _kind are the RLOCK_LOCK case.
+ * the same kind. The functions without _kind are the RLOCK_LOCK case;
+ * the queries of RLOCK_LOCK (no kind word) report the lock whatever its
+ * kind, a read-write lock too. A plain lock and a read-write lock never
+ * share a name at once: taking one where the other is held fails with
+ * RLOCK_EWRONGTYPE (rlock_owners_held_as() names the holder's kind).
  */
 enum rlock_kind {
     /* Redisson's RLock: one holder at a time, waiters served in no
