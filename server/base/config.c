@@ -213,9 +213,9 @@ static const struct config_row config_rows[] = {
     AUTO_INT_ROW("lock", "sync_replicas", LIVE, sync_replicas, "auto", 0, 64),
     INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1,
             60000),
+    ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
     /* Applies at the next line logged. */
     ENUM_ROW("log", "format", LIVE, log_format, "text", log_format_names),
-    ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
 };
 
 #define CONFIG_ROW_COUNT (sizeof(config_rows) / sizeof(config_rows[0]))
