@@ -25,15 +25,16 @@ set -euo pipefail
 # test parses /metrics with Prometheus's own parser. debhelper and lintian:
 # `make deb` and the package test; dh-python, pybuild-plugin-pyproject and
 # python3-all: its python3-rlockd. bash-completion: rlock's completion's
-# test. openssl: the TLS tests make their certificates with it. prometheus:
-# its promtool checks /metrics.
+# test. openssl: the TLS tests make their certificates with it. Not here:
+# prometheus, whose promtool test_metrics uses when it is installed (the
+# package also installs and starts a Prometheus server).
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
     python3-redis python3-pytest python3-venv python3-setuptools
     python3-wheel python3-prometheus-client mandoc
     netcat-openbsd telnet ruby ruby-redis
     debhelper lintian dh-python pybuild-plugin-pyproject python3-all
-    bash-completion openssl prometheus)
+    bash-completion openssl)
 
 is_installed() {
     local status
