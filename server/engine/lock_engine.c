@@ -1815,6 +1815,25 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     wake_one(head);
 }
 
+/* Whether a query of the session's own hold (ISHELD, HOLDCOUNT) has one
+ * to ask Redis about: under the call's kind, or, without a kind word
+ * (RLock's row), under any lock kind, a read-write lock's too. */
+static bool hold_to_query(const struct lock_call *call, const struct hold *hold)
+{
+    if (hold != NULL && !hold->lost)
+        return true;
+    for (int k = 0;
+         call->lock->kind == &lock_kind_rlock && k <= LOCK_KIND_FENCED; k++) {
+        struct lock *other =
+            lock_find(lock_kinds[k], call->lock->name, call->lock->name_len);
+
+        hold = other ? hold_find(other, call->session, call->thread_id) : NULL;
+        if (hold != NULL && !hold->lost)
+            return true;
+    }
+    return false;
+}
+
 /* Runs a started call (again, when it had to wait for Redis first). */
 static void call_proceed(struct lock_call *call)
 {
@@ -1823,7 +1842,7 @@ static void call_proceed(struct lock_call *call)
 
     hold = hold_find(call->lock, call->session, call->thread_id);
     if ((call->op == LOCK_OP_IS_HELD || call->op == LOCK_OP_HOLD_COUNT) &&
-        (hold == NULL || hold->lost)) {
+        !hold_to_query(call, hold)) {
         /* No hold of this session, whatever field Redis may still have
          * under its owner's name from before: none it will re-enter. */
         finish_integer(call, 0);

@@ -349,6 +349,9 @@ def test_queries_without_a_kind_word_report_any_kind_with_its_kind(env):
     pttl = b.call("PTTL", n)
     assert 0 < pttl <= env.watchdog_ms, "PTTL without a kind word of a write lock: %r" % pttl
     assert_eq(a.call("HOLDCOUNT", n, 1, "WRITE"), 1, "HOLDCOUNT ... WRITE")
+    assert_eq((a.call("HOLDCOUNT", n, 1), a.call("ISHELD", n, 1)), (1, 1),
+              "HOLDCOUNT and ISHELD without a kind word of the writer's own hold")
+    assert_eq(b.call("HOLDCOUNT", n, 1), 0, "HOLDCOUNT of another client's hold")
     r = b.call("OWNERS", n)
     assert_eq((r[1], r[2]), (["%s:1:write" % cid, 1], "write"), "OWNERS without a kind word: owner, kind")
     assert 0 < r[0] <= env.watchdog_ms, "OWNERS' PTTL of a write lock: %r" % r
