@@ -193,7 +193,7 @@ def test_address_comes_from_capital_s_else_rlock_addr(env):
     bad = dict(os.environ, RLOCK_ADDR="%s:%d" % (HOST, free_port()))
     r = run_rlock(["status", n], env=good)
     assert_eq(r.returncode, 0, "status via $RLOCK_ADDR")
-    assert re.fullmatch(r"locked pttl_ms=\d+\nowner=someone:1 holds=1\n", r.stdout), \
+    assert re.fullmatch(r"locked pttl_ms=\d+\nkind=lock\nowner=someone:1 holds=1\n", r.stdout), \
         "status via $RLOCK_ADDR: %r" % r.stdout
     for option in ("-S", "--server"):
         r = run_rlock([option, _addr(env), "status", n], env=bad)
