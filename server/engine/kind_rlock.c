@@ -51,6 +51,9 @@
  */
 #define SHAPE_GUARD KIND_LUA_RLOCK_SHAPE("shape") KIND_LUA_RW_SHAPE("rw_shape")
 
+/* An acquire that finds a read-write lock holding the name. */
+#define RW_CLASH KIND_LUA_CLASH("a read-write lock")
+
 /* RLock and the fenced lock tell the lock's channel, KEYS[2]. */
 #define RLOCK_NOTIFY                                                           \
     KIND_LUA_PUBLISH "local function notify(message) "                         \
@@ -107,12 +110,11 @@
 #define ACQUIRE_CHECKS(keys_ok)                                                \
     "local s, owner, _, ttl = shape(KEYS[1]); "                                \
     "if s == 'other' and rw_shape(KEYS[1]) ~= 'other' then "                   \
-    "return " KIND_LUA_CLASH(                                                  \
-        "a read-write lock") "; end; "                                         \
-                             "if s == 'other' or not (" keys_ok ") then "      \
-                             "return " KIND_LUA_WRONG_TYPE "; end; "           \
-                             "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "    \
-                             "return " KIND_LUA_LOCKLOST "; end; "
+    "return " RW_CLASH "; end; "                                               \
+    "if s == 'other' or not (" keys_ok ") then "                               \
+    "return " KIND_LUA_WRONG_TYPE "; end; "                                    \
+    "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "                             \
+    "return " KIND_LUA_LOCKLOST "; end; "
 /* Takes the hold at the count known plus one: a call sent again after its
  * reply was lost counts once (redisson#7367 counts it twice). */
 #define ACQUIRE_TAKE                                                           \
@@ -333,8 +335,9 @@ static struct backend_script renew_script = {
 static struct backend_script inspect_script = {
     "rlock_inspect",
     SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
-                "local mode, rw_ttl = rw_shape(KEYS[1]); "
-                "if s == 'other' and mode ~= 'other' then "
+                "local mode, rw_ttl = 'other'; "
+                "if s == 'other' then mode, rw_ttl = rw_shape(KEYS[1]); end; "
+                "if mode ~= 'other' then "
                 "local c = redis.call('hget', KEYS[1], ARGV[1]) or "
                 "redis.call('hget', KEYS[1], ARGV[1] .. ':write'); "
                 "return {1, c and tonumber(c) or 0, rw_ttl}; "
@@ -353,8 +356,9 @@ static struct backend_script owners_script = {
     "rlock_owners",
     SHAPE_GUARD KIND_LUA_RW_OWNERS
     "local s, owner, count, ttl = shape(KEYS[1]); "
-    "local mode, rw_ttl = rw_shape(KEYS[1]); "
-    "if s == 'other' and mode ~= 'other' then "
+    "local mode, rw_ttl = 'other'; "
+    "if s == 'other' then mode, rw_ttl = rw_shape(KEYS[1]); end; "
+    "if mode ~= 'other' then "
     "return rw_owners(KEYS[1], mode, rw_ttl); "
     "end; "
     "if (s ~= 'lock') then "

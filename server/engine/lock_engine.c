@@ -1817,7 +1817,8 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
 
 /* Whether a query of the session's own hold (ISHELD, HOLDCOUNT) has one
  * to ask Redis about: under the call's kind, or, without a kind word
- * (RLock's row), under any lock kind, a read-write lock's too. */
+ * (RLock's row), under any lock kind (the kind table's rows up to
+ * FENCED), a read-write lock's too. */
 static bool hold_to_query(const struct lock_call *call, const struct hold *hold)
 {
     if (hold != NULL && !hold->lost)
