@@ -4,6 +4,7 @@
 #   make run      the daemon in the foreground against a private redis-server
 #   make install  PREFIX=/usr/local DESTDIR= (make uninstall undoes it)
 #   make test     install what is missing, build, run unit + integration tests
+#   make test-stress  the integration tests STRESS_RUNS times on busy cores
 #   make asan     the same tests against an AddressSanitizer+UBSan build
 #   make valgrind the integration tests with the daemon under memcheck
 #   make simulate the lock engine's deterministic simulation, many seeds
@@ -14,9 +15,10 @@
 
 CC      ?= cc
 BUILD   ?= build
-# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c).
+# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c);
+# libssl: TLS (server/base/tls.c).
 # libmicrohttpd: the metrics and health endpoint (server/front/http.c).
-PKGS     = libuv hiredis inih libsystemd libcrypto libmicrohttpd
+PKGS     = libuv hiredis inih libsystemd libssl libcrypto libmicrohttpd
 CFLAGS  ?= -O2 -g
 # The project's own flags live apart from CFLAGS, so that `make CFLAGS=...`
 # (as the asan target does) adds optimisation/sanitizer flags without
@@ -82,7 +84,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
 
-.PHONY: FORCE all deps npm-deps install uninstall run test unit simulate client integration asan valgrind bench fuzz clean format
+.PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench fuzz clean format
 
 all: $(BUILD)/rlockd $(CLIENT_ALL)
 
@@ -284,8 +286,9 @@ test: deps npm-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests $(BUILD)/client_tests
 	@$(MAKE) --no-print-directory unit client integration
 
-# The lock engine's deterministic simulation (tests/sim/): make test runs
-# SIM_SEEDS seeds, make simulate SIMULATE_SEEDS; SIM_SEED=<n> replays one.
+# The lock engine's deterministic simulation (tests/sim/), of every lock
+# kind: make test runs SIM_SEEDS seeds, make simulate SIMULATE_SEEDS;
+# SIM_SEED=<n> replays one, SIM_KIND=<mode> runs every seed as one kind.
 SIM_SEEDS      ?= 2000
 SIMULATE_SEEDS ?= 100000
 
@@ -308,6 +311,14 @@ INTEGRATION_ENV = RLOCK_BIN=$(abspath $(BUILD)/rlock) RLOCKD_BUILD=$(abspath $(B
 integration: all
 	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) python3 tests/integration/run.py
 
+# The integration suite STRESS_RUNS times, modules in a random order, with a
+# busy process on every core: the tests that failed in any run, and how often.
+STRESS_RUNS ?= 3
+test-stress: deps npm-deps
+	@$(MAKE) --no-print-directory all
+	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) STRESS_RUNS=$(STRESS_RUNS) \
+	    python3 tests/integration/stress.py
+
 # Sanitizer build in its own tree, so it never mixes with the normal one.
 asan: deps npm-deps
 	@RLOCKD_TEST_LDFLAGS="-fsanitize=address,undefined" $(MAKE) --no-print-directory BUILD=build/asan \
@@ -316,9 +327,10 @@ asan: deps npm-deps
 
 # The daemon under memcheck; an error or a leak fails the test that stopped
 # it. Then librlock's tests under memcheck (in one process: CK_FORK=no).
+# One module at a time (RLOCKD_TEST_JOBS): memcheck is CPU-bound.
 valgrind: deps npm-deps all $(BUILD)/client_tests
 	@command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install valgrind)"; exit 1; }
-	RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
+	RLOCKD_TEST_JOBS=$${RLOCKD_TEST_JOBS:-1} RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
 	    RLOCKD_BIN=$(abspath scripts/valgrind-rlockd.sh) python3 tests/integration/run.py
 	CK_FORK=no RLOCKD_BIN=$(abspath $(BUILD)/rlockd) valgrind -q --leak-check=full \
 	    --errors-for-leak-kinds=definite,indirect --error-exitcode=1 $(BUILD)/client_tests

@@ -77,6 +77,9 @@ static const char usage_text[] =
     "                      available (rlockd, as Redisson, keeps only the\n"
     "                      number available, not the limit). No KIND, no -l;\n"
     "                      not with status or force-unlock\n"
+    "  --user NAME         log in to rlockd as its [user NAME] (default:\n"
+    "                      $RLOCK_USER), with the password on the first line\n"
+    "                      of --password-file FILE (default: $RLOCK_PASSWORD)\n"
     "  -h, --help          print this help and exit 0\n"
     "  -V, --version       print rlock's version and exit 0\n"
     "SECS: -w 0 to 10^9, -k 0 to 86400; MS: -l 1 to 10^12, -b 0 or 100 to\n"
@@ -99,7 +102,8 @@ static const char usage_text[] =
     "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left),\n"
     "                     \"kind=KIND\" (lock, read or write: without KIND,\n"
     "                     a lock of any kind), then \"owner=OWNER holds=N\"\n"
-    "                     for each holder, or\n"
+    "                     for each holder (and \" name=CLIENT-NAME\" where\n"
+    "                     rlockd knows it), or\n"
     "                     \"unlocked\"; exit 0 either way\n"
     "  force-unlock NAME  delete the lock, whoever holds it; print\n"
     "                     \"force-unlocked\" or \"not locked\"; exit 0\n"
@@ -139,6 +143,8 @@ static const char usage_text[] =
     "  70       any other error\n"
     "  75       the lock was lost while COMMAND ran (or was held): COMMAND's\n"
     "           work may not have been exclusive\n"
+    "  77       the user logged in as may not do this (rlockd's -NOPERM)\n"
+    "  78       rlockd wants a login, or refused the one given (-NOAUTH)\n"
     "  126/127  COMMAND could not be executed / was not found\n"
     "\n"
     "Environment:\n"
@@ -146,6 +152,8 @@ static const char usage_text[] =
     "  RLOCK_AUTH  the token sent with AUTH, for an rlockd with\n"
     "              [server] auth_token set (an environment variable, so\n"
     "              that it never shows in ps)\n"
+    "  RLOCK_USER, RLOCK_PASSWORD\n"
+    "              the [user NAME] to log in as, and its password\n"
     "COMMAND gets, in place of any it inherited:\n"
     "  RLOCK_NAME   NAME\n"
     "  RLOCK_OWNER  the lock's owner in rlockd: CLIENT-ID:THREAD-ID; with\n"
@@ -157,6 +165,7 @@ static const char usage_text[] =
 /* The values of long options that have no short one lie past every
  * character; the kinds: OPT_KIND plus the enum rlock_kind. */
 enum { OPT_VERSION = 256, OPT_PERMITS, OPT_KIND };
+enum { OPT_USER = 512, OPT_PASSWORD_FILE };
 
 static const struct option long_options[] = {
     {"server", required_argument, NULL, 'S'},
@@ -178,6 +187,8 @@ static const struct option long_options[] = {
     {"fair", no_argument, NULL, OPT_KIND + RLOCK_FAIR},
     {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"user", required_argument, NULL, OPT_USER},
+    {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
     {NULL, 0, NULL, 0},
 };
 /* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
@@ -298,6 +309,23 @@ struct given {
     bool short_s;       /* -s, which was the address in earlier versions */
 };
 
+/* --password-file: its first line, without the newline, is the
+ * password (a file, so that it never shows in ps). */
+static int read_password_file(struct options *o, const char *path)
+{
+    static char password[1024];
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL)
+        return fail_sys(path);
+    if (fgets(password, sizeof password, f) == NULL)
+        password[0] = '\0';
+    fclose(f);
+    password[strcspn(password, "\r\n")] = '\0';
+    o->password = password;
+    return 0;
+}
+
 /* One option; 0 or the exit status to leave with. */
 static int parse_option(struct options *o, struct given *g, int opt,
                         const char *name)
@@ -343,6 +371,11 @@ static int parse_option(struct options *o, struct given *g, int opt,
         exit(0);
     case OPT_PERMITS:
         return parse_number(name, optarg, 1, COMMAND_MAX_COUNT, &o->permits);
+    case OPT_USER:
+        o->user = optarg;
+        return 0;
+    case OPT_PASSWORD_FILE:
+        return read_password_file(o, optarg);
     case 'V':
     case OPT_VERSION:
         print_version();
@@ -426,6 +459,14 @@ static int check_permits(const struct options *o, const struct given *g)
     return 0;
 }
 
+/* An environment variable that is set and not empty, else NULL. */
+static const char *env_value(const char *name)
+{
+    const char *value = getenv(name);
+
+    return value != NULL && *value != '\0' ? value : NULL;
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
     const char *env_addr = getenv("RLOCK_ADDR");
@@ -441,6 +482,8 @@ int options_parse(int argc, char **argv, struct options *o)
         .conflict_status = EXIT_NOT_ACQUIRED,
         .lease_ms = RLOCK_WATCHDOG,
         .kill_grace_ms = DEFAULT_KILL_GRACE_S * 1000,
+        .user = env_value("RLOCK_USER"),
+        .password = env_value("RLOCK_PASSWORD"),
     };
     while (err == 0 && (opt = getopt_long(argc, argv, short_options,
                                           long_options, &long_index)) != -1) {
@@ -466,5 +509,8 @@ int options_parse(int argc, char **argv, struct options *o)
         err = check_permits(o, &g);
     if (err == 0 && o->name[0] == '\0')
         err = usage_error("empty lock NAME");
+    if (err == 0 && o->user != NULL && o->password == NULL)
+        err = usage_error("--user (or RLOCK_USER) needs a password: "
+                          "--password-file FILE or RLOCK_PASSWORD");
     return err;
 }

@@ -26,6 +26,10 @@ struct options {
     long long lease_ms;
     int kill_grace_ms;
     int heartbeat_ms; /* as rlock_options wants it */
+    /* --user or RLOCK_USER, and --password-file's first line or
+     * RLOCK_PASSWORD (NULL: none), as rlock_options wants them */
+    const char *user;
+    const char *password;
 };
 
 /* Fills o from the command line; 0, or the exit status to leave with

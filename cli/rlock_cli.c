@@ -72,11 +72,12 @@ struct keeper {
 static int print_status(rlock_client *c, const struct options *o)
 {
     struct rlock_owner *owners;
+    char **names;
     long long pttl;
     size_t count;
     char held_as[16];
-    int rc = rlock_owners_held_as(c, o->name, o->kind, &pttl, &owners, &count,
-                                  held_as, sizeof held_as);
+    int rc = rlock_owners_held_as(c, o->name, o->kind, &pttl, &owners, &names,
+                                  &count, held_as, sizeof held_as);
 
     if (rc != RLOCK_OK)
         return fail(rc, "status of '%s' at %s", o->name, o->addr);
@@ -85,8 +86,11 @@ static int print_status(rlock_client *c, const struct options *o)
     else
         printf("locked pttl_ms=%lld\nkind=%s\n", pttl, held_as);
     for (size_t i = 0; i < count; i++)
-        printf("owner=%s holds=%lld\n", owners[i].owner, owners[i].holds);
+        printf("owner=%s holds=%lld%s%s\n", owners[i].owner, owners[i].holds,
+               names[i] != NULL ? " name=" : "",
+               names[i] != NULL ? names[i] : "");
     rlock_owners_free(owners);
+    free(names);
     return 0;
 }
 
@@ -118,8 +122,8 @@ static bool kind_clash(rlock_client *c, const struct options *o,
     size_t count;
     char held_as[16] = "";
 
-    if (rlock_owners_held_as(c, o->name, RLOCK_LOCK, &pttl, &owners, &count,
-                             held_as, sizeof held_as) != RLOCK_OK)
+    if (rlock_owners_held_as(c, o->name, RLOCK_LOCK, &pttl, &owners, NULL,
+                             &count, held_as, sizeof held_as) != RLOCK_OK)
         return false;
     rlock_owners_free(owners);
     if (!strcmp(held_as, "lock"))
@@ -474,6 +478,10 @@ int main(int argc, char **argv)
     if (status != 0)
         return status;
     connect_opts.heartbeat_ms = o.heartbeat_ms;
+    connect_opts.user = o.user;
+    connect_opts.password = o.password;
+    if (o.password != NULL) /* the user's, or the default user's */
+        connect_opts.auth_token = NULL;
     c = rlock_connect(o.addr, &connect_opts, &err);
     if (c == NULL)
         return fail(err, "rlockd at %s", o.addr);

@@ -36,6 +36,7 @@
 #include "base/log.h"
 #include "base/service.h"
 #include "base/stats.h"
+#include "base/tls.h"
 #include "base/version.h"
 #include "engine/lock_engine.h"
 #include "front/client.h"
@@ -62,10 +63,11 @@ static struct {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: rlockd [-c FILE] [-t] [-h] [-V]\n"
-                 "  -c FILE  configuration file (default: built-in defaults)\n"
-                 "  -t       check the configuration and exit\n"
-                 "  -h       this help\n"
-                 "  -V       print the version and exit\n");
+                 "  -c, --config FILE  configuration file (default: built-in "
+                 "defaults)\n"
+                 "  -t, --test         check the configuration and exit\n"
+                 "  -h, --help         this help\n"
+                 "  -V, --version      print the version and exit\n");
 }
 
 static void close_everything(void)
@@ -273,11 +275,17 @@ static int start(void)
 
 int main(int argc, char **argv)
 {
+    static const struct option long_options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"test", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
     bool check_only = false;
     char err_text[512];
     int opt, err;
 
-    while ((opt = getopt(argc, argv, "c:thV")) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:thV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             rlockd.config_path = optarg;
@@ -308,7 +316,8 @@ int main(int argc, char **argv)
     }
     if (check_only &&
         (listener_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
-         http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0)) {
+         http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
+         tls_client_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0)) {
         fprintf(stderr, "rlockd: %s: %s\n",
                 rlockd.config_path ? rlockd.config_path : "(defaults)",
                 err_text);

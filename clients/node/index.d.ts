@@ -13,6 +13,8 @@ export interface ClientOptions {
   clientId?: string;
   username?: string;
   password?: string;
+  /** CLIENT SETNAME of its connections (default "<host>/<program>/<pid>"; "": none). */
+  clientName?: string;
   /** CLIENT HEARTBEAT interval; 0: none. Default 10000. */
   heartbeatMs?: number;
   /** Subscribe to rlockd:lost:<client-id> for the `lost` event. Default true. */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ static const char *const redis_mode_names[] = {"standalone", "sentinel",
                                                "cluster", NULL};
 static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
                                            NULL};
+static const char *const no_yes_names[] = {"no", "yes", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 static const char *const log_format_names[] = {"text", "json", NULL};
@@ -183,8 +185,19 @@ static const struct config_row config_rows[] = {
             600000),
     INT_ROW("redis", "reconnect_max_ms", LIVE, reconnect_max_ms, "1000", 10,
             60000),
+    INT_ROW("redis", "first_connect_warn_ms", 0, first_connect_warn_ms, "10000",
+            100, 3600000),
     INT_ROW("redis", "ping_interval_ms", LIVE, ping_interval_ms, "1000", 100,
             60000),
+    /* TLS on every Redis link: pool, subscriber, sentinels, cluster nodes. */
+    ENUM_ROW("redis", "tls", 0, redis_tls, "no", no_yes_names),
+    STR_ROW("redis", "tls_ca_file", 0, redis_tls_ca_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_ca_dir", 0, redis_tls_ca_dir, "", KIND_STRING),
+    STR_ROW("redis", "tls_cert_file", 0, redis_tls_cert_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_key_file", 0, redis_tls_key_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_server_name", 0, redis_tls_server_name, "",
+            KIND_STRING),
+    ENUM_ROW("redis", "tls_verify", 0, redis_tls_verify, "yes", no_yes_names),
     /* Not LIVE: held locks stay under the keys they were taken with. */
     STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
     STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),
@@ -204,6 +217,9 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
+    /* Names whose highest FENCED token is remembered (fence_memory.h). */
+    INT_ROW("lock", "fence_memory_names", LIVE, fence_memory_names, "100000",
+            1, 100000000),
     /* 0: every waiter asks once the release's reply is in. */
     INT_ROW("lock", "max_handoffs_in_a_row", LIVE, max_handoffs_in_a_row, "8",
             0, 1000000),
@@ -380,15 +396,26 @@ static int set_string(const struct config_row *row, char *dst,
     return 0;
 }
 
+/* The row of [section] key, or CONFIG_ROW_COUNT. */
+static size_t config_row_find(const char *section, const char *key)
+{
+    size_t i = 0;
+
+    while (i < CONFIG_ROW_COUNT && (strcmp(config_rows[i].section, section) ||
+                                    strcmp(config_rows[i].key, key)))
+        i++;
+    return i;
+}
+
 int config_set(struct config *cfg, const char *section, const char *key,
                const char *value, char *err, size_t err_size)
 {
-    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+    size_t i = config_row_find(section, key);
+
+    if (i < CONFIG_ROW_COUNT) {
         const struct config_row *row = &config_rows[i];
         char *field = (char *)cfg + row->offset;
 
-        if (strcmp(row->section, section) != 0 || strcmp(row->key, key) != 0)
-            continue;
         switch (row->kind) {
         case KIND_INT:
         case KIND_MODE:
@@ -505,7 +532,8 @@ struct load_state {
     FILE *file;
     int line;         /* the line inih is parsing */
     char section[64]; /* the previous row's, to see a section start */
-    char reason[256]; /* first error; inih reports its line */
+    int set_on_line[CONFIG_ROW_COUNT]; /* 0: not set by the file yet */
+    char reason[256];                  /* first error; inih reports its line */
 };
 
 /* inih's reader: fgets, counting lines, so that rows know theirs. */
@@ -524,6 +552,93 @@ static const char *user_section(const char *section)
         (section[4] != ' ' && section[4] != '\t'))
         return NULL;
     return section + 4 + strspn(section + 4, " \t");
+}
+
+/* Levenshtein's edit distance between two short names, for the closest
+ * known section. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t lb = strlen(b), row[SECTION_NAME_MAX + 2];
+
+    if (lb > SECTION_NAME_MAX)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; a[i - 1] != '\0'; i++) {
+        size_t diagonal = row[0];
+
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t best = diagonal + (a[i - 1] != b[j - 1]);
+
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    return row[lb];
+}
+
+/* Whether a row has that section; else the known section nearest to it
+ * in *nearest ("user NAME" sections are known by their first word). */
+static bool section_known(const char *section, const char **nearest)
+{
+    size_t best = SIZE_MAX;
+
+    char first_word[SECTION_NAME_MAX + 1];
+
+    snprintf(first_word, sizeof first_word, "%.*s",
+             (int)strcspn(section, " \t"), section);
+    *nearest = "user NAME";
+    best = edit_distance(first_word, "user");
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        size_t d;
+
+        if (strcmp(config_rows[i].section, section) == 0)
+            return true;
+        d = edit_distance(section, config_rows[i].section);
+        if (d < best) {
+            best = d;
+            *nearest = config_rows[i].section;
+        }
+    }
+    if (best > 2)
+        *nearest = NULL;
+    return false;
+}
+
+/* A key set twice in a file is refused: which of the two was meant cannot
+ * be told, and a later copy overriding an earlier one hides edits. Also
+ * names a section no row has, with the closest known one. */
+static int config_file_set(struct load_state *st, const char *section,
+                           const char *key, const char *value, char *err,
+                           size_t err_size)
+{
+    size_t i = config_row_find(section, key);
+    const char *nearest;
+
+    if (i == CONFIG_ROW_COUNT && !section_known(section, &nearest)) {
+        if (nearest != NULL)
+            snprintf(err, err_size, "unknown section [%s] (did you mean [%s]?)",
+                     section, nearest);
+        else
+            snprintf(err, err_size, "unknown section [%s]", section);
+        return -1;
+    }
+    if (i < CONFIG_ROW_COUNT && st->set_on_line[i] != 0) {
+        snprintf(err, err_size,
+                 "duplicate key '%s' in section [%s] (first "
+                 "set on line %d)",
+                 key, section, st->set_on_line[i]);
+        return -1;
+    }
+    if (i < CONFIG_ROW_COUNT)
+        st->set_on_line[i] = st->line;
+    return config_set(st->cfg, section, key, value, err, err_size);
 }
 
 static int config_ini_line(void *user, const char *section, const char *key,
@@ -545,7 +660,7 @@ static int config_ini_line(void *user, const char *section, const char *key,
         rc = acl_set(&st->cfg->acl, name, key, value, st->line, starts, err,
                      sizeof(err));
     else
-        rc = config_set(st->cfg, section, key, value, err, sizeof(err));
+        rc = config_file_set(st, section, key, value, err, sizeof(err));
     if (rc == 0)
         return 1;
     if (st->reason[0] == '\0')

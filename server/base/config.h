@@ -81,7 +81,15 @@ struct config {
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t reconnect_max_ms;
-    int64_t ping_interval_ms; /* idle probe; also when a link stalls */
+    int64_t first_connect_warn_ms;
+    int64_t ping_interval_ms;     /* idle probe; also when a link stalls */
+    int64_t redis_tls;            /* every Redis link speaks TLS */
+    char redis_tls_ca_file[1024]; /* "" and no ca_dir: the system's store */
+    char redis_tls_ca_dir[1024];
+    char redis_tls_cert_file[1024]; /* a client certificate, with its key */
+    char redis_tls_key_file[1024];
+    char redis_tls_server_name[256]; /* "": the host dialled */
+    int64_t redis_tls_verify;
     /* [lock] */
     char name_prefix[256];
     char allowed_names[1024]; /* glob patterns */
@@ -96,6 +104,7 @@ struct config {
     int64_t max_waiters_per_client;
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
+    int64_t fence_memory_names;
     /* local hand-offs of one lock before a release leaves it free */
     int64_t max_handoffs_in_a_row;
     int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */

@@ -14,6 +14,8 @@
 #include "base/process_metrics.h"
 #include "base/version.h"
 
+#include "base/tls.h"
+
 struct stats stats;
 struct latency latency;
 struct redis_status redis_status = {.topology = "discovering",
@@ -32,6 +34,7 @@ int stats_append_section(struct buffer *out, enum stats_section section)
     }
     STATS_LIST(STATS_LINE)
 #undef STATS_LINE
+    err |= tls_cert_append_info(out, (int)section);
     return err ? -ENOMEM : 0;
 }
 
@@ -110,5 +113,6 @@ int stats_append_prometheus(struct buffer *out)
     ok = ok && append_histogram(out, #name, help, &latency.name);
     LATENCY_LIST(LATENCY_METRIC)
 #undef LATENCY_METRIC
+    ok = ok && tls_cert_append_prometheus(out) == 0;
     return ok ? process_metrics_append(out) : -ENOMEM;
 }

@@ -2,15 +2,16 @@
  * kind_rwlock.c - Redisson's RReadWriteLock, as two rows of the lock-kind
  * table: READ (shared holds) and WRITE (one holder), on one hash.
  *
- * The format (../shared/reference/redisson-family.md, section 3): a hash
- * at the lock's name with "mode" = "read" or "write", a field per reader
- * "<client-id>:<thread-id>" and the writer's "<client-id>:<thread-id>:write",
- * each holding its hold count; for each read hold n of an owner the key
- * "{name}:<field>:rwlock_timeout:<n>" with that hold's lease, from which
- * a release sets the hash's TTL (the longest of the remaining holds').
- * Waiters listen on redisson_rwlock:{name}: "0" wakes one waiter, "1"
- * (a write unlock) wakes all. A writer may take its own lock for reading
- * (a downgrade); a reader is never upgraded (the engine refuses it:
+ * The format (Redisson's
+ * redisson/src/main/java/org/redisson/RedissonReadLock.java and
+ * RedissonWriteLock.java): a hash at the lock's name with "mode" = "read" or
+ * "write", a field per reader "<client-id>:<thread-id>" and the writer's
+ * "<client-id>:<thread-id>:write", each holding its hold count; for each read
+ * hold n of an owner the key "{name}:<field>:rwlock_timeout:<n>" with that
+ * hold's lease, from which a release sets the hash's TTL (the longest of the
+ * remaining holds'). Waiters listen on redisson_rwlock:{name}: "0" wakes one
+ * waiter, "1" (a write unlock) wakes all. A writer may take its own lock for
+ * reading (a downgrade); a reader is never upgraded (the engine refuses it:
  * not_while_holding).
  *
  * rlockd's changes, as for RLock: a guard that tells the lock from any

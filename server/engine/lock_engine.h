@@ -158,7 +158,8 @@ int lock_engine_join_new(const char *id, size_t len, struct session **out);
 
 /* How a join ended: the session, or NULL and -EPERM (no proof), -EAGAIN
  * (Redis could not be read, or the session is being resumed), -ENOENT (no
- * session to resume), -ENOMEM. */
+ * session to resume), -EBADMSG (the record's key holds what rlockd did
+ * not write: session_store_check), -ENOMEM. */
 typedef void lock_join_fn(void *ctx, struct session *session, int err);
 struct lock_join;
 /*

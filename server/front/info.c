@@ -177,7 +177,14 @@ bool info_ready(char *why, size_t size)
 
     if (stats.redis_connected)
         return true;
-    if (since != 0)
+    if (redis_status.tls_error[0] != '\0')
+        snprintf(why, size, "redis tls: %s", redis_status.tls_error);
+    else if (!redis_status.ever_reached)
+        snprintf(why, size,
+                 "redis never reached since start-up %" PRIu64
+                 " ms ago (topology %s)",
+                 info.now_ms() - since, redis_status.topology);
+    else if (since != 0)
         snprintf(why, size,
                  "redis unreachable for %" PRIu64 " ms (topology %s)",
                  info.now_ms() - since, redis_status.topology);

@@ -438,8 +438,10 @@ START_TEST(replies_map_to_rlock_errors)
 {
     static const char *const replies[] = {
         "+OK\r\n", /* CLIENTID */
+        "*0\r\n",  /* HELLO 2 SETNAME */
         "-NOTOWNER x\r\n", "-LOCKLOST x\r\n", "-UNAVAILABLE x\r\n",
         "-LIMIT x\r\n",    "-SHUTDOWN x\r\n", "-NOAUTH x\r\n",
+        "-NOPERM x\r\n",
         "-ERR x\r\n",      "-WRONGTYPE x\r\n", "-NOREPLICAS x\r\n",
         "-NEWCODE x\r\n",
         "$1\r\n7\r\n",
@@ -451,6 +453,7 @@ START_TEST(replies_map_to_rlock_errors)
         RLOCK_ELIMIT,
         RLOCK_ESHUTDOWN,
         RLOCK_EAUTH,
+        RLOCK_ENOPERM,
         RLOCK_EINVAL,
         RLOCK_EWRONGTYPE,
         RLOCK_ENOREPLICAS,
@@ -478,9 +481,9 @@ END_TEST
 
 START_TEST(strerror_has_a_text_for_every_code)
 {
-    const char *texts[1 - RLOCK_ENOREPLICAS];
+    const char *texts[1 - RLOCK_ENOPERM];
 
-    for (int err = RLOCK_OK; err >= RLOCK_ENOREPLICAS; err--) {
+    for (int err = RLOCK_OK; err >= RLOCK_ENOPERM; err--) {
         texts[-err] = rlock_strerror(err);
         ck_assert_ptr_nonnull(texts[-err]);
         ck_assert_str_ne(texts[-err], "unknown error");
@@ -488,7 +491,7 @@ START_TEST(strerror_has_a_text_for_every_code)
             ck_assert_str_ne(texts[-err], texts[other]);
     }
     ck_assert_str_eq(rlock_strerror(1), "unknown error");
-    ck_assert_str_eq(rlock_strerror(RLOCK_ENOREPLICAS - 1), "unknown error");
+    ck_assert_str_eq(rlock_strerror(RLOCK_ENOPERM - 1), "unknown error");
     ck_assert_str_eq(rlock_strerror(-1000), "unknown error");
 }
 END_TEST

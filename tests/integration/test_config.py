@@ -144,3 +144,39 @@ def test_json_logs_are_one_object_a_line():
         assert entry["level"] in ("error", "warn", "info", "debug"), "level of %r" % line
     assert any(e["msg"].startswith("rlockd ") and "starting" in e["msg"] for e in map(json.loads, lines)), \
         "the start-up line in JSON: %r" % lines[:3]
+def test_long_help_and_version_are_accepted_as_the_short_ones():
+    assert_eq_run = [(["--version"], ["-V"]), (["--help"], ["-h"])]
+    for long_args, short_args in assert_eq_run:
+        r, short = _run(long_args), _run(short_args)
+        assert r.returncode == 0, "rlockd %s exited %d: %s" % (long_args[0], r.returncode, r.stderr)
+        assert r.stdout == short.stdout, "rlockd %s printed %r, %s printed %r" % (
+            long_args[0], r.stdout, short_args[0], short.stdout)
+    assert "-h, --help" in _run(["--help"]).stdout and "-V, --version" in _run(["--help"]).stdout
+
+
+def _check_text(d, fname, text):
+    path = os.path.join(d, fname)
+    with open(path, "w") as f:
+        f.write(text)
+    r = _run(["-t", "-c", path])
+    assert r.returncode == 1, "rlockd -t on %r exited %d" % (text, r.returncode)
+    return r.stderr.replace(path, fname).strip()
+
+
+def test_check_flags_a_duplicate_key_with_both_lines():
+    text = "[redis]\nport = 1\nhost = 127.0.0.1\nport = 2\n"
+    with TempDir() as d:
+        got = _check_text(d, "dup.ini", text)
+    want = "rlockd: dup.ini:4: duplicate key 'port' in section [redis] (first set on line 2)"
+    assert got == want, "got %r, want %r" % (got, want)
+
+
+def test_check_names_a_misspelled_section_and_the_closest_known_one():
+    cases = [("[rdis]\nport = 1\n", "rlockd: bad.ini:2: unknown section [rdis] (did you mean [redis]?)"),
+             ("[lokc]\nx = 1\n", "rlockd: bad.ini:2: unknown section [lokc] (did you mean [lock]?)"),
+             ("[usr alice]\npassword = x\n", "rlockd: bad.ini:2: unknown section [usr alice] (did you mean [user NAME]?)"),
+             ("[nosuchsection]\nx = 1\n", "rlockd: bad.ini:2: unknown section [nosuchsection]")]
+    with TempDir() as d:
+        for text, want in cases:
+            got = _check_text(d, "bad.ini", text)
+            assert got == want, "got %r, want %r" % (got, want)

@@ -92,9 +92,9 @@ def test_install_keeps_an_existing_config_and_uninstall_leaves_only_it():
 
 
 def test_installed_library_links_through_pkg_config_and_runs():
-    for tool in ("pkg-config", "cc", "objdump"):
+    for tool, package in (("pkg-config", "pkg-config"), ("cc", "build-essential"), ("objdump", "binutils")):
         if not which(tool):
-            raise Skip("%s not found" % tool)
+            raise Skip("%s not found (apt-get install %s, or scripts/install-deps.sh)" % (tool, package))
     with TempDir() as dest:
         make("install", destdir=dest)
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(dest, "usr/local/lib/pkgconfig"),

@@ -154,19 +154,29 @@ def require_build_tools():
         raise Skip("the packages' build dependencies are missing: %s" % r.stderr.strip())
 
 
+def written_by_a_package_build():
+    """What dpkg-buildpackage writes outside the tree it builds, by place: its
+    packages, .changes and .buildinfo next to the tree (only those: other
+    programs write to a shared parent such as /tmp too), and its work files
+    in the tree and in debian/."""
+    ours = tuple("%s_" % p for p in PACKAGES + tuple(p + "-dbgsym" for p in PACKAGES))
+    return {"next to the source tree": {f for f in os.listdir(os.path.dirname(ROOT)) if f.startswith(ours)},
+            "in the source tree": set(os.listdir(ROOT)),
+            "in debian/": set(os.listdir(os.path.join(ROOT, "debian")))}
+
+
 def build_packages(build):
     """`make deb` into the temp dir build; checks it writes nothing outside it."""
     require_build_tools()
-    parent = os.path.dirname(ROOT)
-    before = (set(os.listdir(parent)), set(os.listdir(os.path.join(ROOT, "debian"))))
+    before = written_by_a_package_build()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     env["DEB_BUILD_OPTIONS"] = "nocheck"   # the unit tests are `make unit`'s
     env["DEB_BUILD_PROFILES"] = "nocheck"  # and Check is not needed
     r = run(["make", "-s", "-C", ROOT, "BUILD=" + build, "deb"], env=env, timeout=300)
     assert r.returncode == 0, "make deb failed (%d):\n%s%s" % (r.returncode, r.stdout[-4000:], r.stderr[-4000:])
-    after = (set(os.listdir(parent)), set(os.listdir(os.path.join(ROOT, "debian"))))
-    assert_eq(after[0] - before[0], set(), "files make deb left next to the source tree")
-    assert_eq(after[1] - before[1], set(), "files make deb left in debian/")
+    after = written_by_a_package_build()
+    for where, names in after.items():
+        assert_eq(names - before[where], set(), "files make deb left %s" % where)
     assert not os.path.exists(os.path.join(build, "deb-src")), "make deb left its copy of the tree"
     return os.path.join(build, "deb")
 
@@ -433,7 +443,7 @@ def test_build_depends_name_every_library_the_makefile_builds_with():
     build runs) comes from a package debian/control's Build-Depends names."""
     for tool in ("pkg-config", "dpkg"):
         if not which(tool):
-            raise Skip("%s not found" % tool)
+            raise Skip("%s not found (apt-get install %s, or scripts/install-deps.sh)" % (tool, tool))
     with open(os.path.join(ROOT, "debian", "control")) as f:
         source = f.read().split("\n\n")[0]
     m = re.search(r"^Build-Depends:((?:.*\n)(?:[ \t].*\n)*)", source + "\n", re.M)

@@ -21,15 +21,17 @@ from topology import MASTER_NAME, SentinelSetup
 class Setup:
     """A SentinelSetup and an rlockd in sentinel mode over it, as a context manager."""
 
-    def __init__(self, rlockd_config=None, sentinel_password=None):
+    def __init__(self, rlockd_config=None, sentinel_password=None, tls=None):
+        """tls: a certs.RedisTls the nodes and sentinels speak (test_tls_redis.py)."""
         self.extra = rlockd_config
         self.sentinel_password = sentinel_password
+        self.tls = tls
         self.clients = []
 
     def __enter__(self):
         self.tmp = TempDir()
         workdir = self.tmp.__enter__()
-        self.sentinels = SentinelSetup(workdir, self.sentinel_password)
+        self.sentinels = SentinelSetup(workdir, self.sentinel_password, tls=self.tls)
         try:
             self.sentinels.start()
             # The port is not used in sentinel mode.
@@ -40,10 +42,13 @@ class Setup:
             raise
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         for c in self.clients:
             c.close()
         if getattr(self, "rlockd", None) is not None:
+            if exc_type is not None:   # what rlockd saw of the sentinels, for the failure's report
+                print("    rlockd log (tail):\n" + "\n".join("      " + line for line in
+                                                             self.rlockd.log_tail(40).splitlines()))
             self.rlockd.stop()
         self.sentinels.close()
         self.tmp.__exit__(None, None, None)

@@ -27,6 +27,7 @@
     X(lock_engine_suite)                                                       \
     X(lock_kinds_suite)                                                        \
     X(semaphores_suite)                                                        \
+    X(record_keys_suite)                                                       \
     X(watchdog_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);

@@ -27,6 +27,8 @@
 
 const { EventEmitter } = require("events");
 const crypto = require("crypto");
+const os = require("os");
+const path = require("path");
 const Redis = require("ioredis");
 const { Semaphore, CountDownLatch } = require("./sync");
 const errors = require("./errors");
@@ -151,15 +153,25 @@ async function call(redis, args) {
   }
 }
 
+/** "<host>/<program>/<pid>": the script's name, else node's; a character a
+ *  client name may not hold (space, control) becomes "_". */
+function defaultClientName() {
+  const program = process.argv[1] ? path.basename(process.argv[1]) : path.basename(process.argv[0]);
+  return `${os.hostname()}/${program}/${process.pid}`.replace(/[^\x21-\x7e]/g, "_");
+}
+
 class Client extends EventEmitter {
   /**
    * address: "host:port" or "unix:/path" (default $RLOCK_ADDR, else
    * 127.0.0.1:7379).
-   * options: clientId, username, password (default $RLOCK_AUTH, rlockd's
-   * auth_token), heartbeatMs (0: none),
+   * options: clientId, username, password (default $RLOCK_USER and
+   * $RLOCK_PASSWORD, else $RLOCK_AUTH, rlockd's auth_token), heartbeatMs
+   * (0: none),
    * lostEvents (default true), poolSize (idle wait connections kept,
    * default 4), maxConnections (wait connections at once, default 32),
-   * connectTimeoutMs (default 2000), commandTimeoutMs (default 10000).
+   * connectTimeoutMs (default 2000), commandTimeoutMs (default 10000),
+   * clientName: what CLIENT LIST, OWNERS ... WITHNAMES and rlockd's log
+   * call its connections (default "<host>/<program>/<pid>"; "": none).
    * Call connect() (or use Client.connect()) before anything else.
    */
   constructor(address, options = {}) {
@@ -178,8 +190,6 @@ class Client extends EventEmitter {
     this.commandTimeoutMs = options.commandTimeoutMs || 10000;
     this._redisOptions = {
       ...parseAddress(address),
-      username: options.username,
-      password: options.password === undefined ? process.env.RLOCK_AUTH || undefined : options.password,
       connectTimeout: options.connectTimeoutMs || 2000,
       lazyConnect: true,
       enableReadyCheck: false,       // rlockd's INFO is not Redis's
@@ -192,6 +202,21 @@ class Client extends EventEmitter {
       maxRetriesPerRequest: 0,
       keepAlive: 10000,              // a waiting LOCK notices a vanished host
     };
+    // AUTH is sent by _dial, not by ioredis, whose refused AUTH closes
+    // the connection without saying why
+    // without username and password: $RLOCK_USER and $RLOCK_PASSWORD (a
+    // login), else $RLOCK_AUTH (the auth_token), as the rlock command
+    let { username, password } = options;
+    if (username === undefined && password === undefined) {
+      username = process.env.RLOCK_USER || undefined;
+      password = (username ? process.env.RLOCK_PASSWORD : process.env.RLOCK_AUTH) || undefined;
+    }
+    this._login = password === undefined ? null
+      : username === undefined ? ["AUTH", password]
+        : ["AUTH", username, password];
+    // HELLO 2 SETNAME after the login: every user may run HELLO
+    this._naming = options.clientName === "" ? null
+      : ["HELLO", "2", "SETNAME", options.clientName === undefined ? defaultClientName() : options.clientName];
     this._holds = new Map();         // key -> Lock held
     this._nextThreadId = 1;
     this._idle = [];                 // wait connections free
@@ -496,6 +521,8 @@ class Client extends EventEmitter {
     redis.once("end", () => this._open.delete(redis));
     try {
       await redis.connect();
+      if (this._login) await call(redis, this._login);
+      if (this._naming) await call(redis, this._naming);
       await this._identify(redis);
     } catch (e) {
       redis.disconnect();
@@ -691,4 +718,5 @@ class Client extends EventEmitter {
   }
 }
 
-module.exports = { Client, Lock, LostEvent, Semaphore, CountDownLatch, kindWord, parseAddress, parseLostMessage };
+module.exports = { Client, Lock, LostEvent, Semaphore, CountDownLatch, defaultClientName, kindWord, parseAddress,
+  parseLostMessage };

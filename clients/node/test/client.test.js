@@ -231,3 +231,54 @@ test("owners() reports the lock whatever its kind, with its kind; semaphores and
   assert.equal(await latch.countDown(), 0);
   assert.equal(await latch.await({ waitMs: 1000 }), true);
 });
+
+test("connections are named <host>/<program>/<pid>, shown by CLIENT LIST and OWNERS WITHNAMES", async () => {
+  const want = `${require("os").hostname()}/${require("path").basename(process.argv[1])}/${process.pid}`;
+  const name = env.name("named");
+  const lock = await client.lock(name);
+  try {
+    const admin = await env.client();
+    assert.ok((await admin.call("CLIENT", "LIST")).includes(`name=${want} `), "CLIENT LIST");
+    const owners = await admin.call("OWNERS", name, "WITHNAMES");
+    assert.deepEqual(owners[3].filter((_, i) => i % 2 === 1), [want]);
+  } finally {
+    await lock.unlock();
+  }
+  const named = await rlockd.connect(env.address, { clientName: "jobs-7", heartbeatMs: 0, lostEvents: false });
+  try {
+    await named.isLocked(name);
+    assert.ok((await (await env.client()).call("CLIENT", "LIST")).includes("name=jobs-7 "));
+  } finally {
+    await named.close();
+  }
+});
+
+test("login errors name what to set", async () => {
+  const crypto = require("crypto");
+  const users = new Env({ server: { auth_token: "admin-token" },
+    "user worker": { password_sha256: crypto.createHash("sha256").update("worker-pw").digest("hex"),
+      commands: "+@lock", names: "orders-*" } });
+  await users.start();
+  try {
+    const options = { heartbeatMs: 0, lostEvents: false };
+    for (const login of [{}, { username: "worker", password: "wrong" }]) {
+      const err = await rlockd.connect(users.address, { ...options, ...login })
+        .then((c) => c.isLocked("orders-1").finally(() => c.close())).catch((e) => e);
+      assert.ok(err instanceof rlockd.NoAuth, `${JSON.stringify(login)}: ${err}`);
+      assert.ok(err.message.endsWith(": log in with the username and password options (a [user NAME] of rlockd), " +
+        "or password alone (its auth_token)"), err.message);
+    }
+    const worker = await rlockd.connect(users.address, { ...options, username: "worker", password: "worker-pw" });
+    try {
+      assert.equal(await worker.isLocked("orders-1"), false);
+      const err = await worker.isLocked("payroll").catch((e) => e);
+      assert.ok(err instanceof rlockd.NoPermission, String(err));
+      assert.ok(err.message.endsWith(": the user lacks the command or the name: see its commands and names " +
+        "in rlockd's [user NAME]"), err.message);
+    } finally {
+      await worker.close();
+    }
+  } finally {
+    await users.stop();
+  }
+});

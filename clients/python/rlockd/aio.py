@@ -114,7 +114,7 @@ class AsyncClient:
 
     def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
-                 lost_events=True, connect_timeout=2.0, command_timeout=10.0):
+                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None):
         self.identity = Identity.new(client_id)
         self.command_timeout = command_timeout
         self.heartbeat_ms = heartbeat_ms or 0
@@ -122,7 +122,8 @@ class AsyncClient:
         self.book = HoldBook(self.identity, asyncio.Event, self._tell_lost)
         self._callbacks = [on_lost] if on_lost else []
         self._kwargs, transport = core.connection_kwargs(address, username, password,
-                                                         connect_timeout, command_timeout)
+                                                         connect_timeout, command_timeout,
+                                                         client_name)
         self._cls = _UnixConnection if transport == "unix" else _TcpConnection
         self._idle = []                              # connections free for a command
         self._all = weakref.WeakSet()

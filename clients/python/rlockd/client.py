@@ -132,18 +132,22 @@ class Client:
     heartbeat_ms: CLIENT HEARTBEAT interval (None or 0: none); rlockd ends
     the session of a process that is hung that long. on_lost: called with
     a LostEvent for every hold lost while held (from another thread).
-    lost_events=False: no lock-lost channel listener."""
+    lost_events=False: no lock-lost channel listener. username and
+    password: a [user NAME] of rlockd (password alone: its auth_token).
+    client_name: what CLIENT LIST, OWNERS ... WITHNAMES and rlockd's log
+    call this client's connections (None: "<host>/<program>/<pid>"; "":
+    no name)."""
 
     def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
-                 lost_events=True, connect_timeout=2.0, command_timeout=10.0):
+                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None):
         self.identity = Identity.new(client_id)
         self.command_timeout = command_timeout
         self.heartbeat_ms = heartbeat_ms or 0
         self.book = HoldBook(self.identity, threading.Event, self._tell_lost)
         self._callbacks = [on_lost] if on_lost else []
         kwargs, transport = core.connection_kwargs(address, username, password, connect_timeout,
-                                              command_timeout)
+                                              command_timeout, client_name)
         cls = _UnixConnection if transport == "unix" else _TcpConnection
         self._new_conn = lambda: cls(rlockd_client=self, **kwargs)
         self._local = threading.local()

@@ -14,7 +14,10 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import secrets
+import socket
+import sys
 import threading
 import time
 import uuid
@@ -83,17 +86,32 @@ def parse_address(address):
     return "tcp", host, int(port)
 
 
-def connection_kwargs(address, username, password, connect_timeout, command_timeout):
+def default_client_name():
+    """"<host>/<program>/<pid>", the name rlockd's CLIENT LIST, OWNERS ...
+    WITHNAMES and log show for this process's connections; a character a
+    client name may not hold (space, control) becomes "_"."""
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    name = "%s/%s/%d" % (socket.gethostname(), program, os.getpid())
+    return re.sub(r"[^\x21-\x7e]", "_", name)
+
+
+def connection_kwargs(address, username, password, connect_timeout, command_timeout,
+                      client_name=None):
     """redis-py connection arguments for an rlockd address, and its
     transport ("tcp" or "unix": which connection class takes them).
     address None: $RLOCK_ADDR, else 127.0.0.1:7379; no username and no
-    password: $RLOCK_AUTH, rlockd's auth_token, as the rlock command."""
+    password: $RLOCK_USER and $RLOCK_PASSWORD (a login), else $RLOCK_AUTH
+    (rlockd's auth_token), as the rlock command. client_name None:
+    default_client_name(); "": none."""
     address = address or os.environ.get("RLOCK_ADDR") or DEFAULT_ADDRESS
     if username is None and password is None:
-        password = os.environ.get("RLOCK_AUTH") or None
+        username = os.environ.get("RLOCK_USER") or None
+        password = (os.environ.get("RLOCK_PASSWORD") if username
+                    else os.environ.get("RLOCK_AUTH")) or None
     transport, where, port = parse_address(address)
     kwargs = dict(username=username, password=password, socket_timeout=command_timeout,
-                  socket_connect_timeout=connect_timeout, decode_responses=True)
+                  socket_connect_timeout=connect_timeout, decode_responses=True,
+                  client_name=default_client_name() if client_name is None else client_name or None)
     if transport == "unix":
         return dict(kwargs, path=where), "unix"
     # keepalive: a LOCK waiting with no timeout notices a vanished host
