@@ -78,6 +78,8 @@ DATADIR    ?= $(PREFIX)/share
 MANDIR     ?= $(DATADIR)/man
 # bash-completion looks here for a command's file, by the command's name.
 COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
+# protocol.md, which rlockd.8 points to.
+DOCDIR     ?= $(DATADIR)/doc/rlockd
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
@@ -98,8 +100,10 @@ $(BUILD)/pic/%.o: %.c
 
 $(BUILD)/obj/server/%.o $(BUILD)/obj/tests/unit/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS)
 $(BUILD)/obj/tests/sim/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS) -Itests/unit
-# What includes rlock.h (the command, the client tests) builds as librlock does.
-$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/cli/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+# What includes rlock.h (the command, the client tests) builds as librlock does;
+# the command also reads the release's number (server/base/version.h).
+$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+$(BUILD)/obj/cli/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS) -Iserver/base
 
 $(PROTOCOL_LIB): $(PROTOCOL_OBJ)
 	rm -f $@
@@ -147,6 +151,15 @@ $(BUILD)/rlock.pc: client-lib/rlock.pc.in FORCE
 $(BUILD)/rlockd.service: systemd/rlockd.service.in FORCE
 	$(fill_template)
 
+# rlockd.8 names the paths of a default install (PREFIX /usr/local); the
+# installed page names this install's.
+$(BUILD)/rlockd.8: docs/rlockd.8 FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|/usr/local/lib/systemd/system|$(UNITDIR)|g' \
+	    -e 's|/usr/local/lib/sysusers.d|$(SYSUSERSDIR)|g' \
+	    -e 's|/usr/local/share|$(DATADIR)|g' \
+	    $< > $@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+
 $(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
@@ -167,11 +180,11 @@ deps:
 # from conf/rlockd.ini in one line: the service's Unix socket, in the
 # RuntimeDirectory its unit creates.
 INSTALLED_CONF = $(DESTDIR)$(SYSCONFDIR)/rlockd/rlockd.ini
-install: all $(BUILD)/rlockd.service
+install: all $(BUILD)/rlockd.service $(BUILD)/rlockd.8
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/rlockd $(DESTDIR)$(UNITDIR) \
 	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
-	    $(DESTDIR)$(COMPLETIONDIR)
+	    $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR)
 	install -m 755 $(BUILD)/rlockd $(DESTDIR)$(SBINDIR)/rlockd
 	install -m 755 $(BUILD)/rlock $(DESTDIR)$(BINDIR)/rlock
 	install -m 755 $(BUILD)/librlock.so.$(RLOCK_SO_VERSION) $(DESTDIR)$(LIBDIR)/
@@ -183,7 +196,8 @@ install: all $(BUILD)/rlockd.service
 	install -m 644 $(BUILD)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.service
 	install -m 644 systemd/rlockd.socket $(DESTDIR)$(UNITDIR)/rlockd.socket
 	install -m 644 systemd/rlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf
-	install -m 644 docs/rlockd.8 $(DESTDIR)$(MANDIR)/man8/rlockd.8
+	install -m 644 $(BUILD)/rlockd.8 $(DESTDIR)$(MANDIR)/man8/rlockd.8
+	install -m 644 docs/protocol.md $(DESTDIR)$(DOCDIR)/protocol.md
 	install -m 644 docs/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
 	install -m 644 cli/rlock.bash-completion $(DESTDIR)$(COMPLETIONDIR)/rlock
 	@if [ -e $(INSTALLED_CONF) ]; then \
@@ -191,13 +205,18 @@ install: all $(BUILD)/rlockd.service
 	else \
 	    sed '/^\[server\]/,/^\[/s|^unix_socket =.*|unix_socket = /run/rlockd/rlockd.sock|' \
 	        conf/rlockd.ini > $(INSTALLED_CONF).tmp && \
-	    chmod 644 $(INSTALLED_CONF).tmp && mv $(INSTALLED_CONF).tmp $(INSTALLED_CONF) && \
+	    chmod 640 $(INSTALLED_CONF).tmp && mv $(INSTALLED_CONF).tmp $(INSTALLED_CONF) && \
 	    echo "installed $(INSTALLED_CONF)"; \
 	fi
 	@# The service's user: systemd-sysusers creates it at boot only after
 	@# an update of /usr, so a real install (no DESTDIR) creates it now.
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
 	    systemd-sysusers $(SYSUSERSDIR)/rlockd.conf; \
+	fi
+	@# The configuration may hold passwords: readable by the service's
+	@# group, not by everyone (0640, group rlockd once it exists).
+	@if [ -z "$(DESTDIR)" ] && getent group rlockd >/dev/null; then \
+	    chgrp rlockd $(INSTALLED_CONF); \
 	fi
 
 # Removes what install put in place but the configuration, which may hold
@@ -211,11 +230,12 @@ uninstall:
 	    $(DESTDIR)$(UNITDIR)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.socket \
 	    $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf \
 	    $(DESTDIR)$(MANDIR)/man8/rlockd.8 $(DESTDIR)$(MANDIR)/man1/rlock.1 \
-	    $(DESTDIR)$(COMPLETIONDIR)/rlock
+	    $(DESTDIR)$(COMPLETIONDIR)/rlock $(DESTDIR)$(DOCDIR)/protocol.md
 	@echo "left in place: $(INSTALLED_CONF)"
 
-# Debian packages (debian/): rlockd, librlock0, librlock-dev and rlock,
-# with their -dbgsym, the .changes and .buildinfo, in $(BUILD)/deb/; then
+# Debian packages (debian/): rlockd, librlock0, librlock-dev, rlock and
+# python3-rlockd, with their -dbgsym, the .changes and .buildinfo, in
+# $(BUILD)/deb/; then
 # lintian on them when it is installed (an error fails). dpkg-buildpackage
 # writes next to the tree it builds, so it builds a copy in
 # $(BUILD)/deb-src/: nothing lands outside $(BUILD). The package build
@@ -230,7 +250,10 @@ deb:
 	mkdir -p $(DEB_DIR) $(DEB_SRC)/rlockd
 	tar -cf - --exclude=./.git --exclude=./build --exclude=./run --exclude=./$(BUILD) \
 	    --exclude=__pycache__ . | tar -xf - -C $(DEB_SRC)/rlockd
-	cd $(DEB_SRC)/rlockd && dpkg-buildpackage -us -uc -b -jauto
+	@# With the system's tools only, as a Debian build daemon: pybuild runs
+	@# the python3.X first on PATH, which must be Debian's (pyenv's lacks
+	@# the build module and would build for itself).
+	cd $(DEB_SRC)/rlockd && PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -us -uc -b -jauto
 	find $(DEB_SRC) -maxdepth 1 -type f -exec mv -t $(DEB_DIR) {} +
 	rm -rf $(DEB_SRC)
 	@if command -v lintian >/dev/null; then \
@@ -239,6 +262,16 @@ deb:
 	    echo "make deb: lintian not installed, packages not checked (apt-get install lintian)"; \
 	fi
 	@ls -1 $(DEB_DIR)/*.deb
+
+# The Node package as npm publishes it, in $(BUILD)/npm-pack/: an
+# installable tarball (npm install ./rlockd-<version>.tgz), whose only
+# dependency, ioredis, npm fetches.
+.PHONY: npm-pack
+npm-pack:
+	@command -v npm >/dev/null || { echo "make npm-pack: needs npm (apt-get install npm)" >&2; exit 1; }
+	rm -rf $(BUILD)/npm-pack && mkdir -p $(BUILD)/npm-pack
+	cd clients/node && npm pack --silent --pack-destination $(abspath $(BUILD)/npm-pack)
+	@ls -1 $(BUILD)/npm-pack/*.tgz
 
 run: deps
 	@$(MAKE) --no-print-directory all

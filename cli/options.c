@@ -25,6 +25,7 @@
 #include "command.h" /* COMMAND_MAX_MS, COMMAND_HEARTBEAT_*: rlockd's bounds */
 #include "options.h"
 #include "report.h"
+#include "version.h" /* RLOCKD_VERSION: the release */
 
 #define DEFAULT_ADDR "127.0.0.1:7379"
 #define DEFAULT_KILL_GRACE_S 5
@@ -98,9 +99,11 @@ static const char usage_text[] =
     "  hold NAME          take the lock, print its owner (and its token with\n"
     "                     --fenced), hold it until standard input ends or\n"
     "                     SIGINT, SIGTERM or SIGHUP; release it, exit 0\n"
-    "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left)\n"
-    "                     then \"owner=OWNER holds=N\" for each holder (and\n"
-    "                     \" name=CLIENT-NAME\" where rlockd knows it), or\n"
+    "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left),\n"
+    "                     \"kind=KIND\" (lock, read or write: without KIND,\n"
+    "                     a lock of any kind), then \"owner=OWNER holds=N\"\n"
+    "                     for each holder (and \" name=CLIENT-NAME\" where\n"
+    "                     rlockd knows it), or\n"
     "                     \"unlocked\"; exit 0 either way\n"
     "  force-unlock NAME  delete the lock, whoever holds it; print\n"
     "                     \"force-unlocked\" or \"not locked\"; exit 0\n"
@@ -288,10 +291,12 @@ static int missing_value(char **argv)
     return usage_error("-%c needs a value", optopt);
 }
 
+/* rlock's release (rlockd's, whose source it ships with) and the
+ * version of librlock's API it was built with. */
 static void print_version(void)
 {
-    printf("rlock (librlock %d.%d.%d)\n", RLOCK_VERSION_MAJOR,
-           RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
+    printf("rlock %s (librlock %d.%d.%d)\n", RLOCKD_VERSION,
+           RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
 }
 
 /* What the options seen so far ask for, beyond struct options: which were

@@ -911,9 +911,9 @@ int rlock_token(rlock_client *c, const char *name, long long *token)
     return execute(c, &rq, token, NULL);
 }
 
-/* OWNERS' reply, {pttl, {field, count, field, count...}}, as owners: one
- * block, the strings after the array. RLOCK_OK, RLOCK_EPROTOCOL for a
- * reply of another shape, RLOCK_ESYSTEM. */
+/* OWNERS' reply, {pttl, {field, count, field, count...}[, kind]}, as
+ * owners: one block, the strings after the array. RLOCK_OK,
+ * RLOCK_EPROTOCOL for a reply of another shape, RLOCK_ESYSTEM. */
 static int owners_of_reply(const redisReply *r, long long *pttl_ms,
                            struct rlock_owner **owners, size_t *count)
 {
@@ -955,7 +955,7 @@ static int owners_of_reply(const redisReply *r, long long *pttl_ms,
     return RLOCK_OK;
 }
 
-/* OWNERS ... WITHNAMES' third element, {field, name or nil...} in the
+/* OWNERS ... WITHNAMES' fourth element, {field, name or nil...} in the
  * owners' order, as names: one block, the strings after the pointers
  * (NULL for nil). RLOCK_OK, RLOCK_EPROTOCOL, RLOCK_ESYSTEM. */
 static int names_of_reply(const redisReply *r, size_t count, char ***names)
@@ -965,10 +965,10 @@ static int names_of_reply(const redisReply *r, size_t count, char ***names)
     char **out, *text;
 
     *names = NULL;
-    if (r->elements != 3 || r->element[2]->type != REDIS_REPLY_ARRAY ||
-        r->element[2]->elements != 2 * count)
+    if (r->elements != 4 || r->element[3]->type != REDIS_REPLY_ARRAY ||
+        r->element[3]->elements != 2 * count)
         return RLOCK_EPROTOCOL;
-    pairs = r->element[2];
+    pairs = r->element[3];
     for (size_t i = 0; i < count; i++) {
         const redisReply *value = pairs->element[2 * i + 1];
 
@@ -995,10 +995,10 @@ static int names_of_reply(const redisReply *r, size_t count, char ***names)
     return RLOCK_OK;
 }
 
-/* OWNERS, with WITHNAMES when names is not NULL. */
-static int owners_query(rlock_client *c, const char *name, enum rlock_kind kind,
-                        long long *pttl_ms, struct rlock_owner **owners,
-                        char ***names, size_t *count)
+int rlock_owners_held_as(rlock_client *c, const char *name,
+                         enum rlock_kind kind, long long *pttl_ms,
+                         struct rlock_owner **owners, char ***names,
+                         size_t *count, char *held_as, size_t size)
 {
     struct request rq =
         request_new(names != NULL ? CLIENT_CMD_OWNERS_NAMED : CLIENT_CMD_OWNERS,
@@ -1007,12 +1007,20 @@ static int owners_query(rlock_client *c, const char *name, enum rlock_kind kind,
     long long unused;
     int err;
 
-    if (pttl_ms == NULL || owners == NULL || count == NULL)
+    if (pttl_ms == NULL || owners == NULL || count == NULL ||
+        (held_as == NULL && size > 0))
         return RLOCK_EINVAL;
     err = execute(c, &rq, &unused, &r);
     if (err != RLOCK_OK)
         return err;
     err = owners_of_reply(r, pttl_ms, owners, count);
+    if (err == RLOCK_OK && size > 0) {
+        const redisReply *k = r->elements > 2 ? r->element[2] : NULL;
+
+        snprintf(held_as, size, "%.*s",
+                 k && k->type == REDIS_REPLY_STRING ? (int)k->len : 0,
+                 k && k->type == REDIS_REPLY_STRING ? k->str : "");
+    }
     if (err == RLOCK_OK && names != NULL &&
         (err = names_of_reply(r, *count, names)) != RLOCK_OK) {
         rlock_owners_free(*owners);
@@ -1026,7 +1034,8 @@ int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
                       long long *pttl_ms, struct rlock_owner **owners,
                       size_t *count)
 {
-    return owners_query(c, name, kind, pttl_ms, owners, NULL, count);
+    return rlock_owners_held_as(c, name, kind, pttl_ms, owners, NULL, count,
+                                NULL, 0);
 }
 
 int rlock_owners_named_kind(rlock_client *c, const char *name,
@@ -1036,7 +1045,8 @@ int rlock_owners_named_kind(rlock_client *c, const char *name,
 {
     if (names == NULL)
         return RLOCK_EINVAL;
-    return owners_query(c, name, kind, pttl_ms, owners, names, count);
+    return rlock_owners_held_as(c, name, kind, pttl_ms, owners, names, count,
+                                NULL, 0);
 }
 
 void rlock_owners_free(struct rlock_owner *owners)

@@ -170,7 +170,11 @@ RLOCK_API const char *rlock_client_id(const rlock_client *c);
  * The kinds of lock, Redisson's family (rlockd's docs/protocol.md, section
  * 6a). Each _kind function below names the lock by its name and its kind:
  * a hold taken with a kind is released, queried and force-unlocked with
- * the same kind. The functions without _kind are the RLOCK_LOCK case.
+ * the same kind. The functions without _kind are the RLOCK_LOCK case;
+ * the queries of RLOCK_LOCK (no kind word) report the lock whatever its
+ * kind, a read-write lock too. A plain lock and a read-write lock never
+ * share a name at once: taking one where the other is held fails with
+ * RLOCK_EWRONGTYPE (rlock_owners_held_as() names the holder's kind).
  */
 enum rlock_kind {
     /* Redisson's RLock: one holder at a time, waiters served in no
@@ -295,6 +299,17 @@ RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
                                 enum rlock_kind kind, long long *pttl_ms,
                                 struct rlock_owner **owners, size_t *count);
 RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
+/* As rlock_owners_kind() (and, when names is not NULL, as
+ * rlock_owners_named_kind()), and the kind rlockd found the lock held as,
+ * in held_as (size bytes; 6 hold every answer; size 0: not wanted):
+ * "lock" (Redisson's RLock format: a plain, fair or fenced lock), "read"
+ * or "write" (a read-write lock in that mode) or "none". Of kind
+ * RLOCK_LOCK (no kind word), it reports the lock whatever its kind. An
+ * older rlockd, whose OWNERS answers no kind: "". */
+RLOCK_API int rlock_owners_held_as(rlock_client *c, const char *name,
+                                   enum rlock_kind kind, long long *pttl_ms,
+                                   struct rlock_owner **owners, char ***names,
+                                   size_t *count, char *held_as, size_t size);
 
 /* rlock_owners_kind(), and in *names (NULL when there is no owner) the
  * name of each owner's client, names[i] that of (*owners)[i], where this

@@ -23,17 +23,21 @@ set -euo pipefail
 # ruby-redis (tests/integration/test_compat.py).
 # libmicrohttpd-dev: the metrics endpoint; python3-prometheus-client: its
 # test parses /metrics with Prometheus's own parser. debhelper and lintian:
-# `make deb` and the package test. bash-completion: rlock's completion's
+# `make deb` and the package test; dh-python, pybuild-plugin-pyproject and
+# python3-all: its python3-rlockd. bash-completion: rlock's completion's
 # test. openssl: the TLS tests make their certificates with it. iproute2:
 # ss, which shows a socket's keepalive timer. binutils: objdump, on the
 # installed library. nodejs and npm (below): the Node example, package and
-# clients, whose npm modules come from scripts/install-npm-deps.sh.
+# clients, whose npm modules come from scripts/install-npm-deps.sh. Not
+# here: prometheus, whose promtool test_metrics uses when it is installed
+# (the package also installs and starts a Prometheus server).
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
     python3-redis python3-pytest python3-venv python3-setuptools
     python3-wheel python3-prometheus-client mandoc
     netcat-openbsd telnet ruby ruby-redis
-    debhelper lintian bash-completion openssl iproute2 binutils)
+    debhelper lintian dh-python pybuild-plugin-pyproject python3-all
+    bash-completion openssl iproute2 binutils)
 
 is_installed() {
     local status

@@ -142,6 +142,7 @@ static void on_sighup(uv_signal_t *handle, int signum)
     commands_reloaded();
     config_free(&fresh);
     log_set_level((enum log_level)rlockd.cfg.log_level);
+    log_set_format((enum log_format)rlockd.cfg.log_format);
     stats.config_reloads++;
     log_info("reload: %s read, %d setting(s) changed", rlockd.config_path,
              changed);
@@ -308,8 +309,7 @@ int main(int argc, char **argv)
         return 2;
     }
     config_set_defaults(&rlockd.cfg);
-    if (rlockd.config_path != NULL &&
-        config_load(&rlockd.cfg, rlockd.config_path, err_text,
+    if (config_load(&rlockd.cfg, rlockd.config_path, err_text,
                     sizeof(err_text)) != 0) {
         fprintf(stderr, "rlockd: %s\n", err_text);
         return 1;
@@ -325,6 +325,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (check_only) {
+        config_print_env(&rlockd.cfg, stdout);
         printf("rlockd: configuration %s is valid\n",
                rlockd.config_path ? rlockd.config_path : "(defaults)");
         config_free(&rlockd.cfg);
@@ -332,6 +333,7 @@ int main(int argc, char **argv)
     }
     log_init();
     log_set_level((enum log_level)rlockd.cfg.log_level);
+    log_set_format((enum log_format)rlockd.cfg.log_format);
     if (rlockd.cfg.redis_mode == REDIS_MODE_SENTINEL)
         log_info("rlockd %s starting (redis master '%s' of sentinels %s, "
                  "pool %lld)",

@@ -8,9 +8,13 @@
  *
  * [user NAME] sections are not rows: there may be any number of them,
  * so their rows go to acl_set, which builds the user table.
+ *
+ * The environment overrides the file, row by row: RLOCKD_<SECTION>_<KEY>
+ * in capitals (RLOCKD_REDIS_HOST), as a container is configured.
  */
 #include "base/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdbool.h>
@@ -66,6 +70,7 @@ static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
 static const char *const no_yes_names[] = {"no", "yes", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
+static const char *const log_format_names[] = {"text", "json", NULL};
 
 #define INT_ROW(sec, name, flags, field, def, lo, hi)                          \
     {                                                                          \
@@ -107,6 +112,10 @@ static const struct config_row config_rows[] = {
      * probe is one short request, sent at once. */
     INT_ROW("server", "http_request_timeout_ms", 0, http_request_timeout_ms,
             "2000", 100, 3600000),
+    /* 0: /readyz fails as soon as Redis is unreachable. Above 0, it stays
+     * ready through an outage that short, which rlockd rides through
+     * (calls wait up to [redis] retry_timeout_ms). */
+    INT_ROW("server", "readyz_grace_ms", LIVE, readyz_grace_ms, "0", 0, 600000),
     STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
     INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
             100),
@@ -221,6 +230,8 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1,
             60000),
     ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
+    /* Applies at the next line logged. */
+    ENUM_ROW("log", "format", LIVE, log_format, "text", log_format_names),
 };
 
 #define CONFIG_ROW_COUNT (sizeof(config_rows) / sizeof(config_rows[0]))
@@ -695,6 +706,82 @@ static bool config_conflict(const struct config *cfg, char *why, size_t size)
     return true;
 }
 
+/* A row's variable, RLOCKD_<SECTION>_<KEY> in capitals, in buf. */
+static void env_name(const struct config_row *row, char *buf, size_t size)
+{
+    snprintf(buf, size, "RLOCKD_%s_%s", row->section, row->key);
+    for (char *c = buf; *c != '\0'; c++)
+        *c = (char)toupper((unsigned char)*c);
+}
+
+/* The row whose variable var (len bytes, up to its '=') is; NULL for
+ * none. *in_section says whether var begins with a section's prefix. */
+static const struct config_row *env_row(const char *var, size_t len,
+                                        bool *in_section)
+{
+    char name[128];
+
+    *in_section = false;
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        size_t prefix = strlen("RLOCKD__") + strlen(config_rows[i].section);
+
+        env_name(&config_rows[i], name, sizeof(name));
+        if (len > prefix && strncmp(var, name, prefix) == 0)
+            *in_section = true;
+        if (strlen(name) == len && strncmp(var, name, len) == 0)
+            return &config_rows[i];
+    }
+    return NULL;
+}
+
+/*
+ * Sets every key the environment names, over the file's value; 0, or -1
+ * with the variable and why in err. A variable of a section's prefix but
+ * no key (RLOCKD_SERVER_LISTN) is refused, as the file's unknown keys
+ * are: a misspelt override would otherwise be ignored silently. Other
+ * RLOCKD_ variables are not settings and are left alone.
+ */
+static int config_apply_env(struct config *cfg, char *err, size_t err_size)
+{
+    extern char **environ;
+    char reason[256];
+
+    for (char **e = environ; *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        const struct config_row *row;
+        bool in_section;
+
+        if (eq == NULL || strncmp(*e, "RLOCKD_", 7) != 0)
+            continue;
+        row = env_row(*e, (size_t)(eq - *e), &in_section);
+        if (row == NULL && !in_section)
+            continue;
+        if (row == NULL)
+            snprintf(reason, sizeof(reason), "no such key");
+        else if (config_set(cfg, row->section, row->key, eq + 1, reason,
+                            sizeof(reason)) == 0)
+            continue;
+        snprintf(err, err_size, "environment %.*s: %s", (int)(eq - *e), *e,
+                 reason);
+        return -1;
+    }
+    return 0;
+}
+
+void config_print_env(const struct config *cfg, FILE *out)
+{
+    char name[128], buf[32];
+
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        const struct config_row *row = &config_rows[i];
+
+        env_name(row, name, sizeof(name));
+        if (getenv(name) != NULL)
+            fprintf(out, "rlockd: %s sets [%s] %s = %s\n", name, row->section,
+                    row->key, value_text(row, cfg, buf, sizeof(buf)));
+    }
+}
+
 int config_load(struct config *cfg, const char *path, char *err,
                 size_t err_size)
 {
@@ -702,6 +789,11 @@ int config_load(struct config *cfg, const char *path, char *err,
     int line;
 
     config_set_defaults(cfg);
+    if (path == NULL) /* the defaults and the environment; no users */
+        return config_apply_env(cfg, err, err_size) == 0 &&
+                       !config_conflict(cfg, err, err_size)
+                   ? 0
+                   : -1;
     st.file = fopen(path, "r");
     if (st.file == NULL) {
         snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
@@ -709,6 +801,10 @@ int config_load(struct config *cfg, const char *path, char *err,
     }
     line = ini_parse_stream(read_line, &st, config_ini_line, &st);
     fclose(st.file);
+    if (line == 0 && config_apply_env(cfg, err, err_size) != 0) {
+        config_free(cfg);
+        return -1;
+    }
     if (line == 0 && config_conflict(cfg, st.reason, sizeof(st.reason)))
         snprintf(err, err_size, "%s: %s", path, st.reason);
     else if (line == 0 &&

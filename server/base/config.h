@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
 /* keep: a stopping rlockd leaves every lock to its TTL, for its clients
@@ -41,6 +42,7 @@ struct config {
     int64_t unix_socket_mode;
     char http_listen[128]; /* "": no HTTP endpoint */
     int64_t http_max_connections;
+    int64_t readyz_grace_ms; /* /readyz stays ready this long into an outage */
     int64_t http_request_timeout_ms;
     char auth_token[256];
     int64_t max_auth_failures;
@@ -108,7 +110,8 @@ struct config {
     int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */
     int64_t sync_timeout_ms;
     /* [log] */
-    int64_t log_level; /* enum log_level */
+    int64_t log_level;  /* enum log_level */
+    int64_t log_format; /* enum log_format */
     /* [user NAME] sections; NULL: none */
     struct acl *acl;
 };
@@ -116,11 +119,16 @@ struct config {
 /* Fills every field with its default (no users). */
 void config_set_defaults(struct config *cfg);
 /*
- * Loads `path` over the defaults. Returns 0, or -1 with a message of the
- * form "FILE:LINE: reason" in err (and nothing to free).
+ * Loads `path` (NULL: none) over the defaults, then the environment's
+ * RLOCKD_<SECTION>_<KEY> variables over both. Returns 0, or -1 with a
+ * message of the form "FILE:LINE: reason" (or "environment VAR: reason")
+ * in err (and nothing to free).
  */
 int config_load(struct config *cfg, const char *path, char *err,
                 size_t err_size);
+/* "rlockd: VAR sets [section] key = value" for each key the environment
+ * sets, secrets hidden: what rlockd -t shows. */
+void config_print_env(const struct config *cfg, FILE *out);
 /* Frees what a loaded config holds (its users). */
 void config_free(struct config *cfg);
 /* Sets one key as the ini file would; 0 or -1 with the reason in err. */

@@ -48,19 +48,10 @@
  * empty hash) and is O(1) even on a large application hash, so a free
  * name costs one call and a lock three.
  */
-#define SHAPE_GUARD                                                            \
-    "local function shape(k) "                                                 \
-    "local n = redis.pcall('hlen', k); "                                       \
-    "if type(n) ~= 'number' then return 'other'; end; "                        \
-    "if n == 0 then return 'none'; end; "                                      \
-    "if n ~= 1 then return 'other'; end; "                                     \
-    "local ttl = redis.call('pttl', k); "                                      \
-    "if ttl < 0 then return 'other'; end; "                                    \
-    "local f = redis.call('hgetall', k); "                                     \
-    "if string.find(f[1], '^.+:.+$') and string.find(f[2], '^[1-9]%d*$') "     \
-    "then return 'lock', f[1], tonumber(f[2]), ttl; end; "                     \
-    "return 'other'; "                                                         \
-    "end; "
+#define SHAPE_GUARD KIND_LUA_RLOCK_SHAPE("shape") KIND_LUA_RW_SHAPE("rw_shape")
+
+/* An acquire that finds a read-write lock holding the name. */
+#define RW_CLASH KIND_LUA_CLASH("a read-write lock")
 
 /* RLock and the fenced lock tell the lock's channel, KEYS[2]. */
 #define RLOCK_NOTIFY                                                           \
@@ -139,6 +130,8 @@
  */
 #define ACQUIRE_CHECKS(keys_ok)                                                \
     "local s, owner, _, ttl = shape(KEYS[1]); "                                \
+    "if s == 'other' and rw_shape(KEYS[1]) ~= 'other' then "                   \
+    "return " RW_CLASH "; end; "                                               \
     "if s == 'other' or not (" keys_ok ") then "                               \
     "return " KIND_LUA_WRONG_TYPE "; end; "                                    \
     "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "                             \
@@ -409,27 +402,44 @@ static struct backend_script renew_places_script = {
 
 /*
  * Every query in one read-only script: {locked 1/0, the owner's count,
- * PTTL}. Anything that is not a lock reads as no lock at all, {0, 0, -2},
+ * PTTL}. A query without a kind word reports the lock whatever its
+ * format: a read-write lock is locked, with the owner's count of either
+ * mode. Anything that is not a lock reads as no lock at all, {0, 0, -2},
  * so that the queries reveal nothing about other keys.
  */
 static struct backend_script inspect_script = {
     "rlock_inspect",
     SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
+                "local mode, rw_ttl = 'other'; "
+                "if s == 'other' then mode, rw_ttl = rw_shape(KEYS[1]); end; "
+                "if mode ~= 'other' then "
+                "local c = redis.call('hget', KEYS[1], ARGV[1]) or "
+                "redis.call('hget', KEYS[1], ARGV[1] .. ':write'); "
+                "return {1, c and tonumber(c) or 0, rw_ttl}; "
+                "end; "
                 "if (s ~= 'lock') then "
                 "return {0, 0, -2}; "
                 "end; "
                 "return {1, owner == ARGV[1] and count or 0, ttl};",
     ""};
 
-/* Every owner, in the shape every kind's OWNERS answers: {pttl, field,
- * count}, or {-2} when there is no lock (or the key is not one). */
+/* Every owner, in the shape every kind's OWNERS answers: {pttl, kind,
+ * field, count...}, the kind "lock" (RLock's format: a plain, fair or
+ * fenced lock), or a read-write lock's mode; {-2, "none"} when there is
+ * no lock (or the key is not one). */
 static struct backend_script owners_script = {
     "rlock_owners",
-    SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
-                "if (s ~= 'lock') then "
-                "return {-2}; "
-                "end; "
-                "return {ttl, owner, count};",
+    SHAPE_GUARD KIND_LUA_RW_OWNERS
+    "local s, owner, count, ttl = shape(KEYS[1]); "
+    "local mode, rw_ttl = 'other'; "
+    "if s == 'other' then mode, rw_ttl = rw_shape(KEYS[1]); end; "
+    "if mode ~= 'other' then "
+    "return rw_owners(KEYS[1], mode, rw_ttl); "
+    "end; "
+    "if (s ~= 'lock') then "
+    "return {-2, 'none'}; "
+    "end; "
+    "return {ttl, 'lock', owner, count};",
     ""};
 
 /* The latest fencing token, KEYS name, token: 0 when there is none (or

@@ -62,9 +62,9 @@ struct lock_call {
      * sent again (the scripts count a repeat once), and a call that ends
      * before a reply settles the owner's count instead. */
     bool resolving;
-    bool resend; /* its query or UNLOCK is being sent again */
-    bool releasing; /* an UNLOCK's amount counted in its hold's releasing */
-    unsigned syncs_out;    /* WAITs sent behind its acquires, unanswered */
+    bool resend;        /* its query or UNLOCK is being sent again */
+    bool releasing;     /* an UNLOCK's amount counted in its hold's releasing */
+    unsigned syncs_out; /* WAITs sent behind its acquires, unanswered */
     bool granted_unsynced; /* granted; the WAIT has not answered */
     unsigned sync_attempts;
     bool record_pending; /* a resume's count: the record said pending */
@@ -83,14 +83,14 @@ struct lock_call {
     /* Its place in the order of every call this daemon started: a reader
      * yields only to writers that asked before it. */
     uint64_t arrival;
-    uint64_t started_us; /* an acquire's start, for its latency */
-    uint64_t queued_us;  /* when it last joined its lock's queue */
+    uint64_t started_us;  /* an acquire's start, for its latency */
+    uint64_t queued_us;   /* when it last joined its lock's queue */
     uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
     lock_done_fn *done;
     void *ctx;
     uint64_t thread_id;
-    int64_t count;    /* acquire: the hold's count when sent; settle: the
+    int64_t count; /* acquire: the hold's count when sent; settle: the
                          count to set */
     /* acquire, release: how much it takes or gives back (1 for a lock, a
      * semaphore's permits); try set, add: the value */
@@ -425,8 +425,7 @@ static void call_dequeue(struct lock_call *call, bool granted)
     struct lock_call *head;
 
     waiter_queue_remove(&lock->waiters, &call->queue_link);
-    histogram_observe(&latency.wait_seconds,
-                      timers_now_us() - call->queued_us);
+    histogram_observe(&latency.wait_seconds, timers_now_us() - call->queued_us);
     call->session->waiting_count--;
     stats.waiting_clients--;
     if (lock->kind->channel_per_waiter)
@@ -600,11 +599,12 @@ static void finish_error(struct lock_call *call, enum reply_error error,
                     .type = RESULT_ERROR, .error = error, .message = message});
 }
 
-/* OWNERS: the pairs after the PTTL (lock_kind_read_owners checked them). */
+/* OWNERS: the kind and the pairs after the PTTL (lock_kind_read_owners
+ * checked them). */
 static void finish_owners(struct lock_call *call,
                           const struct backend_value *reply, int64_t pttl)
 {
-    size_t n = reply->elements / 2;
+    size_t n = reply->elements / 2 - 1;
     struct lock_owner *owners = calloc(n ? n : 1, sizeof(*owners));
 
     if (owners == NULL) {
@@ -612,12 +612,14 @@ static void finish_owners(struct lock_call *call,
         return;
     }
     for (size_t i = 0; i < n; i++)
-        owners[i] = (struct lock_owner){reply->element[1 + 2 * i].str,
-                                        reply->element[1 + 2 * i].len,
-                                        reply->element[2 + 2 * i].integer};
+        owners[i] = (struct lock_owner){reply->element[2 + 2 * i].str,
+                                        reply->element[2 + 2 * i].len,
+                                        reply->element[3 + 2 * i].integer};
     call_finish(call, false,
                 &(struct lock_result){.type = RESULT_OWNERS,
                                       .integer = pttl,
+                                      .kind = reply->element[1].str,
+                                      .kind_len = reply->element[1].len,
                                       .owners = owners,
                                       .owner_count = n});
     free(owners);
@@ -708,17 +710,22 @@ static void finish_bad_reply(struct lock_call *call,
     finish_error(call, REPLY_ERR, message);
 }
 
-/* -WRONGTYPE: the key is not a lock, or (the reply says) one of rlockd's
- * records of it is not rlockd's. */
+/* The script's own words when it sent them: a kind clash names the
+ * kind that holds the name (KIND_LUA_CLASH), a record rlockd did not
+ * write its key (foreign_record). */
 static void finish_wrong_type(struct lock_call *call,
                               const struct backend_value *reply)
 {
-    const char *foreign = foreign_record(reply);
+    static const char prefix[] = "WRONGTYPE ";
 
     stats.wrong_type_refusals++;
-    finish_error(call, REPLY_WRONGTYPE,
-                 foreign ? foreign
-                         : "the key holds a value that is not a lock");
+    if (reply != NULL && reply->type == VALUE_ERROR &&
+        reply->len > sizeof(prefix) - 1 &&
+        strncmp(reply->str, prefix, sizeof(prefix) - 1) == 0)
+        finish_error(call, REPLY_WRONGTYPE, reply->str + sizeof(prefix) - 1);
+    else
+        finish_error(call, REPLY_WRONGTYPE,
+                     "the key holds a value that is not a lock");
 }
 
 /* A count's add refused: value is the count (with the permits held) it
@@ -853,8 +860,7 @@ static void unsettled_add(struct lock *lock, enum lock_op op,
 }
 
 /* A kind that holds nothing (a latch's wait) leaves nothing to settle. */
-static void settle_later(struct lock *lock, const char *field,
-                         size_t field_len)
+static void settle_later(struct lock *lock, const char *field, size_t field_len)
 {
     if (!lock_kind_op_required(lock->kind, LOCK_OP_SETTLE))
         return;
@@ -960,8 +966,7 @@ static void settle_ready(void)
 static void on_recheck_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
-    struct hold *hold = hold_of_field(call->lock, call->field,
-                                      call->field_len);
+    struct hold *hold = hold_of_field(call->lock, call->field, call->field_len);
     int64_t value = 0;
     enum lock_outcome outcome = call_read(call, LOCK_OP_SETTLE, reply, &value);
 
@@ -1208,8 +1213,8 @@ static int record_pending(struct lock_call *call, backend_reply_fn *fn)
 {
     struct lock *lock = call->lock;
     int err = session_store_put(
-        call->session, lock->kind, lock->name, lock->name_len,
-        call->thread_id, true, call->lease_ms, effective_lease(call), fn, call);
+        call->session, lock->kind, lock->name, lock->name_len, call->thread_id,
+        true, call->lease_ms, effective_lease(call), fn, call);
 
     call->session->has_record = true;
     if (err == 0) {
@@ -1291,8 +1296,7 @@ static void observe_grant(struct lock_call *call)
 
     histogram_observe(&latency.acquire_seconds, now - call->started_us);
     if (call->lock->freed_us != 0) {
-        histogram_observe(&latency.handoff_seconds,
-                          now - call->lock->freed_us);
+        histogram_observe(&latency.handoff_seconds, now - call->lock->freed_us);
         call->lock->freed_us = 0;
     }
 }
@@ -1464,8 +1468,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
             call->state = CALL_QUEUED;
     } else if (call->state == CALL_FINISHED) {
         /* queued in Redis after its caller left (or maybe, unanswered) */
-        call->in_redis_queue = outcome != OUTCOME_GRANTED &&
-                               queues_in_redis(call->lock->kind);
+        call->in_redis_queue =
+            outcome != OUTCOME_GRANTED && queues_in_redis(call->lock->kind);
         leave_redis_queue(call);
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
             /* Its caller left while we asked: undone by setting the count
@@ -1550,8 +1554,8 @@ static bool queues_unasked(const struct lock_call *call)
     struct lock *lock = call->lock;
 
     return !call_queued(call) && call->may_wait &&
-           timers_now() < call->deadline_ms &&
-           !queues_in_redis(lock->kind) && held_here(lock) && !owner_holds(call, lock);
+           timers_now() < call->deadline_ms && !queues_in_redis(lock->kind) &&
+           held_here(lock) && !owner_holds(call, lock);
 }
 
 static void call_attempt(struct lock_call *call)
@@ -1589,10 +1593,9 @@ static void call_attempt(struct lock_call *call)
     if (call->may_wait && queues_in_redis(call->lock->kind)) {
         call->in_redis_queue = true; /* until it is granted */
         if (call->place == NULL)
-            call->place = watchdog_place_add(call->lock, call->field,
-                                             call->field_len,
-                                             call->queue_wait_ms, place_gone,
-                                             call);
+            call->place =
+                watchdog_place_add(call->lock, call->field, call->field_len,
+                                   call->queue_wait_ms, place_gone, call);
     }
     if (engine.backend->sync(call->lock->name, call->lock->name_len,
                              on_sync_reply, call) == 0) {
@@ -1895,8 +1898,8 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     struct lock_call *head = queue_head(lock);
 
     if (!one_owner_at_a_time(lock->kind) || hold == NULL || hold->lost ||
-        release->count != release->amount ||
-        release->state != CALL_ASKING || list_linked(&release->park_link))
+        release->count != release->amount || release->state != CALL_ASKING ||
+        list_linked(&release->park_link))
         return;
     if (head == NULL || head->state != CALL_QUEUED ||
         lock->handoffs >= (unsigned)engine.cfg->max_handoffs_in_a_row) {
@@ -1909,6 +1912,26 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     wake_one(head);
 }
 
+/* Whether a query of the session's own hold (ISHELD, HOLDCOUNT) has one
+ * to ask Redis about: under the call's kind, or, without a kind word
+ * (RLock's row), under any lock kind (the kind table's rows up to
+ * FENCED), a read-write lock's too. */
+static bool hold_to_query(const struct lock_call *call, const struct hold *hold)
+{
+    if (hold != NULL && !hold->lost)
+        return true;
+    for (int k = 0;
+         call->lock->kind == &lock_kind_rlock && k <= LOCK_KIND_FENCED; k++) {
+        struct lock *other =
+            lock_find(lock_kinds[k], call->lock->name, call->lock->name_len);
+
+        hold = other ? hold_find(other, call->session, call->thread_id) : NULL;
+        if (hold != NULL && !hold->lost)
+            return true;
+    }
+    return false;
+}
+
 /* Runs a started call (again, when it had to wait for Redis first). */
 static void call_proceed(struct lock_call *call)
 {
@@ -1917,7 +1940,7 @@ static void call_proceed(struct lock_call *call)
 
     hold = hold_find(call->lock, call->session, call->thread_id);
     if ((call->op == LOCK_OP_IS_HELD || call->op == LOCK_OP_HOLD_COUNT) &&
-        (hold == NULL || hold->lost)) {
+        !hold_to_query(call, hold)) {
         /* No hold of this session, whatever field Redis may still have
          * under its owner's name from before: none it will re-enter. */
         finish_integer(call, 0);
@@ -2062,8 +2085,8 @@ struct lock_join {
     unsigned waiting; /* Redis replies still to come */
     int err;          /* the first failure */
     unsigned resumed, lost;
-    bool resume;        /* no record to resume: -ENOENT */
-    struct timer start; /* the record is read from the loop, not the join */
+    bool resume;         /* no record to resume: -ENOENT */
+    struct timer start;  /* the record is read from the loop, not the join */
     uint64_t give_up_ms; /* Redis unreadable until then: -EAGAIN */
 };
 
@@ -2262,8 +2285,7 @@ static void join_start_fired(struct timer *timer)
 
 struct lock_join *lock_engine_join(const char *id, size_t len,
                                    const char *secret, size_t secret_len,
-                                   bool resume, lock_join_fn *done,
-                                   void *ctx)
+                                   bool resume, lock_join_fn *done, void *ctx)
 {
     struct session *s;
     int created;
@@ -2291,8 +2313,7 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
         j->done = done;
         j->ctx = ctx;
         j->resume = resume;
-        j->give_up_ms =
-            timers_now() + (uint64_t)engine.cfg->retry_timeout_ms;
+        j->give_up_ms = timers_now() + (uint64_t)engine.cfg->retry_timeout_ms;
         timer_init(&j->start, join_start_fired);
     }
     /* The read goes from the timer, so done never runs in here. */
@@ -2315,8 +2336,8 @@ void lock_engine_join_abandon(struct lock_join *j)
 void lock_engine_leave(struct session *s)
 {
     struct list_node *pos, *tmp;
-    bool keep = engine.shutting_down &&
-                engine.cfg->on_shutdown == ON_SHUTDOWN_KEEP;
+    bool keep =
+        engine.shutting_down && engine.cfg->on_shutdown == ON_SHUTDOWN_KEEP;
     bool release = !keep && engine.cfg->on_disconnect == ON_DISCONNECT_RELEASE;
 
     if (--s->connections > 0)

@@ -99,7 +99,10 @@ struct lock_result {
     /* RESULT_ERROR's message, RESULT_TEXT's text; valid during the done
      * call only */
     const char *message;
-    /* RESULT_OWNERS; valid during the done call only */
+    /* RESULT_OWNERS; valid during the done call only: the kind the lock
+     * is held as ("lock", "read", "write", "none") and its owners */
+    const char *kind;
+    size_t kind_len;
     const struct lock_owner *owners;
     size_t owner_count;
 };

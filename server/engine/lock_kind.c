@@ -13,10 +13,11 @@
 enum lock_outcome lock_kind_read_owners(const struct backend_value *r,
                                         int64_t *value)
 {
-    if (r->type != VALUE_ARRAY || r->elements % 2 != 1 ||
-        r->element[0].type != VALUE_INTEGER)
+    if (r->type != VALUE_ARRAY || r->elements < 2 || r->elements % 2 != 0 ||
+        r->element[0].type != VALUE_INTEGER ||
+        r->element[1].type != VALUE_STRING)
         return OUTCOME_BAD_REPLY;
-    for (size_t i = 1; i < r->elements; i += 2)
+    for (size_t i = 2; i < r->elements; i += 2)
         if (r->element[i].type != VALUE_STRING ||
             r->element[i + 1].type != VALUE_INTEGER)
             return OUTCOME_BAD_REPLY;

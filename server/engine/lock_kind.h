@@ -300,8 +300,9 @@ void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
  * (0: nothing), or -1 when it was not behind. */
 int64_t lock_kind_token_was(const struct backend_value *reply);
 
-/* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
- * pairs that follow it are well-formed when this says OUTCOME_VALUE. */
+/* LOCK_OP_OWNERS's read, the same for every kind: {pttl, kind, field,
+ * count...}; value is the PTTL; the kind and the pairs that follow it are
+ * well-formed when this says OUTCOME_VALUE. */
 enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
                                         int64_t *value);
 

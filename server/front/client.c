@@ -220,13 +220,13 @@ static const char *owner_client_name(const char *field, size_t len)
     return NULL;
 }
 
-/* OWNERS: [pttl, {owner: count...}], the map a flat array in RESP2; with
- * WITHNAMES a third element, {owner: client name or null...}, so that a
- * reader of the first two sees what it always saw. */
+/* OWNERS: [pttl, {owner: count...}, kind], the map a flat array in
+ * RESP2; with WITHNAMES a fourth element, {owner: client name or null...}:
+ * the additions last, so that readers of the first elements still work. */
 static int write_owners(struct buffer *out, enum reply_protocol proto,
                         const struct lock_result *r, bool with_names)
 {
-    int err = reply_array_header(out, with_names ? 3 : 2);
+    int err = reply_array_header(out, with_names ? 4 : 3);
 
     err |= reply_integer(out, r->integer);
     err |= reply_map_header(out, proto, r->owner_count);
@@ -234,6 +234,7 @@ static int write_owners(struct buffer *out, enum reply_protocol proto,
         err |= reply_bulk(out, r->owners[i].field, r->owners[i].field_len);
         err |= reply_integer(out, r->owners[i].count);
     }
+    err |= reply_bulk(out, r->kind, r->kind_len);
     if (!with_names)
         return err ? -ENOMEM : 0;
     err |= reply_map_header(out, proto, r->owner_count);

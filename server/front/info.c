@@ -164,6 +164,13 @@ static const struct info_setting {
     {STATS_REDIS, "redis_pubsub", print_redis_pubsub},
 };
 
+uint64_t info_outage_ms(void)
+{
+    uint64_t since = redis_status.unreachable_since_ms;
+
+    return stats.redis_connected || since == 0 ? 0 : info.now_ms() - since;
+}
+
 bool info_ready(char *why, size_t size)
 {
     uint64_t since = redis_status.unreachable_since_ms;

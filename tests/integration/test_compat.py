@@ -188,7 +188,7 @@ def test_half_close_with_nc(env):
     assert_eq(r.stdout, b":0\r\n", "echo ISLOCKED | nc -q 1")
     script = "LOCK {n} 1\nISHELD {n} 1\nOWNERS {n}\nUNLOCK {n} 1\n".format(n=n).encode()
     r = subprocess.run([nc, "-N", HOST, str(env.port)], input=script, capture_output=True, timeout=10)
-    assert r.stdout.startswith(b"+OK\r\n:1\r\n*2\r\n") and r.stdout.endswith(b":1\r\n"), \
+    assert r.stdout.startswith(b"+OK\r\n:1\r\n*3\r\n") and r.stdout.endswith(b":1\r\n"), \
         "LOCK, ISHELD, OWNERS, UNLOCK through nc -N: %r" % r.stdout
 
 

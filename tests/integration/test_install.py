@@ -24,7 +24,8 @@ TREE = {
     "usr/local/share/man/man8/rlockd.8": 0o644,
     "usr/local/share/man/man1/rlock.1": 0o644,
     "usr/local/share/bash-completion/completions/rlock": 0o644,
-    "etc/rlockd/rlockd.ini": 0o644,
+    "usr/local/share/doc/rlockd/protocol.md": 0o644,
+    "etc/rlockd/rlockd.ini": 0o640,  # it may hold passwords
 }
 LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.3.0", "usr/local/lib/librlock.so": "librlock.so.0"}
 

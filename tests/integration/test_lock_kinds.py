@@ -350,16 +350,53 @@ def test_write_downgrades_to_read_and_read_is_never_upgraded(env):
     assert_eq(a.call("HOLDCOUNT", n, 1, "READ"), 1, "the read hold is untouched")
 
 
-def test_plain_lock_over_an_rwlock_is_wrongtype(env):
+def test_plain_lock_over_an_rwlock_is_a_clash_naming_the_holders_kind(env):
     n = env.name("rw")
     a = env.client()
     assert_eq(a.call("LOCK", n, 1, "READ"), "OK", "READ")
-    assert_error(env.client().call("TRYLOCK", n, 2), "WRONGTYPE", what="plain TRYLOCK over a read-write lock")
+    assert_error(env.client().call("TRYLOCK", n, 2, "WAIT", 100), "WRONGTYPE", "held as a read-write lock",
+                 what="plain TRYLOCK over a read-write lock")
     env.redis("DEL", n)
     env.redis("HSET", n, "x:1", "1")
     env.redis("PEXPIRE", n, 5000)
-    assert_error(a.call("TRYLOCK", n, 3, "WRITE"), "WRONGTYPE", what="WRITE over an RLock (Redisson treats it free)")
+    assert_error(a.call("TRYLOCK", n, 3, "WRITE"), "WRONGTYPE", "held as a plain lock",
+                 what="WRITE over an RLock (Redisson treats it free)")
     assert_eq(env.redis_hash(n), {"x:1": "1"}, "the RLock was left alone")
+    env.redis("DEL", n)
+    env.redis("SET", n, "application data")
+    assert_error(a.call("TRYLOCK", n, 4, "WRITE"), "WRONGTYPE", "not a lock", what="WRITE over a string")
+    assert_error(a.call("TRYLOCK", n, 4), "WRONGTYPE", "not a lock", what="LOCK over a string")
+
+
+def test_queries_without_a_kind_word_report_any_kind_with_its_kind(env):
+    n = env.name("anykind")
+    a, b = env.client(), env.client()
+    cid = a.call("CLIENTID")
+    assert_eq(b.call("OWNERS", n), [-2, [], "none"], "OWNERS of a free name")
+    assert_eq(a.call("LOCK", n, 1, "WRITE"), "OK", "WRITE")
+    assert_eq(b.call("ISLOCKED", n), 1, "ISLOCKED without a kind word of a write lock")
+    pttl = b.call("PTTL", n)
+    assert 0 < pttl <= env.watchdog_ms, "PTTL without a kind word of a write lock: %r" % pttl
+    assert_eq(a.call("HOLDCOUNT", n, 1, "WRITE"), 1, "HOLDCOUNT ... WRITE")
+    assert_eq((a.call("HOLDCOUNT", n, 1), a.call("ISHELD", n, 1)), (1, 1),
+              "HOLDCOUNT and ISHELD without a kind word of the writer's own hold")
+    assert_eq(b.call("HOLDCOUNT", n, 1), 0, "HOLDCOUNT of another client's hold")
+    r = b.call("OWNERS", n)
+    assert_eq((r[1], r[2]), (["%s:1:write" % cid, 1], "write"), "OWNERS without a kind word: owner, kind")
+    assert 0 < r[0] <= env.watchdog_ms, "OWNERS' PTTL of a write lock: %r" % r
+    assert_eq(b.call("OWNERS", n, "READ")[2], "write", "OWNERS ... READ names the mode too")
+    assert_eq(a.call("UNLOCK", n, 1, "WRITE"), 1, "UNLOCK ... WRITE")
+    assert_eq(a.call("LOCK", n, 2, "READ"), "OK", "READ")
+    assert_eq(b.call("OWNERS", n)[1:], [["%s:2" % cid, 1], "read"], "OWNERS of a read lock")
+    assert_eq(a.call("UNLOCK", n, 2, "READ"), 1, "UNLOCK ... READ")
+    assert_eq(a.call("LOCK", n, 3), "OK", "plain LOCK")
+    assert_eq(b.call("OWNERS", n)[1:], [["%s:3" % cid, 1], "lock"], "OWNERS of a plain lock")
+    assert_eq(b.call("OWNERS", n, "WRITE"), [-2, [], "none"], "OWNERS ... WRITE of a plain lock")
+    assert_eq(a.call("UNLOCK", n, 3), 1, "UNLOCK")
+    # another program's data is still no lock
+    env.redis("HSET", n, "mode", "read", "f", "x")
+    assert_eq((b.call("ISLOCKED", n), b.call("PTTL", n), b.call("OWNERS", n)), (0, -2, [-2, [], "none"]),
+              "queries of a hash that is not a lock")
 
 
 def test_java_write_unlock_wakes_every_rlockd_reader(env):

@@ -196,7 +196,7 @@ def test_address_comes_from_capital_s_else_rlock_addr(env):
     bad = dict(os.environ, RLOCK_ADDR="%s:%d" % (HOST, free_port()))
     r = run_rlock(["status", n], env=good)
     assert_eq(r.returncode, 0, "status via $RLOCK_ADDR")
-    assert re.fullmatch(r"locked pttl_ms=\d+\nowner=someone:1 holds=1\n", r.stdout), \
+    assert re.fullmatch(r"locked pttl_ms=\d+\nkind=lock\nowner=someone:1 holds=1\n", r.stdout), \
         "status via $RLOCK_ADDR: %r" % r.stdout
     for option in ("-S", "--server"):
         r = run_rlock([option, _addr(env), "status", n], env=bad)
@@ -284,7 +284,7 @@ def test_status_prints_locked_with_pttl_then_each_owner_or_unlocked_and_exits_0(
     assert_eq(a.call("LOCK", n, 1), "OK", "reentrant LOCK by another client")
     r = run_rlock(["-S", _addr(env), "status", n])
     # the first line as before there were owners: scripts parse it
-    m = re.match(r"^locked pttl_ms=(\d+)\nowner=(\S+) holds=(\d+)\n$", r.stdout)
+    m = re.match(r"^locked pttl_ms=(\d+)\nkind=lock\nowner=(\S+) holds=(\d+)\n$", r.stdout)
     assert r.returncode == 0 and m, "status of a held lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
     assert 0 < int(m.group(1)) <= env.watchdog_ms, "pttl_ms %s not within the watchdog TTL" % m.group(1)
     assert_eq((m.group(2), m.group(3)), ("%s:1" % a.call("CLIENTID"), "2"), "the owner and its hold count")
@@ -296,7 +296,8 @@ def test_status_prints_locked_with_pttl_then_each_owner_or_unlocked_and_exits_0(
     r = run_rlock(["-S", _addr(env), "--shared", "status", rw])
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+", lines[0]), "status -s: %r" % r.stdout
-    assert_eq(sorted(lines[1:]), sorted(["owner=%s:7 holds=1" % a.call("CLIENTID"),
+    assert_eq(lines[1], "kind=read", "status -s: the kind")
+    assert_eq(sorted(lines[2:]), sorted(["owner=%s:7 holds=1" % a.call("CLIENTID"),
                                          "owner=%s:8 holds=1" % b.call("CLIENTID")]),
               "owners of the read lock")
 
@@ -980,11 +981,12 @@ def test_kind_applies_to_status_and_force_unlock(env):
     a = env.client()
     assert_eq(a.call("LOCK", n, 1, "READ"), "OK", "LOCK ... READ by another client")
     r = run_rlock(["-S", _addr(env), "--read", "status", n])
-    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nowner=\S+:1 holds=1\n", r.stdout), \
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nkind=read\nowner=\S+:1 holds=1\n", r.stdout), \
         "rlock --read status of a read lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
-    # the plain lock of that name: there is none, the name is a read-write lock
+    # without a kind option, status reports the lock whatever its kind
     r = run_rlock(["-S", _addr(env), "status", n])
-    assert_eq((r.returncode, r.stdout), (0, "unlocked\n"), "rlock status (plain) of a read lock")
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nkind=read\nowner=\S+:1 holds=1\n", r.stdout), \
+        "rlock status (no kind) of a read lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
     r = run_rlock(["-S", _addr(env), "--write", "force-unlock", n])
     assert_eq((r.returncode, r.stdout), (0, "not locked\n"), "rlock --write force-unlock of a read lock")
     assert_eq(env.redis("HGET", n, "mode"), "read", "the read lock after --write force-unlock")
@@ -993,13 +995,34 @@ def test_kind_applies_to_status_and_force_unlock(env):
     assert_eq(env.redis("EXISTS", n), 0, "key after force-unlock")
 
 
+def test_a_kind_clash_exits_1_naming_the_holders_kind(env):
+    n = env.name("clash")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1, "WRITE"), "OK", "LOCK ... WRITE by another client")
+    for args in (["-n"], ["-w", "0.2"]):
+        r = run_rlock(["-S", _addr(env)] + args + [n, "--", "true"])
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "plain rlock %s over a write lock (stderr %r)" % (args, r.stderr))
+        assert "held as a read-write lock (write)" in r.stderr and "-s or -x" in r.stderr, \
+            "the hint names the holder's kind: %r" % r.stderr
+    assert_eq(a.call("UNLOCK", n, 1, "WRITE"), 1, "UNLOCK ... WRITE")
+    assert_eq(a.call("LOCK", n, 2), "OK", "plain LOCK by another client")
+    r = run_rlock(["-S", _addr(env), "-x", "-n", n, "--", "true"])
+    assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "rlock -x over a plain lock (stderr %r)" % r.stderr)
+    assert "held as a plain lock" in r.stderr and "without -s/-x" in r.stderr, "the hint: %r" % r.stderr
+    env.redis("DEL", n)
+    env.redis("SET", n, "application data")
+    r = run_rlock(["-S", _addr(env), "-x", "-n", n, "--", "true"])
+    assert_eq(r.returncode, EXIT_SOFTWARE, "rlock -x over application data (stderr %r)" % r.stderr)
+
+
 # ---------------------------------------------------------------- as flock(1) and etcdctl lock
 
 
 def test_version_and_long_help():
     r = run_rlock(["--version"])
     assert_eq(r.returncode, 0, "rlock --version exit status")
-    assert re.fullmatch(r"rlock \(librlock \d+\.\d+\.\d+\)\n", r.stdout), "rlock --version: %r" % r.stdout
+    assert re.fullmatch(r"rlock \d+\.\d+\.\d+ \(librlock \d+\.\d+\.\d+\)\n", r.stdout), \
+        "rlock --version: its own version and librlock's: %r" % r.stdout
     assert_eq(run_rlock(["-V"]).stdout, r.stdout, "rlock -V")
     assert_eq(run_rlock(["--help"]).stdout, run_rlock(["-h"]).stdout, "rlock --help")
 
@@ -1337,16 +1360,18 @@ def test_rlock_names_its_connections_host_program_pid_which_owners_withnames_and
         rl.wait_ready()
         want = "%s/rlock/%d" % (socket.gethostname(), rl.proc.pid)
         c = env.client()
-        pttl, counts = c.call("OWNERS", n)            # the reply without the option, as before
+        pttl, counts, kind = c.call("OWNERS", n)      # the reply without the option, as before
         owner = list(counts)[0]
-        assert_eq(c.call("OWNERS", n, "WITHNAMES")[1:], [counts, [owner, want]], "OWNERS WITHNAMES")
+        assert_eq(c.call("OWNERS", n, "WITHNAMES")[1:], [counts, kind, [owner, want]],
+                  "OWNERS WITHNAMES: the names after the kind")
         assert ("name=%s " % want) in env.admin().call("CLIENT", "LIST"), "CLIENT LIST names rlock's connections"
         r = run_rlock(["-S", _addr(env), "status", n])
-        assert_eq(r.stdout.splitlines()[1:], ["owner=%s holds=1 name=%s" % (owner, want)], "rlock status")
+        assert_eq(r.stdout.splitlines()[1:], ["kind=lock", "owner=%s holds=1 name=%s" % (owner, want)],
+                  "rlock status")
         rl.go()
         assert_eq(rl.wait(5.0), 0, "rlock's exit status")
     c.call("LOCK", n, 7)
-    assert_eq(c.call("OWNERS", n, "WITHNAMES")[2], ["%s:7" % c.call("CLIENTID"), None],
+    assert_eq(c.call("OWNERS", n, "WITHNAMES")[3], ["%s:7" % c.call("CLIENTID"), None],
               "an owner whose connections have no name")
 
 

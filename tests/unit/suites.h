@@ -16,6 +16,7 @@
     X(client_id_suite)                                                         \
     X(config_suite)                                                            \
     X(digest_suite)                                                            \
+    X(log_suite)                                                               \
     X(glob_suite)                                                              \
     X(acl_suite)                                                               \
     X(waiter_queue_suite)                                                      \

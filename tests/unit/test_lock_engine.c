@@ -499,25 +499,29 @@ START_TEST(queries_read_their_element_of_the_inspect_reply)
 }
 END_TEST
 
-/* OWNERS reads {pttl, field, count...} whoever holds the lock, and a
- * malformed pair is a bad reply, not an owner. */
+/* OWNERS reads {pttl, kind, field, count...} whoever holds the lock, and
+ * a malformed pair is a bad reply, not an owner. */
 START_TEST(owners_reads_every_owner_and_the_pttl)
 {
     struct session *a = join("a");
     struct test_call *c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
-    const struct backend_value held[3] = {
+    const struct backend_value held[4] = {
         {.type = VALUE_INTEGER, .integer = 4200},
+        {.type = VALUE_STRING, .str = "lock", .len = 4},
         {.type = VALUE_STRING, .str = "java-uuid:7", .len = 11},
         {.type = VALUE_INTEGER, .integer = 2}};
-    const struct backend_value bad[2] = {
+    const struct backend_value bad[3] = {
         {.type = VALUE_INTEGER, .integer = 4200},
+        {.type = VALUE_STRING, .str = "lock", .len = 4},
         {.type = VALUE_STRING, .str = "x:1", .len = 3}};
-    const struct backend_value none = {.type = VALUE_INTEGER, .integer = -2};
+    const struct backend_value none[2] = {
+        {.type = VALUE_INTEGER, .integer = -2},
+        {.type = VALUE_STRING, .str = "none", .len = 4}};
 
     expect_args(expect_eval(OWNERS, "L"), 1, "L");
     answer(OWNERS, "L",
            &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = 3, .element = held});
+               .type = VALUE_ARRAY, .elements = 4, .element = held});
     ck_assert_int_eq(c->result.type, RESULT_OWNERS);
     ck_assert_int_eq(c->result.integer, 4200);
     ck_assert_uint_eq(c->result.owner_count, 1);
@@ -526,14 +530,14 @@ START_TEST(owners_reads_every_owner_and_the_pttl)
     c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
     answer(OWNERS, "L",
            &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = 1, .element = &none});
+               .type = VALUE_ARRAY, .elements = 2, .element = none});
     ck_assert_int_eq(c->result.type, RESULT_OWNERS);
     ck_assert_int_eq(c->result.integer, -2);
     ck_assert_uint_eq(c->result.owner_count, 0);
     c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
     answer(OWNERS, "L",
            &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = 2, .element = bad});
+               .type = VALUE_ARRAY, .elements = 3, .element = bad});
     ck_assert_int_eq(c->result.type, RESULT_ERROR);
 }
 END_TEST

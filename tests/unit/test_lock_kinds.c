@@ -876,19 +876,30 @@ END_TEST
 
 /* ---- the kind word is part of a lock's identity --------------------------- */
 
-/* A FAIR hold is not the plain lock of the same name: the plain kind
- * knows no hold of it (ISHELD answers 0 unasked); an UNLOCK or LOCK of
- * another kind stored in the same hash is refused unsent; the FAIR hold
- * stays until UNLOCK FAIR releases it. */
+/* A FAIR hold is not the plain lock of the same name: an UNLOCK or LOCK
+ * of another kind stored in the same hash is refused unsent; the FAIR
+ * hold stays until UNLOCK FAIR releases it. ISHELD without a kind word
+ * reports the hold whatever its kind, so it asks Redis; of an owner that
+ * holds the name under no kind, it answers 0 unasked. */
 START_TEST(unlock_with_another_kind_word_does_not_release_the_hold)
 {
     struct session *a = join("a");
     struct test_call *c;
+    const struct backend_value held[3] = {
+        {.type = VALUE_INTEGER, .integer = 1},
+        {.type = VALUE_INTEGER, .integer = 1},
+        {.type = VALUE_INTEGER, .integer = LEASE_MS}};
 
     take_as(&lock_kind_fair, a, "L", 1, LEASE_MS);
     expect_integer(
-        request_as(&lock_kind_rlock, a, LOCK_REQUEST_IS_HELD, "L", 1), 0);
+        request_as(&lock_kind_rlock, a, LOCK_REQUEST_IS_HELD, "L", 2), 0);
     expect_nothing_pending();
+    c = request_as(&lock_kind_rlock, a, LOCK_REQUEST_IS_HELD, "L", 1);
+    expect_args(expect_eval(INSPECT, "L"), 2, "L", "a:1");
+    answer(INSPECT, "L",
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = 3, .element = held});
+    expect_integer(c, 1);
 
     /* One field in Redis: a plain UNLOCK or LOCK would change the FAIR
      * hold behind its back, so neither is sent. */

@@ -112,7 +112,7 @@ class AsyncClient:
     """The asyncio client; the arguments are Client's. Start it with
     `async with AsyncClient(...) as client:` or `await client.start()`."""
 
-    def __init__(self, address="127.0.0.1:7379", *, client_id=None, username=None,
+    def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
                  lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None):
         self.identity = Identity.new(client_id)
@@ -175,12 +175,19 @@ class AsyncClient:
 
     # -- the API: Client's, awaited
 
-    def lock(self, name, *, kind=None, lease_ms=None, wait_ms=None):
-        return AsyncLock(self, name, kind, lease_ms, wait_ms)
+    def lock(self, name, *, kind=None, timeout=None, lease=None, lease_ms=None, wait_ms=None):
+        return AsyncLock(self, name, kind, core.ms_of(lease, lease_ms, "lease"),
+                         core.ms_of(timeout, wait_ms, "timeout"))
 
-    async def try_lock(self, name, *, kind=None, lease_ms=None, wait_ms=0):
-        lock = AsyncLock(self, name, kind, lease_ms, wait_ms)
+    async def try_lock(self, name, *, kind=None, timeout=None, lease=None, lease_ms=None,
+                       wait_ms=None):
+        wait_ms = core.ms_of(timeout, wait_ms, "timeout")
+        lock = AsyncLock(self, name, kind, core.ms_of(lease, lease_ms, "lease"),
+                         0 if wait_ms is None else wait_ms)
         return lock if await lock.acquire() else None
+
+    async def owners(self, name, kind=None):
+        return core.parse_owners(await self._query("OWNERS", name, kind))
 
     async def force_unlock(self, name, kind=None):
         return await self._query("FORCEUNLOCK", name, kind) == 1

@@ -213,7 +213,7 @@ def test_connections_are_named_host_program_pid_for_client_list_and_owners(env, 
         with c.lock(name):
             assert ("name=%s " % want) in env.admin().call("CLIENT", "LIST")
             owners = env.admin().call("OWNERS", name, "WITHNAMES")
-            assert list(owners[2])[1::2] == [want]
+            assert owners[2] == "lock" and list(owners[3])[1::2] == [want]
     finally:
         c.close()
     c = rlockd.Client(address(env), heartbeat_ms=0, lost_events=False, client_name="jobs-7")
