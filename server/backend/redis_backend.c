@@ -346,16 +346,20 @@ static void on_role_reply(struct redis_request *req, redisReply *reply)
     redis_addr_text(&redis.role.addr, addr, sizeof(addr));
     if (master) {
         const redisReply *replicas = reply->element[2];
+        /* The master named again (one +switch-master per sentinel, or a
+         * poll after a doubt) is no switch: its holds were re-checked
+         * once already. */
+        bool moved = redis.confirming &&
+                     !redis_addr_equal(&redis.role.addr, &redis.master);
 
-        redis.replicas =
-            replicas->type == REDIS_REPLY_ARRAY ? (unsigned)replicas->elements
-                                                : 0;
-        if (redis.confirming) {
-            redis.confirming = false;
+        redis.replicas = replicas->type == REDIS_REPLY_ARRAY
+                             ? (unsigned)replicas->elements
+                             : 0;
+        redis.confirming = false;
+        if (moved)
             switch_master(&redis.role.addr, redis.candidate_source);
-        } else if (redis.reachable) {
+        else if (redis.reachable)
             set_topology(TOPOLOGY_OK); /* a doubt cleared: still the master */
-        }
         return;
     }
     if (redis.confirming)
