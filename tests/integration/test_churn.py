@@ -10,7 +10,7 @@ command_timeout_ms, CLIENT KILL TYPE normal (rlockd's links), a Redis
 restart (every key lost: the permits are set again, as an operator would),
 and an actor's connection cut mid-call.
 
-Checked afterwards: rlockd alive and HEALTH +OK; no semaphore ever had more
+Checked afterwards: rlockd alive and HEALTH +OK, no ERROR in its log; no semaphore ever had more
 permits granted than it has, as seen in rlockd's replies (a hold runs from
 its grant to its RELEASE being sent, ends at a restart or when its
 connection goes; one told -LOCKLOST or -NOTOWNER is not counted); once the
@@ -73,11 +73,12 @@ class Actor(threading.Thread):
         return r
 
     def _end_holds(self):
-        """The open hold ends now, or when its connection was cut (rlockd gives it back from then)."""
-        end = self.clock() if self.cut_at is None else self.cut_at
-        self.cut_at = None
+        """The open hold ends now, or when its connection was cut: rlockd may give it
+        back from then, even before the RELEASE the actor then failed to send."""
+        cut, self.cut_at = self.cut_at, None
+        end = self.clock() if cut is None else cut
         for h in self.holds:
-            if h[1] is None:
+            if h[1] is None or h[1] > end:
                 h[1] = max(h[0], end)
 
     def run(self):
@@ -162,20 +163,25 @@ class Actor(threading.Thread):
 
 
 def _max_granted(actors, restarts):
-    """The most permits held at once, from the holds' intervals (restarts end every hold)."""
+    """The most permits held at once, from the holds' intervals (restarts end every hold),
+    and the holds then: [(actor, granted, released, permits)]."""
     events = []
-    for a in actors:
+    for i, a in enumerate(actors):
         for grant, end, permits, lost in a.holds:
             if lost:
                 continue
             end = min([end] + [t for t in restarts if grant <= t <= end])
-            events += [(grant, 1, permits), (end, 0, -permits)]  # ends sort before grants at a tie
-    most = held = 0
-    for t, _, d in sorted(events):
-        held += d
-        if held > most:
-            most, when = held, t
-    return most, (when if most else None)
+            hold = (i, round(grant, 4), round(end, 4), permits)
+            events += [(grant, 1, hold), (end, 0, hold)]  # ends sort before grants at a tie
+    most, live, at_most = 0, set(), []
+    for _, grant, hold in sorted(events):
+        if grant:
+            live.add(hold)
+        else:
+            live.discard(hold)
+        if sum(h[3] for h in live) > most:
+            most, at_most = sum(h[3] for h in live), sorted(live, key=lambda h: h[1])
+    return most, at_most
 
 
 def _rss_kb(pid):
@@ -265,13 +271,17 @@ def test_every_kind_churns_through_redis_faults():
         assert env.rlockd.alive(), "rlockd died (%s):\n%s" % (why, env.log_tail(40))
         wait_until(lambda: env.admin().call("HEALTH") == "OK", 10.0, what="HEALTH +OK (%s)" % why)
         assert_eq(env.admin().call("PING"), "PONG", "PING (%s)" % why)
+        # Faults are logged as warnings; an ERROR is rlockd refusing what it
+        # built itself (call_send's "no settle call for a latch") or out of memory.
+        errors = [line for line in env.rlockd.log_text().splitlines() if " ERROR " in line]
+        assert not errors, "rlockd logged errors (%s): %r" % (why, errors[:5])
         surprises = [s for a in actors for s in a.surprises]
         assert not surprises, "unexpected replies (%s): %r" % (why, surprises[:10])
         for n, p in sems.items():
             actors_of = [a for a in actors if a.name == n]
-            most, when = _max_granted(actors_of, restarts)
-            assert most <= p, "%s: %d permits held at once of %d at %.3fs (restarts at %r) (%s)" \
-                % (n, most, p, when, restarts, why)
+            most, holds = _max_granted(actors_of, restarts)
+            assert most <= p, "%s: %d permits held at once of %d: (actor, granted, released, permits) %r, " \
+                "restarts at %r (%s)" % (n, most, p, holds, restarts, why)
             wait_until(lambda: env.admin().call("PERMITS", n) == p, 10.0,
                        what="%s's permits back to %d (%s)" % (n, p, why))
             assert_eq(env.redis("HLEN", "rlockd_permits:{%s}" % n), 0, "%s's holders (%s)" % (n, why))
