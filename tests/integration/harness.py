@@ -568,6 +568,10 @@ class RedisServer:
         return self.proc is not None and self.proc.poll() is None
 
 
+# What an ASan/UBSan/LSan build writes to stderr (rlockd's log) on an error:
+# any test whose daemon wrote one fails at teardown (make asan).
+SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error:")
+
 DEFAULT_CONFIG = {
     "server": {},
     "redis": {"connect_timeout_ms": "500"},
@@ -701,6 +705,10 @@ class Rlockd:
         elif crashed_before is None and status not in (0, -signal.SIGTERM):
             _WARNINGS.append("rlockd (pid %d) exited with status %s after SIGTERM:\n%s"
                              % (self.proc.pid, status, _tail(self.logpath, 15)))
+        report = SANITIZER_REPORT.search(_tail(self.logpath, 400))
+        if report:
+            _WARNINGS.append("rlockd (pid %d) log has a sanitizer report (%s):\n%s"
+                             % (self.proc.pid, report.group(0), _tail(self.logpath, 40)))
 
     def log_tail(self, lines=25):
         return _tail(self.logpath, lines)
