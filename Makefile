@@ -14,9 +14,10 @@
 
 CC      ?= cc
 BUILD   ?= build
-# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c).
+# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c); libssl:
+# TLS on the client listener (server/base/tls_server.c).
 # libmicrohttpd: the metrics and health endpoint (server/front/http.c).
-PKGS     = libuv hiredis inih libsystemd libcrypto libmicrohttpd
+PKGS     = libuv hiredis inih libsystemd libssl libcrypto libmicrohttpd
 CFLAGS  ?= -O2 -g
 # The project's own flags live apart from CFLAGS, so that `make CFLAGS=...`
 # (as the asan target does) adds optimisation/sanitizer flags without
