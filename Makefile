@@ -53,7 +53,7 @@ SIM_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/sim/*.c)) \
 # shared library and the static one; the `rlock` command (cli/) and the
 # client tests link the static one, so they run from the build tree as
 # installed.
-RLOCK_SO_VERSION = 0.3.0
+RLOCK_SO_VERSION = 0.4.0
 RLOCK_SONAME     = librlock.so.0
 CLIENT_CFLAGS    = -Iclient-lib -pthread $(HIREDIS_CFLAGS)
 CLIENT_LIB_SRC   = $(wildcard client-lib/*.c)
@@ -61,7 +61,7 @@ CLIENT_LIB_OBJ   = $(patsubst %.c,$(BUILD)/pic/%.o,$(CLIENT_LIB_SRC))
 CLI_OBJ          = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
 CLIENT_TEST_SRC  = $(wildcard tests/client/*.c)
 CLIENT_TEST_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_TEST_SRC))
-CLIENT_LIBS      = $(shell pkg-config --libs hiredis 2>/dev/null) -pthread
+CLIENT_LIBS      = $(shell pkg-config --libs hiredis libssl libcrypto 2>/dev/null) -pthread
 CLIENT_ALL       = $(BUILD)/librlock.so $(BUILD)/librlock.a $(BUILD)/rlock \
                    $(BUILD)/rlock.pc
 

@@ -76,6 +76,14 @@ static const char usage_text[] =
     "                      available (rlockd, as Redisson, keeps only the\n"
     "                      number available, not the limit). No KIND, no -l;\n"
     "                      not with status or force-unlock\n"
+    "  --tls               TLS to rlockd's [server] tls_listen, its "
+    "certificate\n"
+    "                      verified for HOST (or --sni)\n"
+    "  --cacert FILE       with --tls: the CA that signs rlockd's certificate\n"
+    "                      (default: the system's trust store)\n"
+    "  --cert FILE, --key FILE\n"
+    "                      with --tls: a client certificate and its key\n"
+    "  --sni NAME          with --tls: the name sent as SNI and verified\n"
     "  -h, --help          print this help and exit 0\n"
     "  -V, --version       print rlock's version and exit 0\n"
     "SECS: -w 0 to 10^9, -k 0 to 86400; MS: -l 1 to 10^12, -b 0 or 100 to\n"
@@ -143,6 +151,8 @@ static const char usage_text[] =
     "  RLOCK_AUTH  the token sent with AUTH, for an rlockd with\n"
     "              [server] auth_token set (an environment variable, so\n"
     "              that it never shows in ps)\n"
+    "  RLOCK_TLS (1: --tls), RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
+    "  RLOCK_TLS_SNI  the TLS options' defaults\n"
     "COMMAND gets, in place of any it inherited:\n"
     "  RLOCK_NAME   NAME\n"
     "  RLOCK_OWNER  the lock's owner in rlockd: CLIENT-ID:THREAD-ID; with\n"
@@ -153,7 +163,16 @@ static const char usage_text[] =
 
 /* The values of long options that have no short one lie past every
  * character; the kinds: OPT_KIND plus the enum rlock_kind. */
-enum { OPT_VERSION = 256, OPT_PERMITS, OPT_KIND };
+enum {
+    OPT_VERSION = 256,
+    OPT_PERMITS,
+    OPT_TLS,
+    OPT_CACERT,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_SNI,
+    OPT_KIND
+};
 
 static const struct option long_options[] = {
     {"server", required_argument, NULL, 'S'},
@@ -175,6 +194,11 @@ static const struct option long_options[] = {
     {"fair", no_argument, NULL, OPT_KIND + RLOCK_FAIR},
     {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"sni", required_argument, NULL, OPT_SNI},
     {NULL, 0, NULL, 0},
 };
 /* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
@@ -293,6 +317,17 @@ struct given {
     bool short_s;       /* -s, which was the address in earlier versions */
 };
 
+/* Where --cacert, --cert, --key or --sni goes. */
+static const char **tls_option(struct options *o, int opt)
+{
+    rlock_tls_options *t = &o->tls_options;
+
+    return opt == OPT_CACERT ? &t->ca_file
+           : opt == OPT_CERT ? &t->cert_file
+           : opt == OPT_KEY  ? &t->key_file
+                             : &t->server_name;
+}
+
 /* One option; 0 or the exit status to leave with. */
 static int parse_option(struct options *o, struct given *g, int opt,
                         const char *name)
@@ -338,6 +373,15 @@ static int parse_option(struct options *o, struct given *g, int opt,
         exit(0);
     case OPT_PERMITS:
         return parse_number(name, optarg, 1, COMMAND_MAX_COUNT, &o->permits);
+    case OPT_TLS:
+        o->tls = true;
+        return 0;
+    case OPT_CACERT:
+    case OPT_CERT:
+    case OPT_KEY:
+    case OPT_SNI:
+        *tls_option(o, opt) = optarg;
+        return 0;
     case 'V':
     case OPT_VERSION:
         print_version();
@@ -421,6 +465,26 @@ static int check_permits(const struct options *o, const struct given *g)
     return 0;
 }
 
+/* An environment variable's value; NULL when unset or empty. */
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* The RLOCK_TLS* variables: the TLS options' defaults. */
+static void tls_from_env(struct options *o)
+{
+    const char *tls = env("RLOCK_TLS");
+
+    o->tls = tls != NULL && strcmp(tls, "0") != 0;
+    o->tls_options.ca_file = env("RLOCK_TLS_CACERT");
+    o->tls_options.cert_file = env("RLOCK_TLS_CERT");
+    o->tls_options.key_file = env("RLOCK_TLS_KEY");
+    o->tls_options.server_name = env("RLOCK_TLS_SNI");
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
     const char *env_addr = getenv("RLOCK_ADDR");
@@ -437,6 +501,7 @@ int options_parse(int argc, char **argv, struct options *o)
         .lease_ms = RLOCK_WATCHDOG,
         .kill_grace_ms = DEFAULT_KILL_GRACE_S * 1000,
     };
+    tls_from_env(o);
     while (err == 0 && (opt = getopt_long(argc, argv, short_options,
                                           long_options, &long_index)) != -1) {
         if (opt == '?')
@@ -461,5 +526,9 @@ int options_parse(int argc, char **argv, struct options *o)
         err = check_permits(o, &g);
     if (err == 0 && o->name[0] == '\0')
         err = usage_error("empty lock NAME");
+    if (err == 0 && !o->tls &&
+        (o->tls_options.ca_file || o->tls_options.cert_file ||
+         o->tls_options.key_file || o->tls_options.server_name))
+        err = usage_error("--cacert, --cert, --key and --sni go with --tls");
     return err;
 }

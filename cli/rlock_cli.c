@@ -435,7 +435,8 @@ int main(int argc, char **argv)
     if (status != 0)
         return status;
     connect_opts.heartbeat_ms = o.heartbeat_ms;
-    c = rlock_connect(o.addr, &connect_opts, &err);
+    c = rlock_connect_tls(o.addr, &connect_opts, o.tls ? &o.tls_options : NULL,
+                          &err);
     if (c == NULL)
         return fail(err, "rlockd at %s", o.addr);
     if (o.mode == MODE_STATUS)

@@ -436,14 +436,21 @@ static void fake_daemon_stop(struct fake_daemon *f)
 
 START_TEST(replies_map_to_rlock_errors)
 {
-    static const char *const replies[] = {
-        "+OK\r\n", /* CLIENTID */
-        "-NOTOWNER x\r\n", "-LOCKLOST x\r\n", "-UNAVAILABLE x\r\n",
-        "-LIMIT x\r\n",    "-SHUTDOWN x\r\n", "-NOAUTH x\r\n",
-        "-ERR x\r\n",      "-WRONGTYPE x\r\n", "-NOREPLICAS x\r\n",
-        "-NEWCODE x\r\n",
-        "$1\r\n7\r\n",
-        "+OK\r\n",         ":7\r\n",          NULL};
+    static const char *const replies[] = {"+OK\r\n", /* CLIENTID */
+                                          "-NOTOWNER x\r\n",
+                                          "-LOCKLOST x\r\n",
+                                          "-UNAVAILABLE x\r\n",
+                                          "-LIMIT x\r\n",
+                                          "-SHUTDOWN x\r\n",
+                                          "-NOAUTH x\r\n",
+                                          "-ERR x\r\n",
+                                          "-WRONGTYPE x\r\n",
+                                          "-NOREPLICAS x\r\n",
+                                          "-NEWCODE x\r\n",
+                                          "$1\r\n7\r\n",
+                                          "+OK\r\n",
+                                          ":7\r\n",
+                                          NULL};
     static const int expected[] = {
         RLOCK_ENOTOWNER,
         RLOCK_ELOCKLOST,
@@ -478,9 +485,9 @@ END_TEST
 
 START_TEST(strerror_has_a_text_for_every_code)
 {
-    const char *texts[1 - RLOCK_ENOREPLICAS];
+    const char *texts[1 - RLOCK_ETLS];
 
-    for (int err = RLOCK_OK; err >= RLOCK_ENOREPLICAS; err--) {
+    for (int err = RLOCK_OK; err >= RLOCK_ETLS; err--) {
         texts[-err] = rlock_strerror(err);
         ck_assert_ptr_nonnull(texts[-err]);
         ck_assert_str_ne(texts[-err], "unknown error");
@@ -488,7 +495,7 @@ START_TEST(strerror_has_a_text_for_every_code)
             ck_assert_str_ne(texts[-err], texts[other]);
     }
     ck_assert_str_eq(rlock_strerror(1), "unknown error");
-    ck_assert_str_eq(rlock_strerror(RLOCK_ENOREPLICAS - 1), "unknown error");
+    ck_assert_str_eq(rlock_strerror(RLOCK_ETLS - 1), "unknown error");
     ck_assert_str_eq(rlock_strerror(-1000), "unknown error");
 }
 END_TEST

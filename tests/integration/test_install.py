@@ -14,7 +14,7 @@ PREFIX = "/usr/local"
 TREE = {
     "usr/local/sbin/rlockd": 0o755,
     "usr/local/bin/rlock": 0o755,
-    "usr/local/lib/librlock.so.0.3.0": 0o755,
+    "usr/local/lib/librlock.so.0.4.0": 0o755,
     "usr/local/lib/librlock.a": 0o644,
     "usr/local/include/rlock.h": 0o644,
     "usr/local/lib/pkgconfig/rlock.pc": 0o644,
@@ -26,7 +26,7 @@ TREE = {
     "usr/local/share/bash-completion/completions/rlock": 0o644,
     "etc/rlockd/rlockd.ini": 0o644,
 }
-LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.3.0", "usr/local/lib/librlock.so": "librlock.so.0"}
+LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.4.0", "usr/local/lib/librlock.so": "librlock.so.0"}
 
 
 def build_dir():

@@ -246,3 +246,115 @@ def test_check_mode_loads_the_certificate_files():
         assert r.returncode == 1 and "needs tls_cert_file and tls_key_file" in r.stderr, r.stderr
         r = check(tls_cert_file=c.server_cert, tls_key_file=c.server_key, tls_client_certs="required")
         assert r.returncode == 1 and "needs tls_ca_file" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- rlock and librlock
+
+
+def run_rlock(env, *args, extra_env=None):
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("RLOCK_"):
+            del e[k]
+    e.update(extra_env or {})
+    argv = [rlock_bin(), "-S", "%s:%d" % (HOST, env.tls_port)] + [str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=20, env=e)
+
+
+def test_rlock_over_tls_verifies_the_server_and_sends_a_client_certificate():
+    with TempDir() as d:
+        c = certs.make(d)
+        server = {"tls_ca_file": c.ca, "tls_client_certs": "required"}
+        with TlsEnv(c, server=server) as env:
+            mine = ["--cert", c.client_cert, "--key", c.client_key]
+            name = env.name()
+            r = run_rlock(env, "--tls", "--cacert", c.ca, *mine, name, "--", "sh", "-c",
+                          "echo held:$RLOCK_NAME")
+            assert_eq((r.returncode, r.stdout.strip()), (0, "held:" + name), "rlock --tls: " + r.stderr)
+            # the same from the RLOCK_TLS* variables, the name checked given by SNI
+            r = run_rlock(env, "status", name, extra_env={
+                "RLOCK_TLS": "1", "RLOCK_TLS_CACERT": c.ca, "RLOCK_TLS_CERT": c.client_cert,
+                "RLOCK_TLS_KEY": c.client_key, "RLOCK_TLS_SNI": "localhost"})
+            assert_eq((r.returncode, r.stdout.strip()), (0, "unlocked"), "RLOCK_TLS*: " + r.stderr)
+            # refused: a CA that did not sign rlockd's certificate, a name it
+            # does not have, no client certificate
+            for args in (["--cacert", c.other_ca] + mine,
+                         ["--cacert", c.ca, "--sni", "elsewhere.invalid"] + mine,
+                         ["--cacert", c.ca]):
+                r = run_rlock(env, "--tls", *args, "status", name)
+                assert r.returncode == 70 and "TLS handshake with rlockd failed" in r.stderr, \
+                    (args, r.returncode, r.stderr)
+            r = run_rlock(env, "--cacert", c.ca, "status", name)
+            assert r.returncode == 64 and "go with --tls" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- the Python and Node packages
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+PYTHON_SCRIPT = r"""
+import sys
+import rlockd
+port, ca, cert, key = sys.argv[1:5]
+with rlockd.Client("127.0.0.1:" + port, tls=True, tls_ca_file=ca, tls_cert_file=cert,
+                   tls_key_file=key) as c:
+    with c.lock("orders:py"):
+        print("held", c.is_locked("orders:py"))
+    try:
+        c.lock("billing:py").acquire()
+    except rlockd.RlockError as e:
+        print("refused", type(e).__name__)
+"""
+
+NODE_SCRIPT = r"""
+const fs = require("fs");
+// node -e: process.argv[1] is the first argument
+const { Client } = require(process.argv[1]);
+const [port, ca, cert, key] = process.argv.slice(2);
+(async () => {
+  const c = await Client.connect("127.0.0.1:" + port, {
+    tls: { ca: fs.readFileSync(ca), cert: fs.readFileSync(cert), key: fs.readFileSync(key) } });
+  const lock = await c.lock("orders:node");
+  console.log("held", await c.isLocked("orders:node"));
+  await lock.unlock();
+  try { await c.lock("billing:node"); } catch (e) { console.log("refused", e.name); }
+  await c.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def mapped_user_env(c):
+    """A TLS rlockd that requires client certificates; certs.client's CN is
+    the user worker, who may lock orders:* only (the harness AUTHs with
+    the token)."""
+    server = {"tls_ca_file": c.ca, "tls_client_certs": "required", "auth_token": "t0ken"}
+    users = {"user worker": {"tls_subject": "rlockd-test-client", "commands": "+@lock",
+                             "names": "orders:*"}}
+    return TlsEnv(c, server=server, users=users)
+
+
+def test_python_package_over_tls_as_the_certificate_user():
+    from harness import system_python
+    python = system_python(("redis", "python3-redis"))
+    with TempDir() as d:
+        c = certs.make(d)
+        with mapped_user_env(c) as env:
+            r = subprocess.run([python, "-c", PYTHON_SCRIPT, str(env.tls_port), c.ca,
+                                c.client_cert, c.client_key],
+                               env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python")),
+                               capture_output=True, text=True, timeout=30)
+            assert_eq((r.returncode, r.stdout.split("\n")[:2]), (0, ["held True", "refused NoPermission"]),
+                      "python over TLS: " + r.stderr[-1500:])
+
+
+def test_node_package_over_tls_as_the_certificate_user():
+    from harness import node_with
+    node, node_env = node_with("ioredis")
+    with TempDir() as d:
+        c = certs.make(d)
+        with mapped_user_env(c) as env:
+            r = subprocess.run([node, "-e", NODE_SCRIPT, os.path.join(ROOT, "clients", "node"),
+                                str(env.tls_port), c.ca, c.client_cert, c.client_key],
+                               env=node_env, capture_output=True, text=True, timeout=30)
+            assert_eq((r.returncode, r.stdout.split("\n")[:2]), (0, ["held true", "refused NoPermission"]),
+                      "node over TLS: " + r.stderr[-1500:])

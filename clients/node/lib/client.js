@@ -149,7 +149,9 @@ class Client extends EventEmitter {
    * options: clientId, username, password, heartbeatMs (0: none),
    * lostEvents (default true), poolSize (idle wait connections kept,
    * default 4), maxConnections (wait connections at once, default 32),
-   * connectTimeoutMs (default 2000), commandTimeoutMs (default 10000).
+   * connectTimeoutMs (default 2000), commandTimeoutMs (default 10000),
+   * tls (tls.connect() options for rlockd's [server] tls_listen: ca,
+   * cert, key, servername; ioredis's `tls`).
    * Call connect() (or use Client.connect()) before anything else.
    */
   constructor(address = "127.0.0.1:7379", options = {}) {
@@ -180,6 +182,8 @@ class Client extends EventEmitter {
       autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 0,
       keepAlive: 10000,              // a waiting LOCK notices a vanished host
+      // rlockd's [server] tls_listen: tls.connect() options, as ioredis takes them
+      ...(options.tls ? { tls: options.tls } : {}),
     };
     this._holds = new Map();         // key -> Lock held
     this._nextThreadId = 1;

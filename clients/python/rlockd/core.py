@@ -54,16 +54,32 @@ def parse_address(address):
     return "tcp", host, int(port)
 
 
-def connection_kwargs(address, username, password, connect_timeout, command_timeout):
+def connection_kwargs(address, username, password, connect_timeout, command_timeout,
+                      tls=None):
     """redis-py connection arguments for an rlockd address, and its
-    transport ("tcp" or "unix": which connection class takes them)."""
+    transport ("tcp", "tls" or "unix": which connection class takes them).
+    tls: None, or (ca_file, cert_file, key_file) for rlockd's [server]
+    tls_listen: its certificate verified, for the address's host, against
+    ca_file (None: the system's trust store)."""
     transport, where, port = parse_address(address)
     kwargs = dict(username=username, password=password, socket_timeout=command_timeout,
                   socket_connect_timeout=connect_timeout, decode_responses=True)
     if transport == "unix":
+        if tls is not None:
+            raise ValueError("TLS needs a host:port address, not %r" % address)
         return dict(kwargs, path=where), "unix"
     # keepalive: a LOCK waiting with no timeout notices a vanished host
-    return dict(kwargs, host=where, port=port, socket_keepalive=True), "tcp"
+    kwargs = dict(kwargs, host=where, port=port, socket_keepalive=True)
+    if tls is None:
+        return kwargs, "tcp"
+    ca_file, cert_file, key_file = tls
+    return dict(kwargs, ssl_ca_certs=ca_file, ssl_certfile=cert_file, ssl_keyfile=key_file,
+                ssl_cert_reqs="required", ssl_check_hostname=True), "tls"
+
+
+def tls_settings(tls, ca_file, cert_file, key_file):
+    """connection_kwargs' tls from a client's arguments."""
+    return (ca_file, cert_file, key_file) if tls else None
 
 
 @dataclasses.dataclass(frozen=True)
