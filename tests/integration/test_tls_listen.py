@@ -358,3 +358,24 @@ def test_node_package_over_tls_as_the_certificate_user():
                                env=node_env, capture_output=True, text=True, timeout=30)
             assert_eq((r.returncode, r.stdout.split("\n")[:2]), (0, ["held true", "refused NoPermission"]),
                       "node over TLS: " + r.stderr[-1500:])
+
+
+def test_handshake_flood_stays_under_the_per_peer_limit_and_is_counted_in_buffers():
+    with TempDir() as d:
+        c = certs.make(d)
+        # the harness's admin connection is one of 127.0.0.1's four
+        with TlsEnv(c, server={"max_clients_per_peer": 4}) as env:
+            before = env.info_int("client_buffers_bytes")
+            pending = [RespClient(env.tls_port, label="no-handshake-%d" % i) for i in range(3)]
+            env.clients.extend(pending)
+            wait_info(env, "connected_clients", 4)
+            held = env.info_int("client_buffers_bytes") - before
+            assert held >= 3 * 40960, "3 pending handshakes hold %d bytes in INFO" % held
+            extra = RespClient(env.tls_port, label="over-the-limit")
+            env.clients.append(extra)
+            assert extra.wait_closed(), "a 4th connection from the peer is closed"
+            assert_eq(env.info_int("rejected_connections"), 1, "rejected_connections")
+            for p in pending:
+                p.close()
+            wait_info(env, "connected_clients", 1)
+            assert_eq(env.tls_client().call("PING"), "PONG", "TLS served after the flood")
