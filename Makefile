@@ -4,6 +4,7 @@
 #   make run      the daemon in the foreground against a private redis-server
 #   make install  PREFIX=/usr/local DESTDIR= (make uninstall undoes it)
 #   make test     install what is missing, build, run unit + integration tests
+#   make test-stress  the integration tests STRESS_RUNS times on busy cores
 #   make asan     the same tests against an AddressSanitizer+UBSan build
 #   make valgrind the integration tests with the daemon under memcheck
 #   make simulate the lock engine's deterministic simulation, many seeds
@@ -14,8 +15,9 @@
 
 CC      ?= cc
 BUILD   ?= build
-# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c); libssl:
-# TLS on the client listener (server/base/tls_server.c).
+# libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c);
+# libssl: TLS to Redis (server/base/tls.c) and on the client listener
+# (server/base/tls_server.c).
 # libmicrohttpd: the metrics and health endpoint (server/front/http.c).
 PKGS     = libuv hiredis inih libsystemd libssl libcrypto libmicrohttpd
 CFLAGS  ?= -O2 -g
@@ -77,11 +79,13 @@ DATADIR    ?= $(PREFIX)/share
 MANDIR     ?= $(DATADIR)/man
 # bash-completion looks here for a command's file, by the command's name.
 COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
+# protocol.md, which rlockd.8 points to.
+DOCDIR     ?= $(DATADIR)/doc/rlockd
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
 
-.PHONY: FORCE all deps npm-deps install uninstall run test unit simulate client integration asan valgrind bench fuzz clean format
+.PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench fuzz clean format
 
 all: $(BUILD)/rlockd $(CLIENT_ALL)
 
@@ -97,8 +101,10 @@ $(BUILD)/pic/%.o: %.c
 
 $(BUILD)/obj/server/%.o $(BUILD)/obj/tests/unit/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS)
 $(BUILD)/obj/tests/sim/%.o: OBJ_CFLAGS = $(SERVER_CFLAGS) -Itests/unit
-# What includes rlock.h (the command, the client tests) builds as librlock does.
-$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/cli/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+# What includes rlock.h (the command, the client tests) builds as librlock does;
+# the command also reads the release's number (server/base/version.h).
+$(BUILD)/pic/client-lib/%.o $(BUILD)/obj/tests/client/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS)
+$(BUILD)/obj/cli/%.o: OBJ_CFLAGS = $(CLIENT_CFLAGS) -Iserver/base
 
 $(PROTOCOL_LIB): $(PROTOCOL_OBJ)
 	rm -f $@
@@ -146,6 +152,15 @@ $(BUILD)/rlock.pc: client-lib/rlock.pc.in FORCE
 $(BUILD)/rlockd.service: systemd/rlockd.service.in FORCE
 	$(fill_template)
 
+# rlockd.8 names the paths of a default install (PREFIX /usr/local); the
+# installed page names this install's.
+$(BUILD)/rlockd.8: docs/rlockd.8 FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|/usr/local/lib/systemd/system|$(UNITDIR)|g' \
+	    -e 's|/usr/local/lib/sysusers.d|$(SYSUSERSDIR)|g' \
+	    -e 's|/usr/local/share|$(DATADIR)|g' \
+	    $< > $@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+
 $(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
@@ -166,11 +181,11 @@ deps:
 # from conf/rlockd.ini in one line: the service's Unix socket, in the
 # RuntimeDirectory its unit creates.
 INSTALLED_CONF = $(DESTDIR)$(SYSCONFDIR)/rlockd/rlockd.ini
-install: all $(BUILD)/rlockd.service
+install: all $(BUILD)/rlockd.service $(BUILD)/rlockd.8
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/rlockd $(DESTDIR)$(UNITDIR) \
 	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
-	    $(DESTDIR)$(COMPLETIONDIR)
+	    $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR)
 	install -m 755 $(BUILD)/rlockd $(DESTDIR)$(SBINDIR)/rlockd
 	install -m 755 $(BUILD)/rlock $(DESTDIR)$(BINDIR)/rlock
 	install -m 755 $(BUILD)/librlock.so.$(RLOCK_SO_VERSION) $(DESTDIR)$(LIBDIR)/
@@ -182,7 +197,8 @@ install: all $(BUILD)/rlockd.service
 	install -m 644 $(BUILD)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.service
 	install -m 644 systemd/rlockd.socket $(DESTDIR)$(UNITDIR)/rlockd.socket
 	install -m 644 systemd/rlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf
-	install -m 644 docs/rlockd.8 $(DESTDIR)$(MANDIR)/man8/rlockd.8
+	install -m 644 $(BUILD)/rlockd.8 $(DESTDIR)$(MANDIR)/man8/rlockd.8
+	install -m 644 docs/protocol.md $(DESTDIR)$(DOCDIR)/protocol.md
 	install -m 644 docs/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
 	install -m 644 cli/rlock.bash-completion $(DESTDIR)$(COMPLETIONDIR)/rlock
 	@if [ -e $(INSTALLED_CONF) ]; then \
@@ -190,13 +206,18 @@ install: all $(BUILD)/rlockd.service
 	else \
 	    sed '/^\[server\]/,/^\[/s|^unix_socket =.*|unix_socket = /run/rlockd/rlockd.sock|' \
 	        conf/rlockd.ini > $(INSTALLED_CONF).tmp && \
-	    chmod 644 $(INSTALLED_CONF).tmp && mv $(INSTALLED_CONF).tmp $(INSTALLED_CONF) && \
+	    chmod 640 $(INSTALLED_CONF).tmp && mv $(INSTALLED_CONF).tmp $(INSTALLED_CONF) && \
 	    echo "installed $(INSTALLED_CONF)"; \
 	fi
 	@# The service's user: systemd-sysusers creates it at boot only after
 	@# an update of /usr, so a real install (no DESTDIR) creates it now.
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
 	    systemd-sysusers $(SYSUSERSDIR)/rlockd.conf; \
+	fi
+	@# The configuration may hold passwords: readable by the service's
+	@# group, not by everyone (0640, group rlockd once it exists).
+	@if [ -z "$(DESTDIR)" ] && getent group rlockd >/dev/null; then \
+	    chgrp rlockd $(INSTALLED_CONF); \
 	fi
 
 # Removes what install put in place but the configuration, which may hold
@@ -210,11 +231,12 @@ uninstall:
 	    $(DESTDIR)$(UNITDIR)/rlockd.service $(DESTDIR)$(UNITDIR)/rlockd.socket \
 	    $(DESTDIR)$(SYSUSERSDIR)/rlockd.conf \
 	    $(DESTDIR)$(MANDIR)/man8/rlockd.8 $(DESTDIR)$(MANDIR)/man1/rlock.1 \
-	    $(DESTDIR)$(COMPLETIONDIR)/rlock
+	    $(DESTDIR)$(COMPLETIONDIR)/rlock $(DESTDIR)$(DOCDIR)/protocol.md
 	@echo "left in place: $(INSTALLED_CONF)"
 
-# Debian packages (debian/): rlockd, librlock0, librlock-dev and rlock,
-# with their -dbgsym, the .changes and .buildinfo, in $(BUILD)/deb/; then
+# Debian packages (debian/): rlockd, librlock0, librlock-dev, rlock and
+# python3-rlockd, with their -dbgsym, the .changes and .buildinfo, in
+# $(BUILD)/deb/; then
 # lintian on them when it is installed (an error fails). dpkg-buildpackage
 # writes next to the tree it builds, so it builds a copy in
 # $(BUILD)/deb-src/: nothing lands outside $(BUILD). The package build
@@ -229,7 +251,10 @@ deb:
 	mkdir -p $(DEB_DIR) $(DEB_SRC)/rlockd
 	tar -cf - --exclude=./.git --exclude=./build --exclude=./run --exclude=./$(BUILD) \
 	    --exclude=__pycache__ . | tar -xf - -C $(DEB_SRC)/rlockd
-	cd $(DEB_SRC)/rlockd && dpkg-buildpackage -us -uc -b -jauto
+	@# With the system's tools only, as a Debian build daemon: pybuild runs
+	@# the python3.X first on PATH, which must be Debian's (pyenv's lacks
+	@# the build module and would build for itself).
+	cd $(DEB_SRC)/rlockd && PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -us -uc -b -jauto
 	find $(DEB_SRC) -maxdepth 1 -type f -exec mv -t $(DEB_DIR) {} +
 	rm -rf $(DEB_SRC)
 	@if command -v lintian >/dev/null; then \
@@ -238,6 +263,16 @@ deb:
 	    echo "make deb: lintian not installed, packages not checked (apt-get install lintian)"; \
 	fi
 	@ls -1 $(DEB_DIR)/*.deb
+
+# The Node package as npm publishes it, in $(BUILD)/npm-pack/: an
+# installable tarball (npm install ./rlockd-<version>.tgz), whose only
+# dependency, ioredis, npm fetches.
+.PHONY: npm-pack
+npm-pack:
+	@command -v npm >/dev/null || { echo "make npm-pack: needs npm (apt-get install npm)" >&2; exit 1; }
+	rm -rf $(BUILD)/npm-pack && mkdir -p $(BUILD)/npm-pack
+	cd clients/node && npm pack --silent --pack-destination $(abspath $(BUILD)/npm-pack)
+	@ls -1 $(BUILD)/npm-pack/*.tgz
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -252,8 +287,9 @@ test: deps npm-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests $(BUILD)/client_tests
 	@$(MAKE) --no-print-directory unit client integration
 
-# The lock engine's deterministic simulation (tests/sim/): make test runs
-# SIM_SEEDS seeds, make simulate SIMULATE_SEEDS; SIM_SEED=<n> replays one.
+# The lock engine's deterministic simulation (tests/sim/), of every lock
+# kind: make test runs SIM_SEEDS seeds, make simulate SIMULATE_SEEDS;
+# SIM_SEED=<n> replays one, SIM_KIND=<mode> runs every seed as one kind.
 SIM_SEEDS      ?= 2000
 SIMULATE_SEEDS ?= 100000
 
@@ -276,6 +312,14 @@ INTEGRATION_ENV = RLOCK_BIN=$(abspath $(BUILD)/rlock) RLOCKD_BUILD=$(abspath $(B
 integration: all
 	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) python3 tests/integration/run.py
 
+# The integration suite STRESS_RUNS times, modules in a random order, with a
+# busy process on every core: the tests that failed in any run, and how often.
+STRESS_RUNS ?= 3
+test-stress: deps npm-deps
+	@$(MAKE) --no-print-directory all
+	RLOCKD_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) STRESS_RUNS=$(STRESS_RUNS) \
+	    python3 tests/integration/stress.py
+
 # Sanitizer build in its own tree, so it never mixes with the normal one.
 asan: deps npm-deps
 	@RLOCKD_TEST_LDFLAGS="-fsanitize=address,undefined" $(MAKE) --no-print-directory BUILD=build/asan \
@@ -284,9 +328,10 @@ asan: deps npm-deps
 
 # The daemon under memcheck; an error or a leak fails the test that stopped
 # it. Then librlock's tests under memcheck (in one process: CK_FORK=no).
+# One module at a time (RLOCKD_TEST_JOBS): memcheck is CPU-bound.
 valgrind: deps npm-deps all $(BUILD)/client_tests
 	@command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install valgrind)"; exit 1; }
-	RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
+	RLOCKD_TEST_JOBS=$${RLOCKD_TEST_JOBS:-1} RLOCKD_REAL_BIN=$(abspath $(BUILD)/rlockd) $(INTEGRATION_ENV) \
 	    RLOCKD_BIN=$(abspath scripts/valgrind-rlockd.sh) python3 tests/integration/run.py
 	CK_FORK=no RLOCKD_BIN=$(abspath $(BUILD)/rlockd) valgrind -q --leak-check=full \
 	    --errors-for-leak-kinds=definite,indirect --error-exitcode=1 $(BUILD)/client_tests

@@ -85,16 +85,15 @@
 #define HELD_SETTLE_TIMEOUT_NS (5 * NS_PER_SEC)
 
 /*
- * The direct side's scripts: Redisson's own, written from
- * ../shared/reference/redisson-rlock.md (RLock) and redisson-family.md
- * (section 2 fair, 3 read-write, 4 semaphore, 6 fenced), never from
- * rlockd's. Every
- * release is the form without the unlock latch (Redisson 3.24.1 added a
- * GET and a SET of a per-call key to each, and a DEL after it, so that a
- * retried unlock answers what the first one did): rlockd has no latch
- * either, and the figures should compare the lock's own work. The
- * acquires are Redisson's byte for byte (their SHA1s are the reference's);
- * the releases are, but for the latch lines.
+ * The direct side's scripts: Redisson's own, written from Redisson's
+ * redisson/src/main/java/org/redisson/RedissonLock.java, RedissonFairLock.java,
+ * RedissonReadLock.java, RedissonWriteLock.java, RedissonSemaphore.java and
+ * RedissonFencedLock.java, never from rlockd's. Every release is the form
+ * without the unlock latch (Redisson 3.24.1 added a GET and a SET of a per-call
+ * key to each, and a DEL after it, so that a retried unlock answers what the
+ * first one did): rlockd has no latch either, and the figures should compare
+ * the lock's own work. The acquires are Redisson's byte for byte (their SHA1s
+ * are the reference's); the releases are, but for the latch lines.
  */
 
 /* RLock (RedissonLock.tryLockInnerAsync and unlockInnerAsync). */

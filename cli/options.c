@@ -25,6 +25,7 @@
 #include "command.h" /* COMMAND_MAX_MS, COMMAND_HEARTBEAT_*: rlockd's bounds */
 #include "options.h"
 #include "report.h"
+#include "version.h" /* RLOCKD_VERSION: the release */
 
 #define DEFAULT_ADDR "127.0.0.1:7379"
 #define DEFAULT_KILL_GRACE_S 5
@@ -84,6 +85,9 @@ static const char usage_text[] =
     "  --cert FILE, --key FILE\n"
     "                      with --tls: a client certificate and its key\n"
     "  --sni NAME          with --tls: the name sent as SNI and verified\n"
+    "  --user NAME         log in to rlockd as its [user NAME] (default:\n"
+    "                      $RLOCK_USER), with the password on the first line\n"
+    "                      of --password-file FILE (default: $RLOCK_PASSWORD)\n"
     "  -h, --help          print this help and exit 0\n"
     "  -V, --version       print rlock's version and exit 0\n"
     "SECS: -w 0 to 10^9, -k 0 to 86400; MS: -l 1 to 10^12, -b 0 or 100 to\n"
@@ -103,8 +107,11 @@ static const char usage_text[] =
     "  hold NAME          take the lock, print its owner (and its token with\n"
     "                     --fenced), hold it until standard input ends or\n"
     "                     SIGINT, SIGTERM or SIGHUP; release it, exit 0\n"
-    "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left)\n"
-    "                     then \"owner=OWNER holds=N\" for each holder, or\n"
+    "  status NAME        print \"locked pttl_ms=MS\" (the lock's time left),\n"
+    "                     \"kind=KIND\" (lock, read or write: without KIND,\n"
+    "                     a lock of any kind), then \"owner=OWNER holds=N\"\n"
+    "                     for each holder (and \" name=CLIENT-NAME\" where\n"
+    "                     rlockd knows it), or\n"
     "                     \"unlocked\"; exit 0 either way\n"
     "  force-unlock NAME  delete the lock, whoever holds it; print\n"
     "                     \"force-unlocked\" or \"not locked\"; exit 0\n"
@@ -144,6 +151,8 @@ static const char usage_text[] =
     "  70       any other error\n"
     "  75       the lock was lost while COMMAND ran (or was held): COMMAND's\n"
     "           work may not have been exclusive\n"
+    "  77       the user logged in as may not do this (rlockd's -NOPERM)\n"
+    "  78       rlockd wants a login, or refused the one given (-NOAUTH)\n"
     "  126/127  COMMAND could not be executed / was not found\n"
     "\n"
     "Environment:\n"
@@ -153,6 +162,8 @@ static const char usage_text[] =
     "              that it never shows in ps)\n"
     "  RLOCK_TLS (1: --tls), RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
     "  RLOCK_TLS_SNI  the TLS options' defaults\n"
+    "  RLOCK_USER, RLOCK_PASSWORD\n"
+    "              the [user NAME] to log in as, and its password\n"
     "COMMAND gets, in place of any it inherited:\n"
     "  RLOCK_NAME   NAME\n"
     "  RLOCK_OWNER  the lock's owner in rlockd: CLIENT-ID:THREAD-ID; with\n"
@@ -173,6 +184,7 @@ enum {
     OPT_SNI,
     OPT_KIND
 };
+enum { OPT_USER = 512, OPT_PASSWORD_FILE };
 
 static const struct option long_options[] = {
     {"server", required_argument, NULL, 'S'},
@@ -199,6 +211,8 @@ static const struct option long_options[] = {
     {"cert", required_argument, NULL, OPT_CERT},
     {"key", required_argument, NULL, OPT_KEY},
     {"sni", required_argument, NULL, OPT_SNI},
+    {"user", required_argument, NULL, OPT_USER},
+    {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
     {NULL, 0, NULL, 0},
 };
 /* '+': stop at NAME, so that COMMAND's options stay COMMAND's; ':':
@@ -301,10 +315,12 @@ static int missing_value(char **argv)
     return usage_error("-%c needs a value", optopt);
 }
 
+/* rlock's release (rlockd's, whose source it ships with) and the
+ * version of librlock's API it was built with. */
 static void print_version(void)
 {
-    printf("rlock (librlock %d.%d.%d)\n", RLOCK_VERSION_MAJOR,
-           RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
+    printf("rlock %s (librlock %d.%d.%d)\n", RLOCKD_VERSION,
+           RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
 }
 
 /* What the options seen so far ask for, beyond struct options: which were
@@ -326,6 +342,23 @@ static const char **tls_option(struct options *o, int opt)
            : opt == OPT_CERT ? &t->cert_file
            : opt == OPT_KEY  ? &t->key_file
                              : &t->server_name;
+}
+
+/* --password-file: its first line, without the newline, is the
+ * password (a file, so that it never shows in ps). */
+static int read_password_file(struct options *o, const char *path)
+{
+    static char password[1024];
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL)
+        return fail_sys(path);
+    if (fgets(password, sizeof password, f) == NULL)
+        password[0] = '\0';
+    fclose(f);
+    password[strcspn(password, "\r\n")] = '\0';
+    o->password = password;
+    return 0;
 }
 
 /* One option; 0 or the exit status to leave with. */
@@ -382,6 +415,11 @@ static int parse_option(struct options *o, struct given *g, int opt,
     case OPT_SNI:
         *tls_option(o, opt) = optarg;
         return 0;
+    case OPT_USER:
+        o->user = optarg;
+        return 0;
+    case OPT_PASSWORD_FILE:
+        return read_password_file(o, optarg);
     case 'V':
     case OPT_VERSION:
         print_version();
@@ -465,24 +503,24 @@ static int check_permits(const struct options *o, const struct given *g)
     return 0;
 }
 
-/* An environment variable's value; NULL when unset or empty. */
-static const char *env(const char *name)
+/* An environment variable that is set and not empty, else NULL. */
+static const char *env_value(const char *name)
 {
-    const char *v = getenv(name);
+    const char *value = getenv(name);
 
-    return v != NULL && *v != '\0' ? v : NULL;
+    return value != NULL && *value != '\0' ? value : NULL;
 }
 
 /* The RLOCK_TLS* variables: the TLS options' defaults. */
 static void tls_from_env(struct options *o)
 {
-    const char *tls = env("RLOCK_TLS");
+    const char *tls = env_value("RLOCK_TLS");
 
     o->tls = tls != NULL && strcmp(tls, "0") != 0;
-    o->tls_options.ca_file = env("RLOCK_TLS_CACERT");
-    o->tls_options.cert_file = env("RLOCK_TLS_CERT");
-    o->tls_options.key_file = env("RLOCK_TLS_KEY");
-    o->tls_options.server_name = env("RLOCK_TLS_SNI");
+    o->tls_options.ca_file = env_value("RLOCK_TLS_CACERT");
+    o->tls_options.cert_file = env_value("RLOCK_TLS_CERT");
+    o->tls_options.key_file = env_value("RLOCK_TLS_KEY");
+    o->tls_options.server_name = env_value("RLOCK_TLS_SNI");
 }
 
 int options_parse(int argc, char **argv, struct options *o)
@@ -500,6 +538,8 @@ int options_parse(int argc, char **argv, struct options *o)
         .conflict_status = EXIT_NOT_ACQUIRED,
         .lease_ms = RLOCK_WATCHDOG,
         .kill_grace_ms = DEFAULT_KILL_GRACE_S * 1000,
+        .user = env_value("RLOCK_USER"),
+        .password = env_value("RLOCK_PASSWORD"),
     };
     tls_from_env(o);
     while (err == 0 && (opt = getopt_long(argc, argv, short_options,
@@ -530,5 +570,8 @@ int options_parse(int argc, char **argv, struct options *o)
         (o->tls_options.ca_file || o->tls_options.cert_file ||
          o->tls_options.key_file || o->tls_options.server_name))
         err = usage_error("--cacert, --cert, --key and --sni go with --tls");
+    if (err == 0 && o->user != NULL && o->password == NULL)
+        err = usage_error("--user (or RLOCK_USER) needs a password: "
+                          "--password-file FILE or RLOCK_PASSWORD");
     return err;
 }

@@ -32,6 +32,10 @@ struct options {
      * RLOCK_TLS_* variables */
     bool tls;
     rlock_tls_options tls_options;
+    /* --user or RLOCK_USER, and --password-file's first line or
+     * RLOCK_PASSWORD (NULL: none), as rlock_options wants them */
+    const char *user;
+    const char *password;
 };
 
 /* Fills o from the command line; 0, or the exit status to leave with

@@ -27,6 +27,18 @@ int fail(int err, const char *fmt, ...)
     case RLOCK_ELIMIT:
     case RLOCK_ESHUTDOWN:
         return EXIT_UNAVAILABLE;
+    case RLOCK_EAUTH:
+        fputs("rlock: log in with RLOCK_USER and RLOCK_PASSWORD (or --user "
+              "and --password-file) as a [user NAME] of rlockd, or with "
+              "RLOCK_AUTH as its auth_token\n",
+              stderr);
+        return EXIT_NO_LOGIN;
+    case RLOCK_ENOPERM:
+        fputs("rlock: the user logged in as (RLOCK_USER or --user) lacks the "
+              "command or the name: see its commands and names in rlockd's "
+              "[user NAME]\n",
+              stderr);
+        return EXIT_NO_PERMISSION;
     default:
         return EXIT_ERROR;
     }

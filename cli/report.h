@@ -15,12 +15,15 @@ enum {
     EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: rlockd (or Redis) cannot serve */
     EXIT_ERROR = 70,       /* EX_SOFTWARE: any other failure */
     EXIT_LOCK_LOST = 75,   /* EX_TEMPFAIL: lost while COMMAND ran */
+    EXIT_NO_PERMISSION = 77, /* EX_NOPERM: the user may not (-NOPERM) */
+    EXIT_NO_LOGIN = 78,      /* EX_CONFIG: no login, or a wrong one (-NOAUTH) */
     EXIT_CANNOT_EXEC = 126,
     EXIT_NOT_FOUND = 127,
 };
 
-/* "rlock: <fmt>: <rlock_strerror(err)>"; the status for err, a librlock
- * error (EXIT_UNAVAILABLE or EXIT_ERROR). */
+/* "rlock: <fmt>: <rlock_strerror(err)>", and for a login error a line
+ * naming what to set; the status for err, a librlock error
+ * (EXIT_UNAVAILABLE, EXIT_NO_LOGIN, EXIT_NO_PERMISSION or EXIT_ERROR). */
 int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "rlock: <what>: <strerror(errno)>"; EXIT_ERROR. */
 int fail_sys(const char *what);

@@ -67,24 +67,30 @@ struct keeper {
 
 /* ------------------------------------------------------- status, force */
 
-/* "locked pttl_ms=MS" or "unlocked" first, as before there were owners:
- * scripts read that line. */
+/* "locked pttl_ms=MS" or "unlocked" first, as before there were owners
+ * and kinds: scripts read that line. */
 static int print_status(rlock_client *c, const struct options *o)
 {
     struct rlock_owner *owners;
+    char **names;
     long long pttl;
     size_t count;
-    int rc = rlock_owners_kind(c, o->name, o->kind, &pttl, &owners, &count);
+    char held_as[16];
+    int rc = rlock_owners_held_as(c, o->name, o->kind, &pttl, &owners, &names,
+                                  &count, held_as, sizeof held_as);
 
     if (rc != RLOCK_OK)
         return fail(rc, "status of '%s' at %s", o->name, o->addr);
     if (pttl == -2)
         printf("unlocked\n");
     else
-        printf("locked pttl_ms=%lld\n", pttl);
+        printf("locked pttl_ms=%lld\nkind=%s\n", pttl, held_as);
     for (size_t i = 0; i < count; i++)
-        printf("owner=%s holds=%lld\n", owners[i].owner, owners[i].holds);
+        printf("owner=%s holds=%lld%s%s\n", owners[i].owner, owners[i].holds,
+               names[i] != NULL ? " name=" : "",
+               names[i] != NULL ? names[i] : "");
     rlock_owners_free(owners);
+    free(names);
     return 0;
 }
 
@@ -100,6 +106,41 @@ static int force_unlock(rlock_client *c, const struct options *o)
 }
 
 /* ------------------------------------------------------ the lock itself */
+
+/*
+ * A refusal with WRONGTYPE that is a kind clash: NAME is held as a lock
+ * of the other format (a plain lock's hash is not a read-write lock's,
+ * and rlockd refuses to mix them on one name). Says who holds it and how
+ * to ask for it, and returns true; false when the key holds something
+ * that is not a lock at all.
+ */
+static bool kind_clash(rlock_client *c, const struct options *o,
+                       const char *label)
+{
+    struct rlock_owner *owners;
+    long long pttl;
+    size_t count;
+    char held_as[16] = "";
+
+    if (rlock_owners_held_as(c, o->name, RLOCK_LOCK, &pttl, &owners, NULL,
+                             &count, held_as, sizeof held_as) != RLOCK_OK)
+        return false;
+    rlock_owners_free(owners);
+    if (!strcmp(held_as, "lock"))
+        fprintf(stderr,
+                "rlock: %s is held as a plain lock (plain, --fair or "
+                "--fenced); a read-write lock cannot share its name: take "
+                "it without -s/-x\n",
+                label);
+    else if (!strcmp(held_as, "read") || !strcmp(held_as, "write"))
+        fprintf(stderr,
+                "rlock: %s is held as a read-write lock (%s); a plain lock "
+                "cannot share its name: take it with -s or -x\n",
+                label, held_as);
+    else
+        return false;
+    return true;
+}
 
 /* The main thread makes every call: the lock is its. */
 static int take_lock(struct keeper *k, const struct options *o)
@@ -387,6 +428,8 @@ static int take(rlock_client *c, const struct options *o, const char *label)
     long long pttl;
     int rc = k.holding->take(&k, o);
 
+    if (rc == RLOCK_EWRONGTYPE && o->permits == 0 && kind_clash(c, o, label))
+        return o->conflict_status;
     if (rc < 0)
         return fail(rc, "%s", label);
     if (rc == 0) {
@@ -435,6 +478,10 @@ int main(int argc, char **argv)
     if (status != 0)
         return status;
     connect_opts.heartbeat_ms = o.heartbeat_ms;
+    connect_opts.user = o.user;
+    connect_opts.password = o.password;
+    if (o.password != NULL) /* the user's, or the default user's */
+        connect_opts.auth_token = NULL;
     c = rlock_connect_tls(o.addr, &connect_opts, o.tls ? &o.tls_options : NULL,
                           &err);
     if (c == NULL)

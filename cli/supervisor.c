@@ -16,12 +16,14 @@
 #include "rlock.h"
 #include "supervisor.h"
 
-/* rlockd lost and not back within this: the lock counts as lost, however
- * long its TTL. An rlockd that ended rlock's session after a dropped
- * connection has released it already with the default on_disconnect =
- * release (and one that stopped with on_shutdown = release), and someone
- * else may hold it now; one that stopped with on_shutdown = keep gives the
- * session back when it is restarted within this. */
+/* rlockd up but silent (a timeout) for this long: the lock counts as
+ * lost, however long its TTL. An rlockd that answers nothing may be alive
+ * behind a broken path and have ended rlock's session, releasing its lock
+ * with the default on_disconnect = release; someone else may hold it now.
+ * An rlockd that is not there at all (refused, or the connection closed)
+ * is being restarted: with on_shutdown = keep (the default) and after a
+ * crash its locks stay in Redis until their TTL, and the session comes
+ * back with RESUME, so rlock rides through until that TTL. */
 #define UNREACHABLE_GRACE_MS 1000
 
 int64_t now_ms(void)
@@ -113,18 +115,20 @@ void watch_confirmed(struct watch *w, int64_t asked, long long pttl)
     watch_wake(w);
 }
 
-/* Only a failure of rlockd itself shortens the deadline
- * (UNREACHABLE_GRACE_MS); with Redis down (RLOCK_EREDIS) rlockd still
- * holds the session, and the lock lasts until its TTL. */
+/* Only an rlockd that is there but silent shortens the deadline
+ * (UNREACHABLE_GRACE_MS); one that is away (being restarted) or has Redis
+ * down (RLOCK_EREDIS) leaves the lock its TTL: nobody else can take it
+ * before then. A permit has no TTL rlock can know (rlockd renews it with
+ * its own watchdog): rlockd away, it gets the grace too. */
 void watch_failed(struct watch *w, int err, int64_t asked)
 {
-    bool session_gone =
-        err == RLOCK_ECONNLOST || err == RLOCK_EDAEMON || err == RLOCK_ETIMEOUT;
+    bool away = err == RLOCK_ECONNLOST || err == RLOCK_EDAEMON;
 
     pthread_mutex_lock(&w->mu);
     w->last_error = err;
     w->recheck &= asked < w->recheck_from;
-    if (session_gone && w->expires_at > asked + UNREACHABLE_GRACE_MS)
+    if ((err == RLOCK_ETIMEOUT || (away && w->expires_at == INT64_MAX)) &&
+        w->expires_at > asked + UNREACHABLE_GRACE_MS)
         w->expires_at = asked + UNREACHABLE_GRACE_MS;
     pthread_mutex_unlock(&w->mu);
     watch_wake(w);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -72,6 +73,61 @@ static int parse_address(struct rlock_target *target, const char *addr)
         return RLOCK_EINVAL;
     target->port = (int)port;
     return RLOCK_OK;
+}
+
+/* A name rlockd takes as it is: printable, no spaces (as Redis's CLIENT
+ * SETNAME wants it). */
+static bool client_name_valid(const char *name)
+{
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i < len; i++)
+        if (name[i] <= ' ' || name[i] > '~')
+            return false;
+    return len <= RLOCK_CLIENT_NAME_MAX;
+}
+
+/* "<host>/<program>/<pid>", so that CLIENT LIST, OWNERS ... NAMES and
+ * rlockd's log say which process an owner is; a character the name may
+ * not hold becomes '_'. NULL when out of memory. */
+static char *default_client_name(void)
+{
+    char host[64] = "", name[RLOCK_CLIENT_NAME_MAX + 1];
+
+    if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "unknown");
+    snprintf(name, sizeof name, "%s/%s/%d", host, program_invocation_short_name,
+             (int)getpid());
+    for (char *p = name; *p != '\0'; p++)
+        if (*p <= ' ' || *p > '~')
+            *p = '_';
+    return strdup(name);
+}
+
+/* The login and the name: user and password (or auth_token, the default
+ * user's password), and the client name or its default. */
+static int target_identity(struct rlock_target *target,
+                           const rlock_options *opts)
+{
+    const char *password =
+        opts->password != NULL ? opts->password : opts->auth_token;
+
+    if ((opts->auth_token != NULL &&
+         (opts->user != NULL || opts->password != NULL)) ||
+        (opts->user != NULL && opts->password == NULL) ||
+        (opts->client_name != NULL && !client_name_valid(opts->client_name)))
+        return RLOCK_EINVAL;
+    if ((opts->user != NULL &&
+         (target->auth_user = strdup(opts->user)) == NULL) ||
+        (password != NULL && (target->auth_token = strdup(password)) == NULL))
+        return RLOCK_ESYSTEM;
+    if (opts->client_name == NULL)
+        target->client_name = default_client_name();
+    else if (opts->client_name[0] != '\0')
+        target->client_name = strdup(opts->client_name);
+    else
+        return RLOCK_OK;
+    return target->client_name != NULL ? RLOCK_OK : RLOCK_ESYSTEM;
 }
 
 /* The TLS context every connection of the target shares: rlockd's
@@ -138,9 +194,8 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
         return RLOCK_ESYSTEM;
     if (client_id_random(target->secret) != 0)
         return RLOCK_ESYSTEM;
-    if (opts->auth_token != NULL &&
-        (target->auth_token = strdup(opts->auth_token)) == NULL)
-        return RLOCK_ESYSTEM;
+    if ((err = target_identity(target, opts)) != RLOCK_OK)
+        return err;
     err = parse_address(target, addr);
     if (err != RLOCK_OK || tls == NULL)
         return err;
@@ -151,9 +206,11 @@ void rlock_target_free(struct rlock_target *target)
 {
     free(target->host);
     free(target->unix_path);
+    free(target->auth_user);
     free(target->auth_token);
     free(target->tls_name);
     SSL_CTX_free(target->tls_ctx);
+    free(target->client_name);
 }
 
 /* ---- one command ----------------------------------------------------- */
@@ -221,8 +278,9 @@ static int error_reply_code(const redisReply *r)
     case REPLY_SHUTDOWN:
         return RLOCK_ESHUTDOWN;
     case REPLY_NOAUTH:
-    case REPLY_NOPERM:
         return RLOCK_EAUTH;
+    case REPLY_NOPERM:
+        return RLOCK_ENOPERM;
     case REPLY_WRONGTYPE:
         return RLOCK_EWRONGTYPE;
     case REPLY_NOREPLICAS:
@@ -377,6 +435,25 @@ int rlock_conn_exchange_ok(struct rlock_conn *conn,
                                &done);
 }
 
+/* The connection's name, with HELLO 2 SETNAME rather than CLIENT SETNAME:
+ * every user may run HELLO, whatever its commands rules. */
+static int set_client_name(struct rlock_conn *conn,
+                           const struct rlock_target *target)
+{
+    const char *argv[] = {"HELLO", "2", "SETNAME", target->client_name};
+    size_t lens[4];
+    redisReply *reply;
+    int err;
+
+    for (int i = 0; i < 4; i++)
+        lens[i] = strlen(argv[i]);
+    err = rlock_conn_command(conn, 4, argv, lens, target->command_timeout_ms,
+                             &reply);
+    if (err == RLOCK_OK)
+        freeReplyObject(reply);
+    return err;
+}
+
 /* AUTH (if the client has a token) and CLIENTID go first, so that no lock
  * command ever runs under the connection's own random client-id. The
  * client's random secret lets its other connections join its session,
@@ -442,9 +519,16 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
     if (target->tls_ctx != NULL && (err = tls_open(conn, target)) != RLOCK_OK)
         goto fail;
     if (target->auth_token != NULL) {
-        err = rlock_conn_exchange_ok(
-            conn, target, 2, (const char *[]){"AUTH", target->auth_token});
-        /* -ERR: a wrong token, or none configured in rlockd */
+        err = target->auth_user != NULL
+                  ? rlock_conn_exchange_ok(conn, target, 3,
+                                           (const char *[]){"AUTH",
+                                                            target->auth_user,
+                                                            target->auth_token})
+                  : rlock_conn_exchange_ok(
+                        conn, target, 2,
+                        (const char *[]){"AUTH", target->auth_token});
+        /* -ERR: a wrong user, password or token, or no login configured
+         * in rlockd */
         if (err == RLOCK_EINVAL)
             err = RLOCK_EAUTH;
         if (err != RLOCK_OK)
@@ -454,6 +538,8 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
                                  (const char *[]){"CLIENTID", target->client_id,
                                                   "SECRET", target->secret,
                                                   "RESUME"});
+    if (err == RLOCK_OK && target->client_name != NULL)
+        err = set_client_name(conn, target);
     if (err == RLOCK_OK)
         return RLOCK_OK;
 fail:

@@ -25,7 +25,9 @@ struct rlock_target {
     char *host; /* TCP: host and port; or */
     int port;
     char *unix_path; /* a Unix socket */
-    char *auth_token;
+    char *auth_user; /* NULL: AUTH <auth_token> (the default user) */
+    char *auth_token;  /* the password AUTH sends; NULL: no AUTH */
+    char *client_name; /* HELLO 2 SETNAME's; NULL: none */
     int connect_timeout_ms;
     int command_timeout_ms;
     int heartbeat_ms; /* 0: none */
@@ -52,6 +54,9 @@ struct rlock_conn {
 int rlock_target_init(struct rlock_target *target, const char *addr,
                       const rlock_options *opts, const rlock_tls_options *tls);
 void rlock_target_free(struct rlock_target *target);
+
+/* The longest client name rlock_options.client_name may give. */
+#define RLOCK_CLIENT_NAME_MAX 128
 
 /* Connects and prepares the connection for lock commands. RLOCK_OK, or an
  * error with conn->ctx NULL. */

@@ -7,8 +7,12 @@
 #include <stdio.h>
 #include <time.h>
 
-/* A lost connection is dialled again this often. */
-#define REDIAL_MS 100
+/* A lost connection is dialled again after REDIAL_MIN_MS, then twice as
+ * long after each failure up to REDIAL_MAX_MS: an rlockd being restarted
+ * is found within a second of its return, and a long outage costs a dial
+ * a second. */
+#define REDIAL_MIN_MS 100
+#define REDIAL_MAX_MS 1000
 
 /* Sleeps until ms from now or heartbeat_stop; false when stopping. */
 static bool nap(struct heartbeat *hb, long long ms)
@@ -37,8 +41,8 @@ static bool nap(struct heartbeat *hb, long long ms)
  * new session starts. */
 static int reopen(struct heartbeat *hb, struct rlock_conn *conn)
 {
-    int err = rlock_conn_open(conn, hb->target,
-                              hb->client.holds_any(hb->client.ctx));
+    int err =
+        rlock_conn_open(conn, hb->target, hb->client.holds_any(hb->client.ctx));
 
     if (err != RLOCK_ELOCKLOST)
         return err;
@@ -67,14 +71,20 @@ static int beat(struct heartbeat *hb)
 }
 
 /* heartbeat_start beat first; an open connection beats every third of
- * the interval, a lost one is dialled again soon. */
+ * the interval, a lost one is dialled again with backoff. */
 static void *heartbeat_main(void *arg)
 {
     struct heartbeat *hb = arg;
+    long long redial_ms = REDIAL_MIN_MS;
 
-    while (nap(hb,
-               hb->conn.ctx != NULL ? hb->target->heartbeat_ms / 3 : REDIAL_MS))
+    while (nap(hb, hb->conn.ctx != NULL ? hb->target->heartbeat_ms / 3
+                                        : redial_ms)) {
         beat(hb);
+        if (hb->conn.ctx != NULL)
+            redial_ms = REDIAL_MIN_MS;
+        else if ((redial_ms *= 2) > REDIAL_MAX_MS)
+            redial_ms = REDIAL_MAX_MS;
+    }
     rlock_conn_close(&hb->conn);
     return NULL;
 }

@@ -100,6 +100,7 @@ enum client_command_id {
     CLIENT_CMD_PTTL,
     CLIENT_CMD_TOKEN,
     CLIENT_CMD_OWNERS,
+    CLIENT_CMD_OWNERS_NAMED,
     CLIENT_CMD_SETPERMITS,
     CLIENT_CMD_ADDPERMITS,
     CLIENT_CMD_PERMITS,
@@ -152,6 +153,8 @@ static const struct client_command {
     [CLIENT_CMD_PTTL] = {"PTTL", .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_TOKEN] = {"TOKEN", .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_OWNERS] = {"OWNERS", .reply_type = REDIS_REPLY_ARRAY},
+    [CLIENT_CMD_OWNERS_NAMED] = {"OWNERS", "WITHNAMES",
+                                 .reply_type = REDIS_REPLY_ARRAY},
     [CLIENT_CMD_SETPERMITS] = {"SETPERMITS", .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_ADDPERMITS] = {"ADDPERMITS", .reply_type = REDIS_REPLY_INTEGER},
     [CLIENT_CMD_PERMITS] = {"PERMITS", .reply_type = REDIS_REPLY_INTEGER},
@@ -213,14 +216,16 @@ static const char *const error_texts[] = {
     [-RLOCK_EREDIS] = "rlockd cannot reach Redis",
     [-RLOCK_ETIMEOUT] = "no reply from rlockd in time",
     [-RLOCK_ECONNLOST] = "connection to rlockd lost",
-    [-RLOCK_EINVAL] = "invalid argument",
+    [-RLOCK_EINVAL] = "invalid argument, or refused by rlockd (-ERR: a "
+                      "reserved name, a count out of range)",
     [-RLOCK_ELIMIT] = "a limit of rlockd was reached",
     [-RLOCK_ESHUTDOWN] = "rlockd is shutting down",
-    [-RLOCK_EAUTH] = "authentication with rlockd failed",
+    [-RLOCK_EAUTH] = "rlockd wants a login, or refused the one given",
     [-RLOCK_ESYSTEM] = "out of memory or system error",
     [-RLOCK_EPROTOCOL] = "unexpected reply from rlockd",
     [-RLOCK_EWRONGTYPE] = "the name's key holds something that is not a lock",
     [-RLOCK_ENOREPLICAS] = "no Redis replica acknowledged the lock in time",
+    [-RLOCK_ENOPERM] = "the user logged in as may not do this",
     [-RLOCK_ETLS] = "TLS handshake with rlockd failed",
 };
 
@@ -913,9 +918,9 @@ int rlock_token(rlock_client *c, const char *name, long long *token)
     return execute(c, &rq, token, NULL);
 }
 
-/* OWNERS' reply, {pttl, {field, count, field, count...}}, as owners: one
- * block, the strings after the array. RLOCK_OK, RLOCK_EPROTOCOL for a
- * reply of another shape, RLOCK_ESYSTEM. */
+/* OWNERS' reply, {pttl, {field, count, field, count...}[, kind]}, as
+ * owners: one block, the strings after the array. RLOCK_OK,
+ * RLOCK_EPROTOCOL for a reply of another shape, RLOCK_ESYSTEM. */
 static int owners_of_reply(const redisReply *r, long long *pttl_ms,
                            struct rlock_owner **owners, size_t *count)
 {
@@ -924,7 +929,7 @@ static int owners_of_reply(const redisReply *r, long long *pttl_ms,
     size_t n, bytes = 0;
     char *text;
 
-    if (r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+    if (r->elements < 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_ARRAY ||
         r->element[1]->elements % 2 != 0)
         return RLOCK_EPROTOCOL;
@@ -957,23 +962,98 @@ static int owners_of_reply(const redisReply *r, long long *pttl_ms,
     return RLOCK_OK;
 }
 
-int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
-                      long long *pttl_ms, struct rlock_owner **owners,
-                      size_t *count)
+/* OWNERS ... WITHNAMES' fourth element, {field, name or nil...} in the
+ * owners' order, as names: one block, the strings after the pointers
+ * (NULL for nil). RLOCK_OK, RLOCK_EPROTOCOL, RLOCK_ESYSTEM. */
+static int names_of_reply(const redisReply *r, size_t count, char ***names)
 {
-    struct request rq = request_new(CLIENT_CMD_OWNERS, kind, name);
+    const redisReply *pairs;
+    size_t bytes = 0;
+    char **out, *text;
+
+    *names = NULL;
+    if (r->elements != 4 || r->element[3]->type != REDIS_REPLY_ARRAY ||
+        r->element[3]->elements != 2 * count)
+        return RLOCK_EPROTOCOL;
+    pairs = r->element[3];
+    for (size_t i = 0; i < count; i++) {
+        const redisReply *value = pairs->element[2 * i + 1];
+
+        if (value->type != REDIS_REPLY_STRING && value->type != REDIS_REPLY_NIL)
+            return RLOCK_EPROTOCOL;
+        bytes += value->type == REDIS_REPLY_STRING ? value->len + 1 : 0;
+    }
+    if (count == 0)
+        return RLOCK_OK;
+    if ((out = malloc(count * sizeof *out + bytes)) == NULL)
+        return RLOCK_ESYSTEM;
+    text = (char *)(out + count);
+    for (size_t i = 0; i < count; i++) {
+        const redisReply *value = pairs->element[2 * i + 1];
+
+        out[i] = NULL;
+        if (value->type != REDIS_REPLY_STRING)
+            continue;
+        out[i] = memcpy(text, value->str, value->len);
+        text[value->len] = '\0';
+        text += value->len + 1;
+    }
+    *names = out;
+    return RLOCK_OK;
+}
+
+int rlock_owners_held_as(rlock_client *c, const char *name,
+                         enum rlock_kind kind, long long *pttl_ms,
+                         struct rlock_owner **owners, char ***names,
+                         size_t *count, char *held_as, size_t size)
+{
+    struct request rq =
+        request_new(names != NULL ? CLIENT_CMD_OWNERS_NAMED : CLIENT_CMD_OWNERS,
+                    kind, name);
     redisReply *r;
     long long unused;
     int err;
 
-    if (pttl_ms == NULL || owners == NULL || count == NULL)
+    if (pttl_ms == NULL || owners == NULL || count == NULL ||
+        (held_as == NULL && size > 0))
         return RLOCK_EINVAL;
     err = execute(c, &rq, &unused, &r);
     if (err != RLOCK_OK)
         return err;
     err = owners_of_reply(r, pttl_ms, owners, count);
+    if (err == RLOCK_OK && size > 0) {
+        const redisReply *k = r->elements > 2 ? r->element[2] : NULL;
+
+        snprintf(held_as, size, "%.*s",
+                 k && k->type == REDIS_REPLY_STRING ? (int)k->len : 0,
+                 k && k->type == REDIS_REPLY_STRING ? k->str : "");
+    }
+    if (err == RLOCK_OK && names != NULL &&
+        (err = names_of_reply(r, *count, names)) != RLOCK_OK) {
+        rlock_owners_free(*owners);
+        *owners = NULL;
+    }
     freeReplyObject(r);
     return err;
+}
+
+int rlock_owners_kind(rlock_client *c, const char *name, enum rlock_kind kind,
+                      long long *pttl_ms, struct rlock_owner **owners,
+                      size_t *count)
+{
+    return rlock_owners_held_as(c, name, kind, pttl_ms, owners, NULL, count,
+                                NULL, 0);
+}
+
+int rlock_owners_named_kind(rlock_client *c, const char *name,
+                            enum rlock_kind kind, long long *pttl_ms,
+                            struct rlock_owner **owners, char ***names,
+                            size_t *count)
+{
+    if (names == NULL)
+        return RLOCK_EINVAL;
+    return rlock_owners_held_as(c, name, kind, pttl_ms, owners, names, count,
+                                NULL, 0);
 }
 
 void rlock_owners_free(struct rlock_owner *owners)

@@ -88,28 +88,36 @@ enum rlock_error {
      * no longer knows reports RLOCK_ELOCKLOST, not RLOCK_ENOTOWNER. */
     RLOCK_ECONNLOST = -6,
     /* A bad argument (NULL, empty or over-long name, out-of-range time),
-     * or a request rlockd refused as malformed (-ERR). */
+     * or a request rlockd refused (-ERR): malformed, a name reserved for
+     * rlockd's own records, a count that would leave its range. */
     RLOCK_EINVAL = -7,
     /* A limit of rlockd refused the request (-LIMIT). */
     RLOCK_ELIMIT = -8,
     /* rlockd is shutting down (-SHUTDOWN). */
     RLOCK_ESHUTDOWN = -9,
-    /* rlockd refused the auth token, or wants one and none was given, or
-     * the user it authenticates as may not do this (-NOAUTH, -NOPERM). */
+    /* rlockd wants a login and none was given (-NOAUTH), or refused the
+     * one given (a wrong user, password or auth token): set
+     * rlock_options.user and .password, or .auth_token. */
     RLOCK_EAUTH = -10,
     /* Out of memory, or a system call failed. */
     RLOCK_ESYSTEM = -11,
     /* rlockd sent a reply this library does not understand. */
     RLOCK_EPROTOCOL = -12,
     /* The name's key in Redis holds something that is not a lock
-     * (-WRONGTYPE): another program's data. Nothing was changed. */
+     * (-WRONGTYPE): another program's data; or a record rlockd keeps of
+     * it (a semaphore's holders) holds what rlockd did not write. Nothing
+     * was changed. */
     RLOCK_EWRONGTYPE = -13,
     /* No Redis replica acknowledged the acquire in time ([lock]
      * sync_replicas): it was undone; the lock is not held. */
     RLOCK_ENOREPLICAS = -14,
+    /* The user logged in as may not run this command, or not on this
+     * name (-NOPERM: its [user NAME] commands and names rules in rlockd's
+     * configuration). */
+    RLOCK_ENOPERM = -15,
     /* The TLS handshake with rlockd failed: its certificate did not
      * verify (unknown CA, expired, another name), or it refused ours. */
-    RLOCK_ETLS = -15,
+    RLOCK_ETLS = -16,
 };
 
 typedef struct rlock_client rlock_client;
@@ -131,6 +139,15 @@ typedef struct rlock_options {
      * [server] min_heartbeat_ms..max_heartbeat_ms (by default the same),
      * or rlock_connect() fails with RLOCK_EINVAL. */
     int heartbeat_ms;
+    /* A login as a configured user of rlockd ([user NAME]): AUTH user
+     * password on each connect. NULL user: the password alone logs in as
+     * the default user (as auth_token does); not both with auth_token. */
+    const char *user;
+    const char *password;
+    /* CLIENT SETNAME on each connection, which rlockd's CLIENT LIST,
+     * OWNERS ... NAMES and its log show. NULL: "<host>/<program>/<pid>";
+     * "": none. At most 128 bytes, no spaces or newlines. */
+    const char *client_name;
 } rlock_options;
 
 /* TLS to rlockd's [server] tls_listen, for rlock_connect_tls(). rlockd's
@@ -180,7 +197,11 @@ RLOCK_API const char *rlock_client_id(const rlock_client *c);
  * The kinds of lock, Redisson's family (rlockd's docs/protocol.md, section
  * 6a). Each _kind function below names the lock by its name and its kind:
  * a hold taken with a kind is released, queried and force-unlocked with
- * the same kind. The functions without _kind are the RLOCK_LOCK case.
+ * the same kind. The functions without _kind are the RLOCK_LOCK case;
+ * the queries of RLOCK_LOCK (no kind word) report the lock whatever its
+ * kind, a read-write lock too. A plain lock and a read-write lock never
+ * share a name at once: taking one where the other is held fails with
+ * RLOCK_EWRONGTYPE (rlock_owners_held_as() names the holder's kind).
  */
 enum rlock_kind {
     /* Redisson's RLock: one holder at a time, waiters served in no
@@ -305,6 +326,27 @@ RLOCK_API int rlock_owners_kind(rlock_client *c, const char *name,
                                 enum rlock_kind kind, long long *pttl_ms,
                                 struct rlock_owner **owners, size_t *count);
 RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
+/* As rlock_owners_kind() (and, when names is not NULL, as
+ * rlock_owners_named_kind()), and the kind rlockd found the lock held as,
+ * in held_as (size bytes; 6 hold every answer; size 0: not wanted):
+ * "lock" (Redisson's RLock format: a plain, fair or fenced lock), "read"
+ * or "write" (a read-write lock in that mode) or "none". Of kind
+ * RLOCK_LOCK (no kind word), it reports the lock whatever its kind. An
+ * older rlockd, whose OWNERS answers no kind: "". */
+RLOCK_API int rlock_owners_held_as(rlock_client *c, const char *name,
+                                   enum rlock_kind kind, long long *pttl_ms,
+                                   struct rlock_owner **owners, char ***names,
+                                   size_t *count, char *held_as, size_t size);
+
+/* rlock_owners_kind(), and in *names (NULL when there is no owner) the
+ * name of each owner's client, names[i] that of (*owners)[i], where this
+ * rlockd knows one (a connection of that client is open on it with a
+ * name, as rlock_options.client_name sets), else NULL (rlockd's OWNERS
+ * ... WITHNAMES). *names is freed with free(). RLOCK_OK or an error. */
+RLOCK_API int rlock_owners_named_kind(rlock_client *c, const char *name,
+                                      enum rlock_kind kind, long long *pttl_ms,
+                                      struct rlock_owner **owners,
+                                      char ***names, size_t *count);
 
 /*
  * Semaphores and the count-down latch: Redisson's RSemaphore,
@@ -318,8 +360,7 @@ RLOCK_API void rlock_owners_free(struct rlock_owner *owners);
  * of the permits the client took: when a connection loss may have taken
  * them (rlockd ended the session), or rlockd says they came back while
  * held, the next release, or rlock_semaphore_held(), reports
- * RLOCK_ELOCKLOST. Permits and counts are 0 to 2147483647 (Java's int);
- * a semaphore may have fewer than 0 available after rlock_semaphore_add.
+ * RLOCK_ELOCKLOST. Permits and counts are 0 to 2147483647 (Java's int).
  */
 
 /* Room for an expirable permit's id: 32 hex digits and a NUL. */
@@ -333,7 +374,8 @@ RLOCK_API int rlock_semaphore_set(rlock_client *c, const char *name,
 
 /* Adds delta (-2147483647 to 2147483647) to the permits available
  * (addPermits) and stores their number now in *available (may be NULL).
- * RLOCK_OK or an error. */
+ * RLOCK_OK or an error: RLOCK_EINVAL, nothing changed, when fewer than 0
+ * would be available, or more than 2147483647 available and held. */
 RLOCK_API int rlock_semaphore_add(rlock_client *c, const char *name,
                                   long long delta, long long *available);
 

@@ -83,6 +83,7 @@ enum command_option {
     OPTION_EXPIRABLE = 0x10,
     OPTION_ID = 0x20,
     OPTION_HELD = 0x40,
+    OPTION_WITHNAMES = 0x80,
 };
 
 /* What an option's value is. */
@@ -104,6 +105,7 @@ static const struct option_spec {
     {"id", OPTION_ID, VALUE_ID, 0, "ID must be a permit id, 32 hex digits"},
     {"expirable", OPTION_EXPIRABLE, VALUE_NONE, 0, NULL},
     {"held", OPTION_HELD, VALUE_NONE, 0, NULL},
+    {"withnames", OPTION_WITHNAMES, VALUE_NONE, 0, NULL},
 };
 
 static int parse_error(char *err, size_t err_size, const char *fmt, ...)
@@ -254,10 +256,9 @@ static int option_value(const struct option_spec *spec, const char *s,
         out->permit_id = s;
         return 0;
     case VALUE_NONE:
-        if (spec->option == OPTION_EXPIRABLE)
-            out->expirable = true;
-        else
-            out->held = true;
+        out->expirable |= spec->option == OPTION_EXPIRABLE;
+        out->held |= spec->option == OPTION_HELD;
+        out->with_names |= spec->option == OPTION_WITHNAMES;
         return 0;
     }
     return -EINVAL;
@@ -629,8 +630,10 @@ int command_parse_args(const struct command *cmd, size_t argc,
         cmd->syntax == SYNTAX_AWAIT || cmd->syntax == SYNTAX_PERMITS)
         return parse_counting(cmd, argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_NAME_KIND)
-        return parse_options(2, argc, argv, argv_len, OPTION_KIND, &seen, out,
-                             err, err_size);
+        return parse_options(2, argc, argv, argv_len,
+                             OPTION_KIND |
+                                 (cmd->id == CMD_OWNERS ? OPTION_WITHNAMES : 0),
+                             &seen, out, err, err_size);
     rc = parse_thread_id(argv[2], argv_len[2], out, err, err_size);
     if (rc != 0)
         return rc;

@@ -88,7 +88,7 @@ enum command_sub {
     X(ISHELD,      "isheld",      request,     3, 4, SYNTAX_NAME_THREAD,   0)         \
     X(HOLDCOUNT,   "holdcount",   request,     3, 4, SYNTAX_NAME_THREAD,   0)         \
     X(PTTL,        "pttl",        request,     2, 3, SYNTAX_NAME_KIND,     0)         \
-    X(OWNERS,      "owners",      request,     2, 3, SYNTAX_NAME_KIND,     0)         \
+    X(OWNERS,      "owners",      request,     2, 4, SYNTAX_NAME_KIND,     0)         \
     X(TOKEN,       "token",       request,     2, 2, SYNTAX_NAME,          0)         \
     X(SETPERMITS,  "setpermits",  request,     3, 3, SYNTAX_NAME_COUNT,    0)         \
     X(ADDPERMITS,  "addpermits",  request,     3, 3, SYNTAX_NAME_DELTA,    0)         \
@@ -204,6 +204,7 @@ struct command_args {
     int64_t amount;
     bool expirable;        /* ACQUIRE ... EXPIRABLE */
     bool held;             /* PERMITS ... HELD: the session's, not the free */
+    bool with_names;       /* OWNERS ... WITHNAMES: each owner's client name */
     const char *permit_id; /* RELEASE ... ID: COMMAND_PERMIT_ID_LEN hex */
 };
 

@@ -23,14 +23,21 @@ set -euo pipefail
 # ruby-redis (tests/integration/test_compat.py).
 # libmicrohttpd-dev: the metrics endpoint; python3-prometheus-client: its
 # test parses /metrics with Prometheus's own parser. debhelper and lintian:
-# `make deb` and the package test. bash-completion: rlock's completion's
-# test. openssl: the TLS tests make their certificates with it.
+# `make deb` and the package test; dh-python, pybuild-plugin-pyproject and
+# python3-all: its python3-rlockd. bash-completion: rlock's completion's
+# test. openssl: the TLS tests make their certificates with it. iproute2:
+# ss, which shows a socket's keepalive timer. binutils: objdump, on the
+# installed library. nodejs and npm (below): the Node example, package and
+# clients, whose npm modules come from scripts/install-npm-deps.sh. Not
+# here: prometheus, whose promtool test_metrics uses when it is installed
+# (the package also installs and starts a Prometheus server).
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     libssl-dev libmicrohttpd-dev check redis-server redis-tools python3
     python3-redis python3-pytest python3-venv python3-setuptools
     python3-wheel python3-prometheus-client mandoc
     netcat-openbsd telnet ruby ruby-redis
-    debhelper lintian bash-completion openssl)
+    debhelper lintian dh-python pybuild-plugin-pyproject python3-all
+    bash-completion openssl iproute2 binutils)
 
 is_installed() {
     local status
@@ -64,6 +71,11 @@ for pkg in "${PACKAGES[@]}"; do
         missing+=("$pkg")
     fi
 done
+# By command: a node from elsewhere (NodeSource's nodejs bundles npm, and
+# conflicts with Debian's npm) serves as well.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    missing+=(nodejs npm)
+fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0

@@ -37,6 +37,7 @@
 #include "base/service.h"
 #include "base/stats.h"
 #include "base/tls_server.h"
+#include "base/tls.h"
 #include "base/version.h"
 #include "engine/lock_engine.h"
 #include "front/client.h"
@@ -63,10 +64,11 @@ static struct {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: rlockd [-c FILE] [-t] [-h] [-V]\n"
-                 "  -c FILE  configuration file (default: built-in defaults)\n"
-                 "  -t       check the configuration and exit\n"
-                 "  -h       this help\n"
-                 "  -V       print the version and exit\n");
+                 "  -c, --config FILE  configuration file (default: built-in "
+                 "defaults)\n"
+                 "  -t, --test         check the configuration and exit\n"
+                 "  -h, --help         this help\n"
+                 "  -V, --version      print the version and exit\n");
 }
 
 static void close_everything(void)
@@ -156,6 +158,7 @@ static void on_sighup(uv_signal_t *handle, int signum)
     commands_reloaded();
     config_free(&fresh);
     log_set_level((enum log_level)rlockd.cfg.log_level);
+    log_set_format((enum log_format)rlockd.cfg.log_format);
     stats.config_reloads++;
     log_info("reload: %s read, %d setting(s) changed", rlockd.config_path,
              changed);
@@ -294,11 +297,17 @@ static int start(void)
 
 int main(int argc, char **argv)
 {
+    static const struct option long_options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"test", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
     bool check_only = false;
     char err_text[512];
     int opt, err;
 
-    while ((opt = getopt(argc, argv, "c:thV")) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:thV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             rlockd.config_path = optarg;
@@ -322,8 +331,7 @@ int main(int argc, char **argv)
         return 2;
     }
     config_set_defaults(&rlockd.cfg);
-    if (rlockd.config_path != NULL &&
-        config_load(&rlockd.cfg, rlockd.config_path, err_text,
+    if (config_load(&rlockd.cfg, rlockd.config_path, err_text,
                     sizeof(err_text)) != 0) {
         fprintf(stderr, "rlockd: %s\n", err_text);
         return 1;
@@ -331,6 +339,7 @@ int main(int argc, char **argv)
     if (check_only &&
         (listener_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
          http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
+         tls_client_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
          (tls_server_configured(&rlockd.cfg) &&
           tls_server_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0))) {
         fprintf(stderr, "rlockd: %s: %s\n",
@@ -340,6 +349,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (check_only) {
+        config_print_env(&rlockd.cfg, stdout);
         printf("rlockd: configuration %s is valid\n",
                rlockd.config_path ? rlockd.config_path : "(defaults)");
         config_free(&rlockd.cfg);
@@ -347,6 +357,7 @@ int main(int argc, char **argv)
     }
     log_init();
     log_set_level((enum log_level)rlockd.cfg.log_level);
+    log_set_format((enum log_format)rlockd.cfg.log_format);
     if (rlockd.cfg.redis_mode == REDIS_MODE_SENTINEL)
         log_info("rlockd %s starting (redis master '%s' of sentinels %s, "
                  "pool %lld)",

@@ -13,6 +13,8 @@ export interface ClientOptions {
   clientId?: string;
   username?: string;
   password?: string;
+  /** CLIENT SETNAME of its connections (default "<host>/<program>/<pid>"; "": none). */
+  clientName?: string;
   /** CLIENT HEARTBEAT interval; 0: none. Default 10000. */
   heartbeatMs?: number;
   /** Subscribe to rlockd:lost:<client-id> for the `lost` event. Default true. */
@@ -58,6 +60,8 @@ export class Lock {
   /** true: released. Rejects LockLost (lost while held), NotOwner (released already),
    *  ConnectionLost (outcome unknown; still recorded as held). */
   unlock(): Promise<boolean>;
+  /** `await using`: unlock() at the block's end, unless released or lost. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export class LostEvent {
@@ -91,6 +95,12 @@ export class Client extends EventEmitter {
   isLocked(name: string, kind?: LockKind): Promise<boolean>;
   pttl(name: string, kind?: LockKind): Promise<number>;
   token(name: string): Promise<number>;
+  /** Who holds the lock; without kind, the lock whatever its kind. */
+  owners(name: string, kind?: LockKind): Promise<Owners>;
+  semaphore(name: string): Semaphore;
+  latch(name: string): CountDownLatch;
+  /** `await using`: close() at the block's end. */
+  [Symbol.asyncDispose](): Promise<void>;
   /** Any rlockd command that does not block, on the command connection. */
   command(...args: (string | number | Buffer)[]): Promise<unknown>;
 
@@ -103,6 +113,41 @@ export class Client extends EventEmitter {
 }
 
 export function connect(address?: string, options?: ClientOptions): Promise<Client>;
+
+export interface Owners {
+  /** The lock's time to live in ms; -2: no lock. */
+  pttlMs: number;
+  /** "lock" (plain, fair or fenced), "read", "write" or "none". */
+  kind: string;
+  owners: { owner: string; holds: number }[];
+}
+
+export interface WaitOptions {
+  /** At most this long; none: as long as it takes. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Redisson's RSemaphore; permits belong to the client's session. */
+export class Semaphore {
+  readonly name: string;
+  trySetPermits(permits: number): Promise<boolean>;
+  addPermits(delta: number): Promise<number>;
+  availablePermits(): Promise<number>;
+  acquire(permits?: number, options?: { signal?: AbortSignal }): Promise<void>;
+  /** waitMs default 0: one attempt. */
+  tryAcquire(permits?: number, options?: WaitOptions): Promise<boolean>;
+  release(permits?: number): Promise<void>;
+}
+
+/** Redisson's RCountDownLatch. */
+export class CountDownLatch {
+  readonly name: string;
+  trySetCount(count: number): Promise<boolean>;
+  countDown(): Promise<number>;
+  getCount(): Promise<number>;
+  await(options?: WaitOptions): Promise<boolean>;
+}
 
 export class RlockError extends Error {
   /** rlockd's error code, or null for the client's own errors. */

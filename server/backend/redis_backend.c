@@ -61,7 +61,8 @@ static struct {
     unsigned replicas; /* as the master's ROLE listed them */
     /* Outage reporting. */
     bool reachable;
-    bool ever_reachable; /* the first connect is no recovery */
+    bool ever_reachable;     /* the first connect is no recovery */
+    bool never_reached_told; /* first_connect_warn_ms passed before it */
     uv_timer_t outage_timer;
     uint64_t failures_at_outage; /* stats.redis_connect_failures then */
 } redis;
@@ -181,6 +182,17 @@ static void outage_summary(uv_timer_t *timer)
     uint64_t since = redis_status.unreachable_since_ms;
 
     (void)timer;
+    if (!redis.ever_reachable && !redis.never_reached_told) {
+        redis.never_reached_told = true;
+        log_warn("redis: never reached in the %llu ms since start-up (master "
+                 "%s; %llu failed connection attempts): check [redis] host "
+                 "and port (or unix_socket, sentinels, nodes), and that "
+                 "Redis runs there",
+                 (unsigned long long)(uv_now(redis.loop) - since),
+                 redis_status.master[0] ? redis_status.master : "not known yet",
+                 (unsigned long long)stats.redis_connect_failures);
+        return;
+    }
     log_warn("redis: still unreachable after %llu s (master %s; %llu failed "
              "connection attempts)",
              (unsigned long long)(uv_now(redis.loop) - since) / 1000,
@@ -208,8 +220,15 @@ static void note_reachability(void)
                      (unsigned long long)(now -
                                           redis_status.unreachable_since_ms),
                      redis_status.master);
+        else if (redis.never_reached_told)
+            log_info(
+                "redis: reached at last, %llu ms after start-up "
+                "(master %s)",
+                (unsigned long long)(now - redis_status.unreachable_since_ms),
+                redis_status.master);
         uv_timer_stop(&redis.outage_timer);
         redis.ever_reachable = true;
+        redis_status.ever_reached = true;
         redis_status.unreachable_since_ms = 0;
         set_topology(TOPOLOGY_OK);
     } else if (!reachable && redis.reachable) {
@@ -327,16 +346,20 @@ static void on_role_reply(struct redis_request *req, redisReply *reply)
     redis_addr_text(&redis.role.addr, addr, sizeof(addr));
     if (master) {
         const redisReply *replicas = reply->element[2];
+        /* The master named again (one +switch-master per sentinel, or a
+         * poll after a doubt) is no switch: its holds were re-checked
+         * once already. */
+        bool moved = redis.confirming &&
+                     !redis_addr_equal(&redis.role.addr, &redis.master);
 
-        redis.replicas =
-            replicas->type == REDIS_REPLY_ARRAY ? (unsigned)replicas->elements
-                                                : 0;
-        if (redis.confirming) {
-            redis.confirming = false;
+        redis.replicas = replicas->type == REDIS_REPLY_ARRAY
+                             ? (unsigned)replicas->elements
+                             : 0;
+        redis.confirming = false;
+        if (moved)
             switch_master(&redis.role.addr, redis.candidate_source);
-        } else if (redis.reachable) {
+        else if (redis.reachable)
             set_topology(TOPOLOGY_OK); /* a doubt cleared: still the master */
-        }
         return;
     }
     if (redis.confirming)
@@ -437,7 +460,7 @@ int redis_backend_init(uv_loop_t *loop, const struct config *cfg,
     redis.events = *events;
     redis_status.changed_ms = uv_now(loop);
     redis_status.unreachable_since_ms = uv_now(loop);
-    if ((err = redis_links_init(loop)) != 0 ||
+    if ((err = redis_links_init(loop, cfg)) != 0 ||
         (err = uv_timer_init(loop, &redis.outage_timer)) != 0)
         return err;
     redis.subscriber =
@@ -463,8 +486,11 @@ int redis_backend_start(void)
     struct redis_addr addr = {0};
 
     /* Only a master counts as reachable; the first one starts the
-     * outage clock from here. */
-    uv_timer_start(&redis.outage_timer, outage_summary, OUTAGE_SUMMARY_MS,
+     * outage clock from here. Not reached within first_connect_warn_ms,
+     * it is worth a warning (outage_summary): a wrong address or a Redis
+     * that is not running shows at once, not after a minute. */
+    uv_timer_start(&redis.outage_timer, outage_summary,
+                   (uint64_t)redis.cfg->first_connect_warn_ms,
                    OUTAGE_SUMMARY_MS);
     set_topology(sentinel_mode() || cluster_mode() ? TOPOLOGY_DISCOVERING
                                                    : TOPOLOGY_UNREACHABLE);

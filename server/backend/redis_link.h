@@ -1,33 +1,23 @@
 /*
- * redis_link.h - one hiredis async connection kept alive on the libuv loop.
+ * redis_link.h - one Redis connection kept alive on the libuv loop.
  *
- * Owns the redisAsyncContext and everything about its life: connecting
- * (TCP or Unix socket) with a timeout, AUTH and SELECT, reconnecting with
- * capped exponential backoff, and watching that Redis answers: an idle
- * link is probed every ping_interval_ms, a link with a request unanswered
- * for ping_interval_ms stops counting as ready (it "stalls") until Redis
- * answers again, and one unanswered for command_timeout_ms is dropped.
- * The pool and the subscriber each build on links; neither touches
- * connection state.
+ * Owns the socket and everything about its life: connecting (TCP or
+ * Unix socket) with a timeout, TLS when [redis] tls says so, AUTH and
+ * SELECT, reconnecting with capped exponential backoff, and watching
+ * that Redis answers: an idle link is probed every ping_interval_ms, a
+ * link with a request unanswered for ping_interval_ms stops counting as
+ * ready (it "stalls") until Redis answers again, and one unanswered for
+ * command_timeout_ms is dropped. The pool, the subscriber, the sentinels
+ * and the cluster map each build on links; none touches the socket.
  *
  * Every request sent with redis_link_send gets exactly one call of its
  * on_reply: with Redis's reply, or with NULL when the connection is lost
- * before the reply arrives. A SUBSCRIBE or UNSUBSCRIBE sent with
- * redis_link_send_pubsub gets a call for its confirmation and for every
- * message on its channel (hiredis hands UNSUBSCRIBE's confirmation to the
- * channel's SUBSCRIBE request). Both kinds count as in flight until
- * answered, so command_timeout_ms drops a link that stops answering
- * either, and the pool and the subscriber never touch hiredis or
- * connection state themselves.
- *
- * A link whose owner sets on_push reads its replies itself instead of
- * through hiredis's callbacks, which in 0.14 know only SUBSCRIBE's
- * messages: sharded pub/sub's "smessage", and the "sunsubscribe" Redis
- * sends unasked when a slot moves, would be dropped or handed to the
- * wrong request (or stop the process on an assertion). There each reply
- * answers the oldest request in flight, unless it is a pub/sub array that
- * request does not expect (see struct redis_request), which goes to
- * on_push.
+ * before the reply arrives. Replies answer requests in the order sent.
+ * On a link whose owner sets on_push (one in pub/sub mode), a pub/sub
+ * array ["kind", channel, ...] answers the oldest request only if that
+ * request expects it (see struct redis_request); any other goes to
+ * on_push: a message, sharded pub/sub's "smessage", or the
+ * "sunsubscribe" Redis sends unasked when a slot moves.
  */
 #ifndef RLOCKD_REDIS_LINK_H
 #define RLOCKD_REDIS_LINK_H
@@ -36,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <async.h>
+#include <hiredis.h>
 #include <uv.h>
 
 #include "backend/redis_addr.h"
@@ -64,13 +54,13 @@ struct redis_request {
     const char *expect_channel;
     size_t expect_channel_len;
     struct redis_link *link;
-    struct list_node pending; /* the link's, with on_push */
+    struct list_node pending; /* the link's requests in flight */
     uint64_t sent_ns;         /* for the round trip's latency */
 };
 
 enum redis_link_state {
     LINK_DOWN,       /* waiting to reconnect */
-    LINK_CONNECTING, /* TCP/Unix connect in progress */
+    LINK_CONNECTING, /* TCP/Unix connect, or the TLS handshake */
     LINK_HANDSHAKE,  /* connected; the owner is preparing it */
     LINK_READY,
     LINK_CLOSED, /* redis_link_close called */
@@ -85,11 +75,12 @@ struct redis_link {
     /* The error last logged, so that a retry failing the same way (a
      * wrong password, a refused connect) is not logged again. */
     char last_error[128];
-    bool refused; /* the handshake was refused (AUTH, SELECT) */
+    bool refused;    /* the handshake was refused (AUTH, SELECT) */
+    bool tls_failed; /* TLS refused or broke (a certificate, an alert) */
     /* A request may legitimately go unanswered this much longer than
      * ping_interval_ms before the link stalls (WAIT, see redis_pool.c). */
     int64_t patience_ms;
-    redisAsyncContext *ac;
+    struct link_conn *conn; /* the connection's socket; NULL: none */
     enum redis_link_state state;
     uv_timer_t timer; /* connect timeout, backoff, or liveness watch */
     int64_t backoff_ms;
@@ -100,13 +91,10 @@ struct redis_link {
     bool stalled;        /* READY, but silent for ping_interval_ms */
     bool probe_inflight; /* the probe is one of inflight */
     struct redis_request probe;
-    /* Set by an owner whose connection is in pub/sub mode: the probe is
-     * SUBSCRIBE of this channel instead of PING (see probe_send). */
-    const char *probe_channel;
-    /* Set by an owner that reads pushes itself (see above): every reply
-     * no request expects. */
+    /* Set by an owner whose connection is in pub/sub mode (see above):
+     * every reply no request expects. */
     void (*on_push)(struct redis_link *link, redisReply *reply);
-    struct list_node pending; /* requests in flight, with on_push */
+    struct list_node pending; /* requests in flight, oldest first */
     /* Connected and authenticated: the owner sends what it needs, then
      * calls redis_link_set_ready. */
     void (*on_connected)(struct redis_link *link);
@@ -118,8 +106,9 @@ struct redis_link {
     struct redis_request select;
 };
 
-/* The write-flushing machinery shared by all links: once per loop. */
-int redis_links_init(uv_loop_t *loop);
+/* What all links share, once per loop: the write flushing, and the TLS
+ * context when [redis] tls is on. 0, or an error logged. */
+int redis_links_init(uv_loop_t *loop, const struct config *cfg);
 void redis_links_close(void);
 
 /* The link dials [redis] host/port/unix_socket with [redis]'s login
@@ -144,9 +133,6 @@ unsigned redis_link_requests(const struct redis_link *link);
  * -ENOMEM (in which cases on_reply is not called). */
 int redis_link_send(struct redis_link *link, struct redis_request *req,
                     int argc, const char **argv, const size_t *argv_len);
-/* The same for SUBSCRIBE/UNSUBSCRIBE channel (argv), as described above. */
-int redis_link_send_pubsub(struct redis_link *link, struct redis_request *req,
-                           int argc, const char **argv, const size_t *argv_len);
 /* Drops the connection (pending requests get NULL) and reconnects later. */
 void redis_link_reset(struct redis_link *link, const char *why);
 /* Drops the connection (pending requests get NULL) and dials nothing

@@ -19,9 +19,6 @@
 
 #include "base/log.h"
 
-/* What the event links' liveness probe subscribes to (redis_link.c): a
- * channel no sentinel publishes on. */
-#define PROBE_CHANNEL "rlockd:liveness"
 #define SWITCH_CHANNEL "+switch-master"
 
 struct sentinel_node {
@@ -175,18 +172,25 @@ static void on_subscribe_reply(struct redis_request *req, redisReply *reply)
         (struct sentinel_node *)((char *)req -
                                  offsetof(struct sentinel_node, subscribe));
 
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
-        reply->elements != 3 || reply->element[0]->type != REDIS_REPLY_STRING)
-        return;
-    if (strcmp(reply->element[0]->str, "subscribe") == 0) {
-        if (node->events.state == LINK_HANDSHAKE) {
-            redis_link_set_ready(&node->events);
-            sentinel_ask(); /* a switch may have been missed meanwhile */
-        }
-    } else if (strcmp(reply->element[0]->str, "message") == 0 &&
-               reply->element[2]->type == REDIS_REPLY_STRING) {
-        on_switch_message(node, reply->element[2]->str);
+    if (reply != NULL && reply->type == REDIS_REPLY_ARRAY &&
+        node->events.state == LINK_HANDSHAKE) {
+        redis_link_set_ready(&node->events);
+        sentinel_ask(); /* a switch may have been missed meanwhile */
     }
+}
+
+/* A message on the event link (the only channel it subscribes to). */
+static void on_events_push(struct redis_link *link, redisReply *reply)
+{
+    struct sentinel_node *node =
+        (struct sentinel_node *)((char *)link -
+                                 offsetof(struct sentinel_node, events));
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+        reply->element[0]->type == REDIS_REPLY_STRING &&
+        strcmp(reply->element[0]->str, "message") == 0 &&
+        reply->element[2]->type == REDIS_REPLY_STRING)
+        on_switch_message(node, reply->element[2]->str);
 }
 
 static void on_events_connected(struct redis_link *link)
@@ -198,7 +202,10 @@ static void on_events_connected(struct redis_link *link)
     size_t len[] = {9, sizeof(SWITCH_CHANNEL) - 1};
 
     node->subscribe.on_reply = on_subscribe_reply;
-    if (redis_link_send_pubsub(link, &node->subscribe, 2, argv, len) != 0)
+    node->subscribe.expect = "subscribe";
+    node->subscribe.expect_channel = SWITCH_CHANNEL;
+    node->subscribe.expect_channel_len = len[1];
+    if (redis_link_send(link, &node->subscribe, 2, argv, len) != 0)
         redis_link_reset(link, "cannot send SUBSCRIBE");
 }
 
@@ -236,7 +243,7 @@ static int node_init(struct sentinel_node *node, uv_loop_t *loop,
     node->query.on_readiness = on_query_readiness;
     node->events.on_connected = on_events_connected;
     node->events.on_readiness = on_events_readiness;
-    node->events.probe_channel = PROBE_CHANNEL;
+    node->events.on_push = on_events_push;
     return 0;
 }
 

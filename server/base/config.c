@@ -8,12 +8,17 @@
  *
  * [user NAME] sections are not rows: there may be any number of them,
  * so their rows go to acl_set, which builds the user table.
+ *
+ * The environment overrides the file, row by row: RLOCKD_<SECTION>_<KEY>
+ * in capitals (RLOCKD_REDIS_HOST), as a container is configured.
  */
 #include "base/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +67,13 @@ static const char *const redis_mode_names[] = {"standalone", "sentinel",
                                                "cluster", NULL};
 static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
                                            NULL};
+static const char *const no_yes_names[] = {"no", "yes", NULL};
 static const char *const tls_client_certs_names[] = {"no", "optional",
                                                      "required", NULL};
 static const char *const tls_min_version_names[] = {"TLSv1.2", "TLSv1.3", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
+static const char *const log_format_names[] = {"text", "json", NULL};
 
 #define INT_ROW(sec, name, flags, field, def, lo, hi)                          \
     {                                                                          \
@@ -108,6 +115,10 @@ static const struct config_row config_rows[] = {
      * probe is one short request, sent at once. */
     INT_ROW("server", "http_request_timeout_ms", 0, http_request_timeout_ms,
             "2000", 100, 3600000),
+    /* 0: /readyz fails as soon as Redis is unreachable. Above 0, it stays
+     * ready through an outage that short, which rlockd rides through
+     * (calls wait up to [redis] retry_timeout_ms). */
+    INT_ROW("server", "readyz_grace_ms", LIVE, readyz_grace_ms, "0", 0, 600000),
     STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
     INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
             100),
@@ -188,8 +199,19 @@ static const struct config_row config_rows[] = {
             600000),
     INT_ROW("redis", "reconnect_max_ms", LIVE, reconnect_max_ms, "1000", 10,
             60000),
+    INT_ROW("redis", "first_connect_warn_ms", 0, first_connect_warn_ms, "10000",
+            100, 3600000),
     INT_ROW("redis", "ping_interval_ms", LIVE, ping_interval_ms, "1000", 100,
             60000),
+    /* TLS on every Redis link: pool, subscriber, sentinels, cluster nodes. */
+    ENUM_ROW("redis", "tls", 0, redis_tls, "no", no_yes_names),
+    STR_ROW("redis", "tls_ca_file", 0, redis_tls_ca_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_ca_dir", 0, redis_tls_ca_dir, "", KIND_STRING),
+    STR_ROW("redis", "tls_cert_file", 0, redis_tls_cert_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_key_file", 0, redis_tls_key_file, "", KIND_STRING),
+    STR_ROW("redis", "tls_server_name", 0, redis_tls_server_name, "",
+            KIND_STRING),
+    ENUM_ROW("redis", "tls_verify", 0, redis_tls_verify, "yes", no_yes_names),
     /* Not LIVE: held locks stay under the keys they were taken with. */
     STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
     STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),
@@ -209,6 +231,9 @@ static const struct config_row config_rows[] = {
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
+    /* Names whose highest FENCED token is remembered (fence_memory.h). */
+    INT_ROW("lock", "fence_memory_names", LIVE, fence_memory_names, "100000",
+            1, 100000000),
     /* 0: every waiter asks once the release's reply is in. */
     INT_ROW("lock", "max_handoffs_in_a_row", LIVE, max_handoffs_in_a_row, "8",
             0, 1000000),
@@ -218,6 +243,8 @@ static const struct config_row config_rows[] = {
     AUTO_INT_ROW("lock", "sync_replicas", LIVE, sync_replicas, "auto", 0, 64),
     INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1, 60000),
     ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
+    /* Applies at the next line logged. */
+    ENUM_ROW("log", "format", LIVE, log_format, "text", log_format_names),
 };
 
 #define CONFIG_ROW_COUNT (sizeof(config_rows) / sizeof(config_rows[0]))
@@ -381,15 +408,26 @@ static int set_string(const struct config_row *row, char *dst,
     return 0;
 }
 
+/* The row of [section] key, or CONFIG_ROW_COUNT. */
+static size_t config_row_find(const char *section, const char *key)
+{
+    size_t i = 0;
+
+    while (i < CONFIG_ROW_COUNT && (strcmp(config_rows[i].section, section) ||
+                                    strcmp(config_rows[i].key, key)))
+        i++;
+    return i;
+}
+
 int config_set(struct config *cfg, const char *section, const char *key,
                const char *value, char *err, size_t err_size)
 {
-    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+    size_t i = config_row_find(section, key);
+
+    if (i < CONFIG_ROW_COUNT) {
         const struct config_row *row = &config_rows[i];
         char *field = (char *)cfg + row->offset;
 
-        if (strcmp(row->section, section) != 0 || strcmp(row->key, key) != 0)
-            continue;
         switch (row->kind) {
         case KIND_INT:
         case KIND_MODE:
@@ -506,7 +544,8 @@ struct load_state {
     FILE *file;
     int line;         /* the line inih is parsing */
     char section[64]; /* the previous row's, to see a section start */
-    char reason[256]; /* first error; inih reports its line */
+    int set_on_line[CONFIG_ROW_COUNT]; /* 0: not set by the file yet */
+    char reason[256];                  /* first error; inih reports its line */
 };
 
 /* inih's reader: fgets, counting lines, so that rows know theirs. */
@@ -525,6 +564,93 @@ static const char *user_section(const char *section)
         (section[4] != ' ' && section[4] != '\t'))
         return NULL;
     return section + 4 + strspn(section + 4, " \t");
+}
+
+/* Levenshtein's edit distance between two short names, for the closest
+ * known section. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t lb = strlen(b), row[SECTION_NAME_MAX + 2];
+
+    if (lb > SECTION_NAME_MAX)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; a[i - 1] != '\0'; i++) {
+        size_t diagonal = row[0];
+
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t best = diagonal + (a[i - 1] != b[j - 1]);
+
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    return row[lb];
+}
+
+/* Whether a row has that section; else the known section nearest to it
+ * in *nearest ("user NAME" sections are known by their first word). */
+static bool section_known(const char *section, const char **nearest)
+{
+    size_t best = SIZE_MAX;
+
+    char first_word[SECTION_NAME_MAX + 1];
+
+    snprintf(first_word, sizeof first_word, "%.*s",
+             (int)strcspn(section, " \t"), section);
+    *nearest = "user NAME";
+    best = edit_distance(first_word, "user");
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        size_t d;
+
+        if (strcmp(config_rows[i].section, section) == 0)
+            return true;
+        d = edit_distance(section, config_rows[i].section);
+        if (d < best) {
+            best = d;
+            *nearest = config_rows[i].section;
+        }
+    }
+    if (best > 2)
+        *nearest = NULL;
+    return false;
+}
+
+/* A key set twice in a file is refused: which of the two was meant cannot
+ * be told, and a later copy overriding an earlier one hides edits. Also
+ * names a section no row has, with the closest known one. */
+static int config_file_set(struct load_state *st, const char *section,
+                           const char *key, const char *value, char *err,
+                           size_t err_size)
+{
+    size_t i = config_row_find(section, key);
+    const char *nearest;
+
+    if (i == CONFIG_ROW_COUNT && !section_known(section, &nearest)) {
+        if (nearest != NULL)
+            snprintf(err, err_size, "unknown section [%s] (did you mean [%s]?)",
+                     section, nearest);
+        else
+            snprintf(err, err_size, "unknown section [%s]", section);
+        return -1;
+    }
+    if (i < CONFIG_ROW_COUNT && st->set_on_line[i] != 0) {
+        snprintf(err, err_size,
+                 "duplicate key '%s' in section [%s] (first "
+                 "set on line %d)",
+                 key, section, st->set_on_line[i]);
+        return -1;
+    }
+    if (i < CONFIG_ROW_COUNT)
+        st->set_on_line[i] = st->line;
+    return config_set(st->cfg, section, key, value, err, err_size);
 }
 
 static int config_ini_line(void *user, const char *section, const char *key,
@@ -546,7 +672,7 @@ static int config_ini_line(void *user, const char *section, const char *key,
         rc = acl_set(&st->cfg->acl, name, key, value, st->line, starts, err,
                      sizeof(err));
     else
-        rc = config_set(st->cfg, section, key, value, err, sizeof(err));
+        rc = config_file_set(st, section, key, value, err, sizeof(err));
     if (rc == 0)
         return 1;
     if (st->reason[0] == '\0')
@@ -610,6 +736,82 @@ static bool config_conflict(const struct config *cfg, char *why, size_t size)
     return true;
 }
 
+/* A row's variable, RLOCKD_<SECTION>_<KEY> in capitals, in buf. */
+static void env_name(const struct config_row *row, char *buf, size_t size)
+{
+    snprintf(buf, size, "RLOCKD_%s_%s", row->section, row->key);
+    for (char *c = buf; *c != '\0'; c++)
+        *c = (char)toupper((unsigned char)*c);
+}
+
+/* The row whose variable var (len bytes, up to its '=') is; NULL for
+ * none. *in_section says whether var begins with a section's prefix. */
+static const struct config_row *env_row(const char *var, size_t len,
+                                        bool *in_section)
+{
+    char name[128];
+
+    *in_section = false;
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        size_t prefix = strlen("RLOCKD__") + strlen(config_rows[i].section);
+
+        env_name(&config_rows[i], name, sizeof(name));
+        if (len > prefix && strncmp(var, name, prefix) == 0)
+            *in_section = true;
+        if (strlen(name) == len && strncmp(var, name, len) == 0)
+            return &config_rows[i];
+    }
+    return NULL;
+}
+
+/*
+ * Sets every key the environment names, over the file's value; 0, or -1
+ * with the variable and why in err. A variable of a section's prefix but
+ * no key (RLOCKD_SERVER_LISTN) is refused, as the file's unknown keys
+ * are: a misspelt override would otherwise be ignored silently. Other
+ * RLOCKD_ variables are not settings and are left alone.
+ */
+static int config_apply_env(struct config *cfg, char *err, size_t err_size)
+{
+    extern char **environ;
+    char reason[256];
+
+    for (char **e = environ; *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        const struct config_row *row;
+        bool in_section;
+
+        if (eq == NULL || strncmp(*e, "RLOCKD_", 7) != 0)
+            continue;
+        row = env_row(*e, (size_t)(eq - *e), &in_section);
+        if (row == NULL && !in_section)
+            continue;
+        if (row == NULL)
+            snprintf(reason, sizeof(reason), "no such key");
+        else if (config_set(cfg, row->section, row->key, eq + 1, reason,
+                            sizeof(reason)) == 0)
+            continue;
+        snprintf(err, err_size, "environment %.*s: %s", (int)(eq - *e), *e,
+                 reason);
+        return -1;
+    }
+    return 0;
+}
+
+void config_print_env(const struct config *cfg, FILE *out)
+{
+    char name[128], buf[32];
+
+    for (size_t i = 0; i < CONFIG_ROW_COUNT; i++) {
+        const struct config_row *row = &config_rows[i];
+
+        env_name(row, name, sizeof(name));
+        if (getenv(name) != NULL)
+            fprintf(out, "rlockd: %s sets [%s] %s = %s\n", name, row->section,
+                    row->key, value_text(row, cfg, buf, sizeof(buf)));
+    }
+}
+
 int config_load(struct config *cfg, const char *path, char *err,
                 size_t err_size)
 {
@@ -617,6 +819,11 @@ int config_load(struct config *cfg, const char *path, char *err,
     int line;
 
     config_set_defaults(cfg);
+    if (path == NULL) /* the defaults and the environment; no users */
+        return config_apply_env(cfg, err, err_size) == 0 &&
+                       !config_conflict(cfg, err, err_size)
+                   ? 0
+                   : -1;
     st.file = fopen(path, "r");
     if (st.file == NULL) {
         snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
@@ -624,6 +831,10 @@ int config_load(struct config *cfg, const char *path, char *err,
     }
     line = ini_parse_stream(read_line, &st, config_ini_line, &st);
     fclose(st.file);
+    if (line == 0 && config_apply_env(cfg, err, err_size) != 0) {
+        config_free(cfg);
+        return -1;
+    }
     if (line == 0 && config_conflict(cfg, st.reason, sizeof(st.reason)))
         snprintf(err, err_size, "%s: %s", path, st.reason);
     else if (line == 0 &&

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum on_disconnect { ON_DISCONNECT_RELEASE, ON_DISCONNECT_EXPIRE };
 /* keep: a stopping rlockd leaves every lock to its TTL, for its clients
@@ -49,6 +50,7 @@ struct config {
     int64_t unix_socket_mode;
     char http_listen[128]; /* "": no HTTP endpoint */
     int64_t http_max_connections;
+    int64_t readyz_grace_ms; /* /readyz stays ready this long into an outage */
     int64_t http_request_timeout_ms;
     char auth_token[256];
     int64_t max_auth_failures;
@@ -94,7 +96,15 @@ struct config {
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t reconnect_max_ms;
-    int64_t ping_interval_ms; /* idle probe; also when a link stalls */
+    int64_t first_connect_warn_ms;
+    int64_t ping_interval_ms;     /* idle probe; also when a link stalls */
+    int64_t redis_tls;            /* every Redis link speaks TLS */
+    char redis_tls_ca_file[1024]; /* "" and no ca_dir: the system's store */
+    char redis_tls_ca_dir[1024];
+    char redis_tls_cert_file[1024]; /* a client certificate, with its key */
+    char redis_tls_key_file[1024];
+    char redis_tls_server_name[256]; /* "": the host dialled */
+    int64_t redis_tls_verify;
     /* [lock] */
     char name_prefix[256];
     char allowed_names[1024]; /* glob patterns */
@@ -109,12 +119,14 @@ struct config {
     int64_t max_waiters_per_client;
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
+    int64_t fence_memory_names;
     /* local hand-offs of one lock before a release leaves it free */
     int64_t max_handoffs_in_a_row;
     int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */
     int64_t sync_timeout_ms;
     /* [log] */
-    int64_t log_level; /* enum log_level */
+    int64_t log_level;  /* enum log_level */
+    int64_t log_format; /* enum log_format */
     /* [user NAME] sections; NULL: none */
     struct acl *acl;
 };
@@ -122,11 +134,16 @@ struct config {
 /* Fills every field with its default (no users). */
 void config_set_defaults(struct config *cfg);
 /*
- * Loads `path` over the defaults. Returns 0, or -1 with a message of the
- * form "FILE:LINE: reason" in err (and nothing to free).
+ * Loads `path` (NULL: none) over the defaults, then the environment's
+ * RLOCKD_<SECTION>_<KEY> variables over both. Returns 0, or -1 with a
+ * message of the form "FILE:LINE: reason" (or "environment VAR: reason")
+ * in err (and nothing to free).
  */
 int config_load(struct config *cfg, const char *path, char *err,
                 size_t err_size);
+/* "rlockd: VAR sets [section] key = value" for each key the environment
+ * sets, secrets hidden: what rlockd -t shows. */
+void config_print_env(const struct config *cfg, FILE *out);
 /* Frees what a loaded config holds (its users). */
 void config_free(struct config *cfg);
 /* Sets one key as the ini file would; 0 or -1 with the reason in err. */

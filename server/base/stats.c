@@ -9,6 +9,12 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "base/process_metrics.h"
+#include "base/version.h"
+
+#include "base/tls.h"
 
 struct stats stats;
 struct latency latency;
@@ -28,6 +34,7 @@ int stats_append_section(struct buffer *out, enum stats_section section)
     }
     STATS_LIST(STATS_LINE)
 #undef STATS_LINE
+    err |= tls_cert_append_info(out, (int)section);
     return err ? -ENOMEM : 0;
 }
 
@@ -69,11 +76,18 @@ static bool append_histogram(struct buffer *out, const char *name,
                          h->count);
 }
 
+/* A counter's name ends in _total, as Prometheus names them; INFO's
+ * total_* names (Redis's) drop their own "total_" there, so that none
+ * says it twice (rlockd_commands_processed_total). */
 static bool append_metric(struct buffer *out, const char *name,
                           const char *help, enum stats_type type,
                           uint64_t value)
 {
+    static const char total[] = "total_";
     const char *suffix = type == STATS_COUNTER ? "_total" : "";
+
+    if (type == STATS_COUNTER && strncmp(name, total, sizeof(total) - 1) == 0)
+        name += sizeof(total) - 1;
 
     return append_format(out,
                          "# HELP rlockd_%s%s %s\n# TYPE rlockd_%s%s %s\n"
@@ -85,9 +99,12 @@ static bool append_metric(struct buffer *out, const char *name,
 
 int stats_append_prometheus(struct buffer *out)
 {
-    bool ok = true;
+    bool ok = append_format(out,
+                            "# HELP rlockd_build_info rlockd's release\n"
+                            "# TYPE rlockd_build_info gauge\n"
+                            "rlockd_build_info{version=\"%s\"} 1\n",
+                            RLOCKD_VERSION);
 
-    /* A counter's name ends in _total, as Prometheus names them. */
 #define STATS_METRIC(sec, type, name, help)                                    \
     ok = ok && append_metric(out, #name, help, STATS_##type, stats.name);
     STATS_LIST(STATS_METRIC)
@@ -96,5 +113,6 @@ int stats_append_prometheus(struct buffer *out)
     ok = ok && append_histogram(out, #name, help, &latency.name);
     LATENCY_LIST(LATENCY_METRIC)
 #undef LATENCY_METRIC
-    return ok ? 0 : -ENOMEM;
+    ok = ok && tls_cert_append_prometheus(out) == 0;
+    return ok ? process_metrics_append(out) : -ENOMEM;
 }

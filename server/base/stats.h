@@ -15,6 +15,7 @@
 #ifndef RLOCKD_STATS_H
 #define RLOCKD_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/histogram.h"
@@ -83,6 +84,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, read_locks_acquired, "of them READ")                  \
     X(COUNTS,  COUNTER, write_locks_acquired, "of them WRITE")                \
     X(COUNTS,  COUNTER, fenced_locks_acquired, "of them FENCED")              \
+    X(COUNTS,  COUNTER, fence_tokens_raised,                                   \
+      "FENCED grants that found Redis's token behind one handed out here")    \
     X(COUNTS,  COUNTER, permits_acquired, "semaphore permits acquired")       \
     X(COUNTS,  COUNTER, expirable_permits_acquired,                            \
       "expirable semaphore permits acquired")                                 \
@@ -118,10 +121,14 @@ enum stats_section {
     X(COUNTS,  COUNTER, wait_timeouts, "waits that ended without the lock")   \
     X(COUNTS,  COUNTER, unlock_messages, "pub/sub messages received")         \
     X(COUNTS,  COUNTER, watchdog_renewals, "holds sent for renewal")          \
+    X(COUNTS,  COUNTER, fair_place_renewals,                                   \
+      "FAIR waiters' places in Redis's queue sent for renewal")               \
     X(COUNTS,  COUNTER, watchdog_batches, "renewal script calls")             \
     X(COUNTS,  COUNTER, unavailable_replies, "-UNAVAILABLE replies")          \
     X(COUNTS,  COUNTER, wrong_type_refusals,                                   \
       "lock commands refused: the key is not a lock")                         \
+    X(COUNTS,  COUNTER, foreign_records,                                       \
+      "rlockd records refused: rlockd did not write them")                    \
     X(COUNTS,  COUNTER, auth_failures,                                         \
       "AUTH with a wrong password or token, or an unknown user")              \
     X(COUNTS,  COUNTER, penalty_disconnects,                                   \
@@ -146,9 +153,19 @@ enum stats_section {
       "switches to another master (Sentinel: confirmed by ROLE; Cluster: "    \
       "a replica promoted)")                                                  \
     X(REDIS,   COUNTER, redis_pings,                                           \
-      "probes sent on idle Redis connections (PING; SUBSCRIBE on pub/sub)")   \
+      "probes sent on idle Redis connections (PING)")                          \
     X(REDIS,   COUNTER, redis_stalls,                                          \
       "Redis connections unready: a request unanswered for ping_interval_ms") \
+    X(REDIS,   COUNTER, redis_tls_handshakes,                                  \
+      "TLS handshakes with Redis completed")                                  \
+    X(REDIS,   COUNTER, redis_tls_failures_unknown_ca,                         \
+      "TLS to Redis refused: its certificate's issuer is not trusted")        \
+    X(REDIS,   COUNTER, redis_tls_failures_expired,                            \
+      "TLS to Redis refused: its certificate expired or is not yet valid")    \
+    X(REDIS,   COUNTER, redis_tls_failures_name_mismatch,                      \
+      "TLS to Redis refused: its certificate is for another name")            \
+    X(REDIS,   COUNTER, redis_tls_failures_other,                              \
+      "TLS to Redis failed otherwise (handshake, alert, bad record)")         \
     X(REDIS,   COUNTER, script_reloads, "scripts sent again after NOSCRIPT")  \
     X(REDIS,   COUNTER, cluster_refreshes, "cluster maps read (CLUSTER NODES)") \
     X(REDIS,   COUNTER, cluster_moved, "MOVED redirections followed")         \
@@ -193,7 +210,10 @@ struct redis_status {
     const char *topology; /* "ok", "discovering" or "unreachable" */
     uint64_t changed_ms;  /* when master or topology last changed */
     uint64_t unreachable_since_ms; /* 0 while the pool can serve */
+    bool ever_reached;             /* since start-up */
     const char *pubsub; /* "global", "sharded", "both"; "auto" undecided */
+    char tls_error[128]; /* why TLS to Redis last failed; "" since a link
+                          * became ready */
 };
 
 extern struct redis_status redis_status;

@@ -2,17 +2,16 @@
  * kind_rlock.c - the kinds stored in Redisson's RLock hash: RLock itself,
  * the fenced lock and the fair lock, three rows of the lock-kind table.
  *
- * The format (../shared/reference/redisson-rlock.md and
- * redisson-family.md, sections 2 and 6): a hash at the lock's name, one
- * field "<client-id>:<thread-id>" holding the hold count, PEXPIRE for the
- * lease. RLock and the fenced lock send "0" on
- * redisson_lock__channel:{name} when the lock is freed, which wakes one
- * waiter; the fenced lock also INCRs redisson_lock_token:{name} on every
- * acquire, reentrant ones included, and answers the new value, the
- * fencing token. The fair lock queues its waiters in
- * redisson_lock_queue:{name} (a list) with a deadline each in
- * redisson_lock_timeout:{name} (a zset), and sends "0" only to the queue's
- * head, on redisson_lock__channel:{name}:<its field>.
+ * The format (Redisson's redisson/src/main/java/org/redisson/RedissonLock.java,
+ * RedissonFairLock.java and RedissonFencedLock.java): a hash at the lock's
+ * name, one field "<client-id>:<thread-id>" holding the hold count, PEXPIRE for
+ * the lease. RLock and the fenced lock send "0" on
+ * redisson_lock__channel:{name} when the lock is freed, which wakes one waiter;
+ * the fenced lock also INCRs redisson_lock_token:{name} on every acquire,
+ * reentrant ones included, and answers the new value, the fencing token. The
+ * fair lock queues its waiters in redisson_lock_queue:{name} (a list) with a
+ * deadline each in redisson_lock_timeout:{name} (a zset), and sends "0" only to
+ * the queue's head, on redisson_lock__channel:{name}:<its field>.
  *
  * The scripts are written from the reference, so a Java service using
  * Redisson and rlockd exclude and wake each other, with rlockd's changes:
@@ -49,19 +48,10 @@
  * empty hash) and is O(1) even on a large application hash, so a free
  * name costs one call and a lock three.
  */
-#define SHAPE_GUARD                                                            \
-    "local function shape(k) "                                                 \
-    "local n = redis.pcall('hlen', k); "                                       \
-    "if type(n) ~= 'number' then return 'other'; end; "                        \
-    "if n == 0 then return 'none'; end; "                                      \
-    "if n ~= 1 then return 'other'; end; "                                     \
-    "local ttl = redis.call('pttl', k); "                                      \
-    "if ttl < 0 then return 'other'; end; "                                    \
-    "local f = redis.call('hgetall', k); "                                     \
-    "if string.find(f[1], '^.+:.+$') and string.find(f[2], '^[1-9]%d*$') "     \
-    "then return 'lock', f[1], tonumber(f[2]), ttl; end; "                     \
-    "return 'other'; "                                                         \
-    "end; "
+#define SHAPE_GUARD KIND_LUA_RLOCK_SHAPE("shape") KIND_LUA_RW_SHAPE("rw_shape")
+
+/* An acquire that finds a read-write lock holding the name. */
+#define RW_CLASH KIND_LUA_CLASH("a read-write lock")
 
 /* RLock and the fenced lock tell the lock's channel, KEYS[2]. */
 #define RLOCK_NOTIFY                                                           \
@@ -75,6 +65,25 @@
  * have none, which only a crash between two commands of another client
  * could leave), as every Redisson script but the one leaving the queue
  * does. now_ms() is Redis's clock: one clock for every rlockd.
+ *
+ * A place's deadline: Redisson chains them (RedissonFairLock.java's
+ * tryLockInnerAsync: a new place's is the last place's plus the
+ * waiter's threadWaitTime, and a grant moves every place one
+ * threadWaitTime nearer), so each waiter that dies holds up those behind
+ * it for one wait. This daemon's waiters' places are not chained:
+ * place_deadline() is place_ms (watchdog_timeout_ms) from now, plus one
+ * wait for each place ahead that is not this waiter's daemon's and runs
+ * out later than place_ms from now (a Java place, which Redisson's
+ * chaining puts there; its grant takes one threadWaitTime from every
+ * place, which would otherwise put this one in the past); and the
+ * watchdog sets it again while the waiter waits (fair_renew_places). So
+ * a daemon that dies leaves places that run out within place_ms of its
+ * death, or of the grant of the last Java place ahead. Nor do this
+ * daemon's grants and leaves move the places behind a wait nearer, as
+ * Redisson's do: its places do not count waits for one another, and a
+ * Java place chained on one counts only its own wait past it (a wait
+ * taken from it would cut it short, as it would take a place's cushion
+ * for a Java place ahead that has not been granted yet).
  */
 #define FAIR_QUEUE                                                             \
     KIND_LUA_NOW                                                               \
@@ -92,6 +101,9 @@
     "redis.call('zrem', z, h); "                                               \
     "redis.call('lpop', q); "                                                  \
     "end; "                                                                    \
+    "end; "                                                                    \
+    "local function place_deadline(now, place, wait, ahead) "                  \
+    "return now + place + wait * ahead; "                                      \
     "end; "
 
 /* The fair lock tells only its queue's head (KEYS[3], KEYS[4]), on the
@@ -118,6 +130,8 @@
  */
 #define ACQUIRE_CHECKS(keys_ok)                                                \
     "local s, owner, _, ttl = shape(KEYS[1]); "                                \
+    "if s == 'other' and rw_shape(KEYS[1]) ~= 'other' then "                   \
+    "return " RW_CLASH "; end; "                                               \
     "if s == 'other' or not (" keys_ok ") then "                               \
     "return " KIND_LUA_WRONG_TYPE "; end; "                                    \
     "if ARGV[3] ~= '0' and owner ~= ARGV[2] then "                             \
@@ -141,8 +155,14 @@ static struct backend_script acquire_script = {
     "return ttl;",
     ""};
 
-/* RedissonFencedLock's acquire: KEYS name, token; as RLock's, and every
- * grant INCRs the token, which is the reply: {1, token}, or {0, pttl}. */
+/*
+ * RedissonFencedLock's acquire: KEYS name, token; ARGV as RLock's, and
+ * floor, the highest token this daemon handed out for the name. Every
+ * grant INCRs the token, which is the reply: {1, token, was}, or {0,
+ * pttl}. A counter behind the floor (Redis lost it) is first set to the
+ * floor, and was is what it held (0: none); else was is -1. So the token
+ * is always above every one this daemon handed out.
+ */
 static struct backend_script fenced_acquire_script = {
     "fenced_acquire",
     SHAPE_GUARD
@@ -151,7 +171,12 @@ static struct backend_script fenced_acquire_script = {
                    "string.find(tok, '^%d+$'))")
     "if s == 'none' or owner == ARGV[2] then "
         ACQUIRE_TAKE
-        "return {1, redis.call('incr', KEYS[2])}; "
+        "local was = -1; "
+        "if tonumber(tok or '0') < tonumber(ARGV[4]) then "
+            "was = tonumber(tok or '0'); "
+            "redis.call('set', KEYS[2], ARGV[4]); "
+        "end; "
+        "return {1, redis.call('incr', KEYS[2]), was}; "
     "end; "
     "return {0, ttl};",
     ""};
@@ -159,12 +184,13 @@ static struct backend_script fenced_acquire_script = {
 
 /*
  * RedissonFairLock's acquire with queueing, KEYS name, queue, timeout;
- * ARGV lease, field, count, wait (the place in the queue is kept this
- * long), enqueue (1: a refused owner takes its place at the tail, as
- * Redisson's lock() and tryLock(wait); 0: it does not, as tryLock()).
- * The lock is taken when it is free and the queue is empty or its head is
- * the owner, who then leaves the queue, and every place behind moves one
- * wait nearer, as in Redisson. Refused: the lock's PTTL, or, when the lock
+ * ARGV lease, field, count, wait (a new place's, for each Java place
+ * ahead), enqueue (1: a refused owner takes its place at the tail, as
+ * Redisson's lock() and tryLock(wait); 0: it does not, as tryLock()),
+ * place (a new place is kept this long unless renewed). The lock is
+ * taken when it is free and the queue is empty or its head is the owner,
+ * who then leaves the queue (the places behind stay: see FAIR_QUEUE).
+ * Refused: the lock's PTTL, or, when the lock
  * is free and it is another's turn, how long until that head's place runs
  * out (its owner is expected first; a message comes if it takes the lock).
  */
@@ -183,18 +209,20 @@ static struct backend_script fair_acquire_script = {
     "if s == 'none' and (not head or head == ARGV[2]) then "
         "if head then redis.call('lpop', KEYS[2]); end; "
         "redis.call('zrem', KEYS[3], ARGV[2]); "
-        "for _, w in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do "
-            "redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), w); "
-        "end; "
         ACQUIRE_TAKE
         "return nil; "
     "end; "
     "if ARGV[5] == '1' and not redis.call('zscore', KEYS[3], ARGV[2]) then "
-        "local last = redis.call('lindex', KEYS[2], -1); "
-        "local at = last and redis.call('zscore', KEYS[3], last); "
-        "local base = at and tonumber(at) - now or math.max(ttl or 0, 0); "
-        "redis.call('zadd', KEYS[3], base + tonumber(ARGV[4]) + now, ARGV[2]); "
         "redis.call('lrem', KEYS[2], 0, ARGV[2]); "
+        "local others = 0; "
+        "for _, w in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do "
+            "local t = redis.call('zscore', KEYS[3], w); "
+            "if t and tonumber(t) > now + tonumber(ARGV[6]) then "
+                "others = others + 1; "
+            "end; "
+        "end; "
+        "redis.call('zadd', KEYS[3], place_deadline(now, tonumber(ARGV[6]), "
+            "tonumber(ARGV[4]), others), ARGV[2]); "
         "redis.call('rpush', KEYS[2], ARGV[2]); "
     "end; "
     "if s == 'lock' then return ttl; end; "
@@ -205,19 +233,11 @@ static struct backend_script fair_acquire_script = {
 /* clang-format on */
 
 /* RedissonFairLock's acquireFailed: KEYS name, queue, timeout; ARGV
- * field, wait. The owner leaves the queue and everyone behind it moves
- * one wait nearer. */
+ * field. The owner leaves the queue (the places behind stay: see
+ * FAIR_QUEUE). */
 static struct backend_script fair_leave_script = {
     "fair_leave",
     FAIR_QUEUE "if not queue_ok(KEYS[2], KEYS[3]) then return 0; end; "
-               "local queue = redis.call('lrange', KEYS[2], 0, -1); "
-               "local behind = false; "
-               "for _, w in ipairs(queue) do "
-               "if behind then "
-               "redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), w); "
-               "end; "
-               "if w == ARGV[1] then behind = true; end; "
-               "end; "
                "redis.call('zrem', KEYS[3], ARGV[1]); "
                "return redis.call('lrem', KEYS[2], 0, ARGV[1]);",
     ""};
@@ -333,28 +353,93 @@ static struct backend_script renew_script = {
     ""};
 
 /*
+ * rlockd's: renews its waiters' places, many in one call. KEYS queue1,
+ * timeout1, ..., queueN, timeoutN; ARGV field1, ms1, wait1, ...: N
+ * results, 1 (renewed) or 0 (the place is gone: it ran out, or was never
+ * taken). Each queue is walked once from its head; a place of this call
+ * is set to place_deadline() (FAIR_QUEUE), counting the places ahead
+ * that are not its and run out after ms, and every place behind it that
+ * is not this call's moves as far, so that a Java place chained on it keeps its
+ * threadWaitTime behind it.
+ */
+static struct backend_script renew_places_script = {
+    "fair_renew_places",
+    FAIR_QUEUE "local now, queues, result = now_ms(), {}, {}; "
+               "for i = 1, #KEYS, 2 do "
+               "local a = 3 * (i + 1) / 2 - 2; "
+               "local m = queues[KEYS[i]] or "
+               "{z = KEYS[i + 1], mine = {}, found = {}}; "
+               "m.mine[ARGV[a]] = {tonumber(ARGV[a + 1]), "
+               "tonumber(ARGV[a + 2])}; "
+               "m.ms = tonumber(ARGV[a + 1]); "
+               "queues[KEYS[i]] = m; "
+               "end; "
+               "for q, m in pairs(queues) do "
+               "if queue_ok(q, m.z) then "
+               "local shift, others = 0, 0; "
+               "for _, w in ipairs(redis.call('lrange', q, 0, -1)) do "
+               "local s = tonumber(redis.call('zscore', m.z, w)); "
+               "local p = m.mine[w]; "
+               "local t = s; "
+               "if s and p then "
+               "m.found[w] = true; "
+               "t = place_deadline(now, p[1], p[2], others); "
+               "shift = t - s; "
+               "elseif s then "
+               "t = s + shift; "
+               "if t > now + m.ms then others = others + 1; end; "
+               "end; "
+               "if t ~= s then redis.call('zadd', m.z, t, w); end; "
+               "end; "
+               "end; "
+               "end; "
+               "for i = 1, #KEYS, 2 do "
+               "result[#result + 1] = "
+               "queues[KEYS[i]].found[ARGV[3 * (i + 1) / 2 - 2]] and 1 or 0; "
+               "end; "
+               "return result;",
+    ""};
+
+/*
  * Every query in one read-only script: {locked 1/0, the owner's count,
- * PTTL}. Anything that is not a lock reads as no lock at all, {0, 0, -2},
+ * PTTL}. A query without a kind word reports the lock whatever its
+ * format: a read-write lock is locked, with the owner's count of either
+ * mode. Anything that is not a lock reads as no lock at all, {0, 0, -2},
  * so that the queries reveal nothing about other keys.
  */
 static struct backend_script inspect_script = {
     "rlock_inspect",
     SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
+                "local mode, rw_ttl = 'other'; "
+                "if s == 'other' then mode, rw_ttl = rw_shape(KEYS[1]); end; "
+                "if mode ~= 'other' then "
+                "local c = redis.call('hget', KEYS[1], ARGV[1]) or "
+                "redis.call('hget', KEYS[1], ARGV[1] .. ':write'); "
+                "return {1, c and tonumber(c) or 0, rw_ttl}; "
+                "end; "
                 "if (s ~= 'lock') then "
                 "return {0, 0, -2}; "
                 "end; "
                 "return {1, owner == ARGV[1] and count or 0, ttl};",
     ""};
 
-/* Every owner, in the shape every kind's OWNERS answers: {pttl, field,
- * count}, or {-2} when there is no lock (or the key is not one). */
+/* Every owner, in the shape every kind's OWNERS answers: {pttl, kind,
+ * field, count...}, the kind "lock" (RLock's format: a plain, fair or
+ * fenced lock), or a read-write lock's mode; {-2, "none"} when there is
+ * no lock (or the key is not one). */
 static struct backend_script owners_script = {
     "rlock_owners",
-    SHAPE_GUARD "local s, owner, count, ttl = shape(KEYS[1]); "
-                "if (s ~= 'lock') then "
-                "return {-2}; "
-                "end; "
-                "return {ttl, owner, count};",
+    SHAPE_GUARD KIND_LUA_RW_OWNERS
+    "local s, owner, count, ttl = shape(KEYS[1]); "
+    "local mode, rw_ttl = 'other'; "
+    "if s == 'other' then mode, rw_ttl = rw_shape(KEYS[1]); end; "
+    "if mode ~= 'other' then "
+    "return rw_owners(KEYS[1], mode, rw_ttl); "
+    "end; "
+    "if (s ~= 'lock') then "
+    "return {-2, 'none'}; "
+    "end; "
+    "return {ttl, 'lock', owner, count};",
     ""};
 
 /* The latest fencing token, KEYS name, token: 0 when there is none (or
@@ -376,8 +461,8 @@ static struct backend_script *const rlock_scripts[] = {
 static struct backend_script *const fenced_scripts[] = {&fenced_acquire_script,
                                                         &token_script, NULL};
 static struct backend_script *const fair_scripts[] = {
-    &fair_acquire_script, &fair_leave_script, FREEING_SCRIPTS(fair_freeing),
-    NULL};
+    &fair_acquire_script, &fair_leave_script, &renew_places_script,
+    FREEING_SCRIPTS(fair_freeing), NULL};
 
 /* The message Redisson's LockPubSub reads as "one waiter may go". */
 #define UNLOCK_MESSAGE "0"
@@ -401,6 +486,7 @@ static void build_fenced_acquire(const struct lock_call_args *a,
     kind_arg_number(call, 0, a->lease_ms);
     kind_arg(call, a->field, a->field_len);
     kind_arg_number(call, 1, a->count);
+    kind_arg_number(call, 2, a->token_floor);
 }
 
 static void build_fair_acquire(const struct lock_call_args *a,
@@ -414,6 +500,7 @@ static void build_fair_acquire(const struct lock_call_args *a,
     kind_arg_number(call, 1, a->count);
     kind_arg_number(call, 2, a->queue_wait_ms);
     kind_arg(call, a->enqueue ? "1" : "0", 1);
+    kind_arg_number(call, 3, a->place_ms);
 }
 
 static void build_fair_leave(const struct lock_call_args *a,
@@ -423,7 +510,6 @@ static void build_fair_leave(const struct lock_call_args *a,
     kind_arg_key(call, a, 0);
     kind_arg_key(call, a, 1);
     kind_arg(call, a->field, a->field_len);
-    kind_arg_number(call, 0, a->queue_wait_ms);
 }
 
 static void build_token(const struct lock_call_args *a,
@@ -520,6 +606,26 @@ static void build_owners(const struct lock_call_args *a,
     kind_script(call, &owners_script, 1, a);
 }
 
+/* A waiter's place in a renewal of places: KEYS queue, timeout; ARGV
+ * field, place_ms, wait. */
+static void place_renew_add(const struct lock_call_args *a, const char **keys,
+                            size_t *key_len, const char **args, size_t *arg_len,
+                            char *number)
+{
+    size_t place_len = format_int64(number, a->place_ms);
+
+    for (int i = 0; i < 2; i++) {
+        keys[i] = a->keys[i];
+        key_len[i] = a->key_len[i];
+    }
+    args[0] = a->field;
+    arg_len[0] = a->field_len;
+    args[1] = number;
+    arg_len[1] = place_len;
+    args[2] = number + FORMAT_INT_MAX;
+    arg_len[2] = format_int64(number + FORMAT_INT_MAX, a->queue_wait_ms);
+}
+
 /* ---- reading replies -------------------------------------------------- */
 
 /* ---- channel, messages, renewal -------------------------------------- */
@@ -531,16 +637,27 @@ static size_t on_message(const char *payload, size_t len)
     return 1;
 }
 
-/* {1, token} granted, {0, pttl} refused. */
+/* {1, token, was} granted, {0, pttl} refused. */
 static enum lock_outcome read_fenced_acquire(const struct backend_value *r,
                                              int64_t *value)
 {
-    if (r->type != VALUE_ARRAY || r->elements != 2 ||
+    bool granted;
+
+    if (r->type != VALUE_ARRAY || r->elements < 2 ||
         r->element[0].type != VALUE_INTEGER ||
         r->element[1].type != VALUE_INTEGER)
         return OUTCOME_BAD_REPLY;
+    granted = r->element[0].integer == 1;
+    if (r->elements != (granted ? 3u : 2u) ||
+        (granted && r->element[2].type != VALUE_INTEGER))
+        return OUTCOME_BAD_REPLY;
     *value = r->element[1].integer;
-    return r->element[0].integer == 1 ? OUTCOME_GRANTED : OUTCOME_REFUSED;
+    return granted ? OUTCOME_GRANTED : OUTCOME_REFUSED;
+}
+
+int64_t lock_kind_token_was(const struct backend_value *reply)
+{
+    return reply->element[2].integer;
 }
 
 /* The token, or how many places left the queue: an integer. */
@@ -614,5 +731,7 @@ const struct lock_kind lock_kind_fair = {
             QUERY_OPS,
             [LOCK_OP_LEAVE_QUEUE] = {build_fair_leave, read_integer}},
     .renewal = {&renew_script, 1, 2, lock_kind_renew_add, lock_kind_renewed},
+    .place_renewal = {&renew_places_script, 2, 3, place_renew_add,
+                      lock_kind_renewed},
     .scripts = fair_scripts,
 };

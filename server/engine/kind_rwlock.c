@@ -2,15 +2,16 @@
  * kind_rwlock.c - Redisson's RReadWriteLock, as two rows of the lock-kind
  * table: READ (shared holds) and WRITE (one holder), on one hash.
  *
- * The format (../shared/reference/redisson-family.md, section 3): a hash
- * at the lock's name with "mode" = "read" or "write", a field per reader
- * "<client-id>:<thread-id>" and the writer's "<client-id>:<thread-id>:write",
- * each holding its hold count; for each read hold n of an owner the key
- * "{name}:<field>:rwlock_timeout:<n>" with that hold's lease, from which
- * a release sets the hash's TTL (the longest of the remaining holds').
- * Waiters listen on redisson_rwlock:{name}: "0" wakes one waiter, "1"
- * (a write unlock) wakes all. A writer may take its own lock for reading
- * (a downgrade); a reader is never upgraded (the engine refuses it:
+ * The format (Redisson's
+ * redisson/src/main/java/org/redisson/RedissonReadLock.java and
+ * RedissonWriteLock.java): a hash at the lock's name with "mode" = "read" or
+ * "write", a field per reader "<client-id>:<thread-id>" and the writer's
+ * "<client-id>:<thread-id>:write", each holding its hold count; for each read
+ * hold n of an owner the key "{name}:<field>:rwlock_timeout:<n>" with that
+ * hold's lease, from which a release sets the hash's TTL (the longest of the
+ * remaining holds'). Waiters listen on redisson_rwlock:{name}: "0" wakes one
+ * waiter, "1" (a write unlock) wakes all. A writer may take its own lock for
+ * reading (a downgrade); a reader is never upgraded (the engine refuses it:
  * not_while_holding).
  *
  * rlockd's changes, as for RLock: a guard that tells the lock from any
@@ -34,27 +35,21 @@
  * key. timeout_key(name, field, n) names a read hold's key, in the lock's slot.
  */
 #define RW_GUARD                                                               \
-    "local function shape(k) "                                                 \
-    "local n = redis.pcall('hlen', k); "                                       \
-    "if type(n) ~= 'number' then return 'other'; end; "                        \
-    "if n == 0 then return 'none'; end; "                                      \
-    "local ttl = redis.call('pttl', k); "                                      \
-    "if n < 2 or ttl < 0 then return 'other'; end; "                           \
-    "local f = redis.call('hgetall', k); "                                     \
-    "local mode; "                                                             \
-    "for i = 1, #f, 2 do "                                                     \
-    "if f[i] == 'mode' then mode = f[i + 1]; "                                 \
-    "elseif not (string.find(f[i], '^.+:.+$') and "                            \
-    "string.find(f[i + 1], '^[1-9]%d*$')) then return 'other'; end; "          \
-    "end; "                                                                    \
-    "if mode ~= 'read' and mode ~= 'write' then return 'other'; end; "         \
-    "return mode, ttl; "                                                       \
-    "end; "                                                                    \
+    KIND_LUA_RW_SHAPE("shape")                                                 \
+    KIND_LUA_RLOCK_SHAPE("rlock_shape")                                        \
     "local function timeout_key(name, field, n) "                              \
     "local p = name; "                                                         \
     "if not string.find(p, '{', 1, true) then p = '{' .. p .. '}'; end; "      \
     "return p .. ':' .. field .. ':rwlock_timeout:' .. n; "                    \
     "end; "
+/* An acquire's answer to a key that is not a read-write lock: a clash
+ * when it is a plain lock, WRONGTYPE when it is anything else. */
+#define RW_NOT_MINE                                                            \
+    "if mode == 'other' then "                                                 \
+    "if rlock_shape(KEYS[1]) == 'lock' then "                                  \
+    "return " KIND_LUA_CLASH("a plain lock") "; end; "                         \
+                                             "return " KIND_LUA_WRONG_TYPE     \
+                                             "; end; "
 /* As Redisson's read unlock: the hash lives as long as its longest read
  * hold; none left (or only the writer's) says so (false). */
 #define RW_REMAINING                                                           \
@@ -77,8 +72,7 @@
 static struct backend_script read_acquire_script = {
     "rw_read_acquire",
     RW_GUARD
-    "local mode, ttl = shape(KEYS[1]); "
-    "if mode == 'other' then return " KIND_LUA_WRONG_TYPE "; end; "
+    "local mode, ttl = shape(KEYS[1]); " RW_NOT_MINE
     "local held = mode ~= 'none' and "
     "redis.call('hget', KEYS[1], ARGV[2]); "
     "if ARGV[3] ~= '0' and not held then "
@@ -102,8 +96,7 @@ static struct backend_script read_acquire_script = {
  * grows). */
 static struct backend_script write_acquire_script = {
     "rw_write_acquire",
-    RW_GUARD "local mode, ttl = shape(KEYS[1]); "
-             "if mode == 'other' then return " KIND_LUA_WRONG_TYPE "; end; "
+    RW_GUARD "local mode, ttl = shape(KEYS[1]); " RW_NOT_MINE
              "local held = mode == 'write' and "
              "redis.call('hget', KEYS[1], ARGV[2]); "
              "if ARGV[3] ~= '0' and not held then "
@@ -240,18 +233,14 @@ static struct backend_script inspect_script = {
     "return {locked, c and tonumber(c) or 0, ttl};",
     ""};
 
-/* Every owner of either mode: {pttl, field, count...}, {-2} for none. */
+/* Every owner of either mode: {pttl, mode, field, count...}, {-2, "none"}
+ * for none. */
 static struct backend_script owners_script = {
     "rw_owners",
-    RW_GUARD "local mode, ttl = shape(KEYS[1]); "
-             "if mode == 'none' or mode == 'other' then return {-2}; end; "
-             "local out = {ttl}; "
-             "local f = redis.call('hgetall', KEYS[1]); "
-             "for i = 1, #f, 2 do "
-             "if f[i] ~= 'mode' then "
-             "out[#out + 1] = f[i]; out[#out + 1] = tonumber(f[i + 1]); end; "
-             "end; "
-             "return out;",
+    RW_GUARD KIND_LUA_RW_OWNERS
+    "local mode, ttl = shape(KEYS[1]); "
+    "if mode == 'none' or mode == 'other' then return {-2, 'none'}; end; "
+    "return rw_owners(KEYS[1], mode, ttl);",
     ""};
 
 static struct backend_script *const read_scripts[] = {&read_acquire_script,

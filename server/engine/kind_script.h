@@ -33,6 +33,64 @@
     "end; "
 #define KIND_LUA_WRONG_TYPE                                                    \
     "redis.error_reply('WRONGTYPE the key holds a value that is not a lock')"
+/*
+ * The two hash formats that share a lock's key, each as a Lua function
+ * named fn(k): an RLock's (RLock, the fair and the fenced lock: 'none',
+ * 'other', or 'lock' with its owner field, count and PTTL) and an
+ * RReadWriteLock's ('none', 'other', or its mode, "read" or "write", with
+ * its PTTL); kind_rlock.c and kind_rwlock.c say what each must be. A
+ * kind's scripts call their own shape(), and the other format's to name
+ * the kind that holds a name: a query without a kind word reports the
+ * lock whatever its format, and an acquire of the other format is
+ * refused with KIND_LUA_CLASH.
+ */
+#define KIND_LUA_RLOCK_SHAPE(fn)                                               \
+    "local function " fn "(k) "                                                \
+    "local n = redis.pcall('hlen', k); "                                       \
+    "if type(n) ~= 'number' then return 'other'; end; "                        \
+    "if n == 0 then return 'none'; end; "                                      \
+    "if n ~= 1 then return 'other'; end; "                                     \
+    "local ttl = redis.call('pttl', k); "                                      \
+    "if ttl < 0 then return 'other'; end; "                                    \
+    "local f = redis.call('hgetall', k); "                                     \
+    "if string.find(f[1], '^.+:.+$') and string.find(f[2], '^[1-9]%d*$') "     \
+    "then return 'lock', f[1], tonumber(f[2]), ttl; end; "                     \
+    "return 'other'; "                                                         \
+    "end; "
+#define KIND_LUA_RW_SHAPE(fn)                                                  \
+    "local function " fn "(k) "                                                \
+    "local n = redis.pcall('hlen', k); "                                       \
+    "if type(n) ~= 'number' then return 'other'; end; "                        \
+    "if n == 0 then return 'none'; end; "                                      \
+    "local ttl = redis.call('pttl', k); "                                      \
+    "if n < 2 or ttl < 0 then return 'other'; end; "                           \
+    "local f = redis.call('hgetall', k); "                                     \
+    "local mode; "                                                             \
+    "for i = 1, #f, 2 do "                                                     \
+    "if f[i] == 'mode' then mode = f[i + 1]; "                                 \
+    "elseif not (string.find(f[i], '^.+:.+$') and "                            \
+    "string.find(f[i + 1], '^[1-9]%d*$')) then return 'other'; end; "          \
+    "end; "                                                                    \
+    "if mode ~= 'read' and mode ~= 'write' then return 'other'; end; "         \
+    "return mode, ttl; "                                                       \
+    "end; "
+/* An acquire that finds the name held in the other format: a WRONGTYPE
+ * that names the holder's kind ("a plain lock", "a read-write lock"). */
+#define KIND_LUA_CLASH(holder)                                                 \
+    "redis.error_reply('WRONGTYPE the name is held as " holder                 \
+    ", which cannot share it with this kind')"
+/* OWNERS' reply of a read-write lock in mode with ttl: {ttl, mode, field,
+ * count...}, every owner of either mode. */
+#define KIND_LUA_RW_OWNERS                                                     \
+    "local function rw_owners(k, mode, ttl) "                                  \
+    "local out = {ttl, mode}; "                                                \
+    "local f = redis.call('hgetall', k); "                                     \
+    "for i = 1, #f, 2 do "                                                     \
+    "if f[i] ~= 'mode' then "                                                  \
+    "out[#out + 1] = f[i]; out[#out + 1] = tonumber(f[i + 1]); end; "          \
+    "end; "                                                                    \
+    "return out; "                                                             \
+    "end; "
 /* A reentrant acquire whose owner Redis no longer knows. */
 #define KIND_LUA_LOCKLOST "redis.error_reply('LOCKLOST the hold is gone')"
 

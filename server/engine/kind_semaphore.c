@@ -4,17 +4,18 @@
  * RPermitExpirableSemaphore's, each its own hold named by its id; and
  * RCountDownLatch, which a wait (AWAIT) ends without holding anything.
  *
- * The format (../shared/reference/redisson-family.md, sections 4, 5 and
- * 7): a semaphore is a string at its name, the permits available;
- * redisson_sc:{name} carries the new number of permits after every
- * release, add or set, and a waiter woken by it tries again (a message n
- * wakes at most n of this daemon's waiters). The expirable semaphore's
- * permits are the members of the zset {name}:timeout, 16 raw bytes each
- * (their ids, 32 hex digits where they are shown), scored by the time
- * their lease runs out; expired ones come back when a script next runs.
- * A latch is a string count at its name; the channel
- * redisson_countdownlatch__channel__{name} carries "0" when it reaches
- * zero (every waiter goes) and "1" when it is set.
+ * The format (Redisson's
+ * redisson/src/main/java/org/redisson/RedissonSemaphore.java,
+ * RedissonPermitExpirableSemaphore.java and RedissonCountDownLatch.java): a
+ * semaphore is a string at its name, the permits available; redisson_sc:{name}
+ * carries the new number of permits after every release, add or set, and a
+ * waiter woken by it tries again (a message n wakes at most n of this daemon's
+ * waiters). The expirable semaphore's permits are the members of the zset
+ * {name}:timeout, 16 raw bytes each (their ids, 32 hex digits where they are
+ * shown), scored by the time their lease runs out; expired ones come back when
+ * a script next runs. A latch is a string count at its name; the channel
+ * redisson_countdownlatch__channel__{name} carries "0" when it reaches zero
+ * (every waiter goes) and "1" when it is set.
  *
  * What rlockd adds where Redisson loses permits (its users' first
  * complaint, section 12): the plain semaphore's permits taken through
@@ -34,6 +35,9 @@
 #include <string.h>
 
 #include "engine/kind_script.h"
+
+/* A count's most permits, Redisson's Integer.MAX_VALUE. */
+#define SEMAPHORE_MAX_PERMITS "2147483647"
 
 /* clang-format off */
 /* raw(): an expirable permit's id, 32 hex digits, as the 16 bytes its
@@ -62,13 +66,20 @@
             "return nil; end; "                                                \
         "return tonumber(v); "                                                 \
     "end; "                                                                    \
-    "local function typed(k, t) "                                              \
-        "local x = redis.call('type', k).ok; "                                 \
-        "return x == 'none' or x == t; "                                       \
+    "local function foreign(k, why) "                                          \
+        "return redis.error_reply('WRONGTYPE " LOCK_KIND_FOREIGN ": ' .. "     \
+            "k .. ' is ' .. why); "                                            \
     "end; "                                                                    \
-    "local function semaphore_ok() "                                           \
-        "return permits() ~= nil and typed(KEYS[3], 'hash') and "              \
-            "typed(KEYS[4], 'zset') and typed(KEYS[5], 'zset'); "              \
+    "local function record_wrong(k, t, ttl) "                                  \
+        "local x = redis.call('type', k).ok; "                                 \
+        "if x ~= 'none' and x ~= t then return foreign(k, 'a ' .. x); end; "   \
+        "if x ~= 'none' and not ttl and redis.call('pttl', k) ~= -1 then "     \
+            "return foreign(k, 'a ' .. x .. ' with a TTL'); end; "             \
+    "end; "                                                                    \
+    "local function held_of(f) "                                               \
+        "local v = redis.call('hget', KEYS[3], f); "                           \
+        "if v == false then return 0; end; "                                   \
+        "if string.find(v, '^[1-9]%d*$') then return tonumber(v); end; "       \
     "end; "                                                                    \
     "local function reclaim(now) "                                             \
         "local n = 0; "                                                        \
@@ -98,8 +109,19 @@
         "end; "                                                                \
         "return soon; "                                                        \
     "end; "                                                                    \
-    "if not semaphore_ok() then return " KIND_LUA_WRONG_TYPE "; end; "         \
+    "if permits() == nil then return " KIND_LUA_WRONG_TYPE "; end; "           \
+    "local wrong = record_wrong(KEYS[3], 'hash') or "                          \
+        "record_wrong(KEYS[4], 'zset') or "                                    \
+        "record_wrong(KEYS[5], 'zset', true); "                                \
+    "if wrong then return wrong; end; "                                        \
     "local now = now_ms(); "
+
+/* held: the permits the owner field holds, as its record says. */
+#define HELD_LUA(field)                                                        \
+    "local held = held_of(" field "); "                                        \
+    "if not held then "                                                        \
+        "return foreign(KEYS[3], 'a hash whose field ' .. " field " .. "       \
+            "' is no count'); end; "
 
 /*
  * The plain semaphore's acquire, RSemaphore's tryAcquire with the owner
@@ -113,7 +135,7 @@ static struct backend_script acquire_script = {
     "semaphore_acquire",
     SEMAPHORE_LUA
     "reclaim(now); "
-    "local held = tonumber(redis.call('hget', KEYS[3], ARGV[2])) or 0; "
+    HELD_LUA("ARGV[2]")
     "local known, n = tonumber(ARGV[3]), tonumber(ARGV[4]); "
     "if held == known + n then "
         "redis.call('zadd', KEYS[4], now + tonumber(ARGV[1]), ARGV[2]); "
@@ -144,7 +166,7 @@ static struct backend_script release_script = {
     "semaphore_release",
     SEMAPHORE_LUA
     "reclaim(now); "
-    "local held = tonumber(redis.call('hget', KEYS[3], ARGV[2])) or 0; "
+    HELD_LUA("ARGV[2]")
     "local known, n = tonumber(ARGV[3]), tonumber(ARGV[4]); "
     "if held > 0 and held == known - n then return 0; end; "
     "if held ~= known or held < n then return nil; end; "
@@ -170,7 +192,7 @@ static struct backend_script settle_script = {
     "semaphore_settle",
     SEMAPHORE_LUA
     "reclaim(now); "
-    "local held = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 0; "
+    HELD_LUA("ARGV[1]")
     "local c = tonumber(ARGV[2]); "
     "if held < c or held == 0 then return 0; end; "
     "if held > c then "
@@ -293,14 +315,27 @@ static struct backend_script try_set_script = {
     "return 1;",
     ""};
 
-/* addPermits, after the permits whose time ran out came back; ARGV
+/*
+ * addPermits, after the permits whose time ran out came back; ARGV
  * permits (may be negative), publish: the new count, told to the channel
- * when waiters could take some. */
+ * when waiters could take some. A count is Redisson's int, 0 to
+ * 2147483647, and stays so whatever comes back later: an add that would
+ * leave the count below 0, or the count and the permits held (that rlockd
+ * records, and the expirable ones) above 2147483647, is refused with
+ * {the count it would make, those held}, and nothing changes (Redisson's
+ * addPermits checks nothing, and its int would wrap).
+ */
 static struct backend_script add_script = {
     "semaphore_add",
     SEMAPHORE_LUA
     "reclaim(now); "
     "local v = permits() + tonumber(ARGV[1]); "
+    "local held = redis.call('zcard', KEYS[5]); "
+    "for _, c in ipairs(redis.call('hvals', KEYS[3])) do "
+        "held = held + (tonumber(c) or 0); "
+    "end; "
+    "if v < 0 or v + held > " SEMAPHORE_MAX_PERMITS " then "
+        "return {v, held}; end; "
     "redis.call('set', KEYS[1], v); "
     "if v > 0 then publish(KEYS[2], v); end; "
     "return v;",
@@ -567,6 +602,23 @@ static enum lock_outcome read_integer(const struct backend_value *r,
     return OUTCOME_VALUE;
 }
 
+/* An add: the new count, or {the count it would make, the permits held}
+ * when that leaves the range (value: the count, or count and held above
+ * the top). */
+static enum lock_outcome read_added(const struct backend_value *r,
+                                    int64_t *value)
+{
+    if (r->type != VALUE_ARRAY)
+        return read_integer(r, value);
+    if (r->elements != 2 || r->element[0].type != VALUE_INTEGER ||
+        r->element[1].type != VALUE_INTEGER)
+        return OUTCOME_BAD_REPLY;
+    *value = r->element[0].integer < 0
+                 ? r->element[0].integer
+                 : r->element[0].integer + r->element[1].integer;
+    return OUTCOME_RANGE;
+}
+
 /* An expirable permit's release: 1 given back; 0 (no such permit) and 2
  * (its lease had run out) tell its holder it was lost. */
 static enum lock_outcome read_expirable_release(const struct backend_value *r,
@@ -599,18 +651,22 @@ static size_t on_latch_message(const char *payload, size_t len)
     return len == 1 && payload[0] == '0' ? LOCK_KIND_WAKE_ALL : 0;
 }
 
+/* Every one of them rlockd's record of the semaphore's holders (the
+ * expirable permits' zset is Redisson's, and rlockd's holders are in it). */
 #define SEMAPHORE_KEYS                                                         \
     {                                                                          \
-        {"rlockd_permits"}, {"rlockd_permits_deadline"},                       \
+        {"rlockd_permits", NAMED_PREFIX, "the permit holders of semaphore"},   \
+            {"rlockd_permits_deadline", NAMED_PREFIX,                          \
+             "the permit holders' deadlines of semaphore"},                    \
         {                                                                      \
-            "timeout", NAMED_SUFFIX                                            \
+            "timeout", NAMED_SUFFIX, "the expirable permits of semaphore"      \
         }                                                                      \
     }
 
 /* The ops a semaphore's count has, whichever way its permits are held. */
 #define COUNT_OPS                                                              \
     [LOCK_OP_TRY_SET] = {build_try_set, read_integer},                         \
-    [LOCK_OP_ADD] = {build_add, read_integer},                                 \
+    [LOCK_OP_ADD] = {build_add, read_added},                                   \
     [LOCK_OP_AVAILABLE] = {build_available, read_integer}
 
 const struct lock_kind lock_kind_semaphore = {

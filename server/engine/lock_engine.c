@@ -28,7 +28,9 @@
 
 #include "base/log.h"
 #include "base/stats.h"
+#include "engine/fence_memory.h"
 #include "engine/lock_table.h"
+#include "engine/record_keys.h"
 #include "engine/session.h"
 #include "engine/session_store.h"
 #include "engine/waiter_queue.h"
@@ -60,9 +62,9 @@ struct lock_call {
      * sent again (the scripts count a repeat once), and a call that ends
      * before a reply settles the owner's count instead. */
     bool resolving;
-    bool resend; /* its query or UNLOCK is being sent again */
-    bool releasing; /* an UNLOCK's amount counted in its hold's releasing */
-    unsigned syncs_out;    /* WAITs sent behind its acquires, unanswered */
+    bool resend;        /* its query or UNLOCK is being sent again */
+    bool releasing;     /* an UNLOCK's amount counted in its hold's releasing */
+    unsigned syncs_out; /* WAITs sent behind its acquires, unanswered */
     bool granted_unsynced; /* granted; the WAIT has not answered */
     unsigned sync_attempts;
     bool record_pending; /* a resume's count: the record said pending */
@@ -71,6 +73,9 @@ struct lock_call {
      * ungranted, rather than block those behind until its place runs
      * out. */
     bool in_redis_queue;
+    /* Its place there, renewed by the watchdog while it waits (NULL:
+     * none yet, or out of memory: then it runs out unrenewed). */
+    struct watchdog_place *place;
     bool may_wait;         /* its wait has not run out at its start */
     const char *no_wait;   /* its caller can wait no more: why (static) */
     int64_t queue_wait_ms; /* how long its place there is kept */
@@ -78,14 +83,14 @@ struct lock_call {
     /* Its place in the order of every call this daemon started: a reader
      * yields only to writers that asked before it. */
     uint64_t arrival;
-    uint64_t started_us; /* an acquire's start, for its latency */
-    uint64_t queued_us;  /* when it last joined its lock's queue */
+    uint64_t started_us;  /* an acquire's start, for its latency */
+    uint64_t queued_us;   /* when it last joined its lock's queue */
     uint64_t recorded_ms; /* when "pending" was last written */
     unsigned refs;
     lock_done_fn *done;
     void *ctx;
     uint64_t thread_id;
-    int64_t count;    /* acquire: the hold's count when sent; settle: the
+    int64_t count; /* acquire: the hold's count when sent; settle: the
                          count to set */
     /* acquire, release: how much it takes or gives back (1 for a lock, a
      * semaphore's permits); try set, add: the value */
@@ -128,6 +133,7 @@ static struct {
 } engine;
 
 static void call_attempt(struct lock_call *call);
+static void place_gone(void *owner);
 static void settle_ready(void);
 static void settle_later(struct lock *lock, const char *field,
                          size_t field_len);
@@ -180,7 +186,15 @@ static int64_t effective_lease(const struct lock_call *call)
                               : engine.cfg->watchdog_timeout_ms;
 }
 
-/* Builds op's call through the lock's kind and sends it. */
+/* A kind whose grants hand out fencing tokens (FENCED). */
+static bool has_tokens(const struct lock_kind *kind)
+{
+    return kind->ops[LOCK_OP_TOKEN].build != NULL;
+}
+
+/* Builds op's call through the lock's kind and sends it; an op the row
+ * has no build for is refused, logged, as a call that failed (lock_kind.h
+ * says which ops a row may lack, and a unit test holds every row to it). */
 static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                      backend_reply_fn *on_reply)
 {
@@ -198,10 +212,18 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
                                   .amount = call->amount,
                                   .publish = engine.backend->publish(),
                                   .enqueue = call->may_wait,
-                                  .queue_wait_ms = call->queue_wait_ms};
+                                  .queue_wait_ms = call->queue_wait_ms,
+                                  .place_ms = engine.cfg->watchdog_timeout_ms};
     struct lock_kind_call kc;
     int err;
 
+    if (lock->kind->ops[op].build == NULL) {
+        log_error("no %s call for a %s ('%.*s'): not sent", lock_op_names[op],
+                  lock->kind->name, (int)lock->name_len, lock->name);
+        return -ENOSYS;
+    }
+    if (op == LOCK_OP_ACQUIRE && has_tokens(lock->kind))
+        args.token_floor = fence_memory_floor(lock->name, lock->name_len);
     lock->kind->ops[op].build(&args, &kc);
     err = engine.backend->eval(
         &(struct backend_call){kc.script, lock->name, lock->name_len, kc.nkeys,
@@ -210,6 +232,18 @@ static int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
     if (err == 0)
         call->refs++;
     return err;
+}
+
+/* The words after "WRONGTYPE " of a script's reply saying one of
+ * rlockd's records is not rlockd's, or NULL. */
+static const char *foreign_record(const struct backend_value *reply)
+{
+    static const char words[] = "WRONGTYPE " LOCK_KIND_FOREIGN;
+
+    return reply != NULL && reply->type == VALUE_ERROR &&
+                   strncmp(reply->str, words, sizeof(words) - 1) == 0
+               ? reply->str + sizeof("WRONGTYPE ") - 1
+               : NULL;
 }
 
 /*
@@ -227,6 +261,9 @@ static enum lock_outcome call_read(const struct lock_call *call,
 
     if (reply == NULL)
         return OUTCOME_BAD_REPLY;
+    if (foreign_record(reply) != NULL) /* the text after the words */
+        record_keys_foreign(foreign_record(reply) +
+                            sizeof(LOCK_KIND_FOREIGN ":"));
     if (reply->type == VALUE_ERROR &&
         strncmp(reply->str, wrong_type, sizeof(wrong_type) - 1) == 0)
         return OUTCOME_WRONG_TYPE;
@@ -388,8 +425,7 @@ static void call_dequeue(struct lock_call *call, bool granted)
     struct lock_call *head;
 
     waiter_queue_remove(&lock->waiters, &call->queue_link);
-    histogram_observe(&latency.wait_seconds,
-                      timers_now_us() - call->queued_us);
+    histogram_observe(&latency.wait_seconds, timers_now_us() - call->queued_us);
     call->session->waiting_count--;
     stats.waiting_clients--;
     if (lock->kind->channel_per_waiter)
@@ -524,6 +560,9 @@ static void call_let_go(struct lock_call *call)
     }
     call->resolving = false;
     call->granted_unsynced = false;
+    if (call->place != NULL)
+        watchdog_place_drop(call->place);
+    call->place = NULL;
     leave_redis_queue(call);
 }
 
@@ -560,11 +599,12 @@ static void finish_error(struct lock_call *call, enum reply_error error,
                     .type = RESULT_ERROR, .error = error, .message = message});
 }
 
-/* OWNERS: the pairs after the PTTL (lock_kind_read_owners checked them). */
+/* OWNERS: the kind and the pairs after the PTTL (lock_kind_read_owners
+ * checked them). */
 static void finish_owners(struct lock_call *call,
                           const struct backend_value *reply, int64_t pttl)
 {
-    size_t n = reply->elements / 2;
+    size_t n = reply->elements / 2 - 1;
     struct lock_owner *owners = calloc(n ? n : 1, sizeof(*owners));
 
     if (owners == NULL) {
@@ -572,12 +612,14 @@ static void finish_owners(struct lock_call *call,
         return;
     }
     for (size_t i = 0; i < n; i++)
-        owners[i] = (struct lock_owner){reply->element[1 + 2 * i].str,
-                                        reply->element[1 + 2 * i].len,
-                                        reply->element[2 + 2 * i].integer};
+        owners[i] = (struct lock_owner){reply->element[2 + 2 * i].str,
+                                        reply->element[2 + 2 * i].len,
+                                        reply->element[3 + 2 * i].integer};
     call_finish(call, false,
                 &(struct lock_result){.type = RESULT_OWNERS,
                                       .integer = pttl,
+                                      .kind = reply->element[1].str,
+                                      .kind_len = reply->element[1].len,
                                       .owners = owners,
                                       .owner_count = n});
     free(owners);
@@ -668,11 +710,35 @@ static void finish_bad_reply(struct lock_call *call,
     finish_error(call, REPLY_ERR, message);
 }
 
-static void finish_wrong_type(struct lock_call *call)
+/* The script's own words when it sent them: a kind clash names the
+ * kind that holds the name (KIND_LUA_CLASH), a record rlockd did not
+ * write its key (foreign_record). */
+static void finish_wrong_type(struct lock_call *call,
+                              const struct backend_value *reply)
 {
+    static const char prefix[] = "WRONGTYPE ";
+
     stats.wrong_type_refusals++;
-    finish_error(call, REPLY_WRONGTYPE,
-                 "the key holds a value that is not a lock");
+    if (reply != NULL && reply->type == VALUE_ERROR &&
+        reply->len > sizeof(prefix) - 1 &&
+        strncmp(reply->str, prefix, sizeof(prefix) - 1) == 0)
+        finish_error(call, REPLY_WRONGTYPE, reply->str + sizeof(prefix) - 1);
+    else
+        finish_error(call, REPLY_WRONGTYPE,
+                     "the key holds a value that is not a lock");
+}
+
+/* A count's add refused: value is the count (with the permits held) it
+ * would have made. */
+static void finish_out_of_range(struct lock_call *call, int64_t value)
+{
+    char message[128];
+
+    snprintf(message, sizeof(message),
+             "permits out of range: the count would be %lld, and must stay "
+             "0 to 2147483647 with the permits held",
+             (long long)value);
+    finish_error(call, REPLY_ERR, message);
 }
 
 static void finish_not_granted(struct lock_call *call)
@@ -719,13 +785,12 @@ static void release_in_background(struct lock *lock, enum lock_op op,
 }
 
 static void leave_later(struct lock *lock, const char *field,
-                        size_t field_len, int64_t queue_wait_ms);
+                        size_t field_len);
 
 /* Takes the owner out of the lock's queue in Redis; a leave that cannot
  * be sent, or is not answered, is sent again once Redis answers (a place
  * left behind would hold up everyone behind it until it runs out). */
-static void leave_send(struct lock *lock, const char *field, size_t field_len,
-                       int64_t queue_wait_ms)
+static void leave_send(struct lock *lock, const char *field, size_t field_len)
 {
     struct lock_call *leave = call_new(lock, LOCK_OP_LEAVE_QUEUE);
 
@@ -737,11 +802,10 @@ static void leave_send(struct lock *lock, const char *field, size_t field_len,
     }
     leave->state = CALL_FINISHED;
     leave->background = true;
-    leave->queue_wait_ms = queue_wait_ms;
     memcpy(leave->field, field, field_len);
     leave->field_len = field_len;
     if (call_send(leave, LOCK_OP_LEAVE_QUEUE, 0, on_background_reply) != 0)
-        leave_later(lock, field, field_len, queue_wait_ms);
+        leave_later(lock, field, field_len);
     call_unref(leave);
 }
 
@@ -753,7 +817,7 @@ static void leave_redis_queue(struct lock_call *call)
     if (!call->in_redis_queue)
         return;
     call->in_redis_queue = false;
-    leave_send(call->lock, call->field, call->field_len, call->queue_wait_ms);
+    leave_send(call->lock, call->field, call->field_len);
 }
 
 /* ---- settling: calls whose reply was lost ---------------------------- */
@@ -773,14 +837,12 @@ struct unsettled {
     struct list_node link;
     struct lock *lock;
     enum lock_op op;       /* LOCK_OP_SETTLE or LOCK_OP_LEAVE_QUEUE */
-    int64_t queue_wait_ms; /* a leave's */
     size_t field_len;
     char field[OWNER_FIELD_SIZE];
 };
 
 static void unsettled_add(struct lock *lock, enum lock_op op,
-                          const char *field, size_t field_len,
-                          int64_t queue_wait_ms)
+                          const char *field, size_t field_len)
 {
     struct unsettled *u = malloc(sizeof(*u));
 
@@ -792,22 +854,23 @@ static void unsettled_add(struct lock *lock, enum lock_op op,
     u->lock = lock;
     lock->refs++;
     u->op = op;
-    u->queue_wait_ms = queue_wait_ms;
     memcpy(u->field, field, field_len);
     u->field_len = field_len;
     list_push_tail(&engine.unsettled, &u->link);
 }
 
-static void settle_later(struct lock *lock, const char *field,
-                         size_t field_len)
+/* A kind that holds nothing (a latch's wait) leaves nothing to settle. */
+static void settle_later(struct lock *lock, const char *field, size_t field_len)
 {
-    unsettled_add(lock, LOCK_OP_SETTLE, field, field_len, 0);
+    if (!lock_kind_op_required(lock->kind, LOCK_OP_SETTLE))
+        return;
+    unsettled_add(lock, LOCK_OP_SETTLE, field, field_len);
 }
 
 static void leave_later(struct lock *lock, const char *field,
-                        size_t field_len, int64_t queue_wait_ms)
+                        size_t field_len)
 {
-    unsettled_add(lock, LOCK_OP_LEAVE_QUEUE, field, field_len, queue_wait_ms);
+    unsettled_add(lock, LOCK_OP_LEAVE_QUEUE, field, field_len);
 }
 
 /* The hold this daemon has for an owner field, whoever's call asks. */
@@ -844,7 +907,7 @@ static void settle_send(struct unsettled *u)
     struct lock_call *call;
 
     if (u->op == LOCK_OP_LEAVE_QUEUE) {
-        leave_send(u->lock, u->field, u->field_len, u->queue_wait_ms);
+        leave_send(u->lock, u->field, u->field_len);
         return;
     }
     call = call_new(u->lock, LOCK_OP_SETTLE);
@@ -903,8 +966,7 @@ static void settle_ready(void)
 static void on_recheck_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
-    struct hold *hold = hold_of_field(call->lock, call->field,
-                                      call->field_len);
+    struct hold *hold = hold_of_field(call->lock, call->field, call->field_len);
     int64_t value = 0;
     enum lock_outcome outcome = call_read(call, LOCK_OP_SETTLE, reply, &value);
 
@@ -1005,8 +1067,7 @@ void lock_engine_recheck(const char *why,
  * wait holds nothing. */
 static bool recording(const struct session *s, const struct lock_kind *kind)
 {
-    return s->has_secret &&
-           (kind->holds == HOLDS_REENTRANT || kind->holds == HOLDS_PERMITS);
+    return s->has_secret && lock_kind_recorded(kind);
 }
 
 static void record_timer_fired(struct timer *timer);
@@ -1152,8 +1213,8 @@ static int record_pending(struct lock_call *call, backend_reply_fn *fn)
 {
     struct lock *lock = call->lock;
     int err = session_store_put(
-        call->session, lock->kind, lock->name, lock->name_len,
-        call->thread_id, true, call->lease_ms, effective_lease(call), fn, call);
+        call->session, lock->kind, lock->name, lock->name_len, call->thread_id,
+        true, call->lease_ms, effective_lease(call), fn, call);
 
     call->session->has_record = true;
     if (err == 0) {
@@ -1235,8 +1296,7 @@ static void observe_grant(struct lock_call *call)
 
     histogram_observe(&latency.acquire_seconds, now - call->started_us);
     if (call->lock->freed_us != 0) {
-        histogram_observe(&latency.handoff_seconds,
-                          now - call->lock->freed_us);
+        histogram_observe(&latency.handoff_seconds, now - call->lock->freed_us);
         call->lock->freed_us = 0;
     }
 }
@@ -1298,7 +1358,13 @@ static void acquire_granted(struct lock_call *call)
         hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
     if (hold->watchdog) {
         hold_lease_stop(hold);
-        watchdog_start(hold);
+        /* A leased hold taken again in watchdog mode has its earlier
+         * acquires' time renewed at once: a read hold's is a key of each
+         * acquire's own (kind_rwlock.c), which this acquire left alone. */
+        if (!was_watchdog && call->count > 0)
+            watchdog_start_now(hold);
+        else
+            watchdog_start(hold);
     } else {
         hold_lease_start(hold, call->lease_ms);
     }
@@ -1352,6 +1418,29 @@ static void acquire_unavailable(struct lock_call *call)
         finish_error(call, REPLY_ERR, "out of memory");
 }
 
+/*
+ * A token handed out: remembered, so that the next one for the name is
+ * higher even if Redis loses its counter. The script found the counter
+ * behind one handed out before when was >= 0, and raised it first: Redis
+ * lost data, which the operator should know.
+ */
+static void fence_granted(struct lock *lock, const struct backend_value *reply,
+                          int64_t token)
+{
+    int64_t was = lock_kind_token_was(reply);
+
+    if (was >= 0) {
+        stats.fence_tokens_raised++;
+        log_warn("fencing token of '%.*s': Redis's counter was %lld, behind "
+                 "%lld handed out by this rlockd (Redis lost data?); raised "
+                 "it, token %lld",
+                 (int)lock->name_len, lock->name, (long long)was,
+                 (long long)token - 1, (long long)token);
+    }
+    fence_memory_note(lock->name, lock->name_len, token,
+                      (size_t)engine.cfg->fence_memory_names);
+}
+
 static void on_acquire_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
@@ -1360,6 +1449,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 
     if (outcome == OUTCOME_GRANTED)
         call->token = pttl; /* what a grant's value is */
+    if (outcome == OUTCOME_GRANTED && has_tokens(call->lock->kind))
+        fence_granted(call->lock, reply, call->token);
 
     /* No reply: it may have run, or run yet. Its caller's call sends it
      * again; an abandoned one is settled. */
@@ -1377,8 +1468,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
             call->state = CALL_QUEUED;
     } else if (call->state == CALL_FINISHED) {
         /* queued in Redis after its caller left (or maybe, unanswered) */
-        call->in_redis_queue = outcome != OUTCOME_GRANTED &&
-                               queues_in_redis(call->lock->kind);
+        call->in_redis_queue =
+            outcome != OUTCOME_GRANTED && queues_in_redis(call->lock->kind);
         leave_redis_queue(call);
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
             /* Its caller left while we asked: undone by setting the count
@@ -1398,7 +1489,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
         else if (outcome == OUTCOME_REFUSED)
             acquire_refused(call, pttl);
         else if (outcome == OUTCOME_WRONG_TYPE)
-            finish_wrong_type(call);
+            finish_wrong_type(call, reply);
         else if (outcome == OUTCOME_NOT_OWNER) /* a reentrant one's hold */
             acquire_found_hold_gone(call);
         else
@@ -1463,8 +1554,8 @@ static bool queues_unasked(const struct lock_call *call)
     struct lock *lock = call->lock;
 
     return !call_queued(call) && call->may_wait &&
-           timers_now() < call->deadline_ms &&
-           !queues_in_redis(lock->kind) && held_here(lock) && !owner_holds(call, lock);
+           timers_now() < call->deadline_ms && !queues_in_redis(lock->kind) &&
+           held_here(lock) && !owner_holds(call, lock);
 }
 
 static void call_attempt(struct lock_call *call)
@@ -1499,8 +1590,13 @@ static void call_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
-    if (call->may_wait && queues_in_redis(call->lock->kind))
+    if (call->may_wait && queues_in_redis(call->lock->kind)) {
         call->in_redis_queue = true; /* until it is granted */
+        if (call->place == NULL)
+            call->place =
+                watchdog_place_add(call->lock, call->field, call->field_len,
+                                   call->queue_wait_ms, place_gone, call);
+    }
     if (engine.backend->sync(call->lock->name, call->lock->name_len,
                              on_sync_reply, call) == 0) {
         call->syncs_out++;
@@ -1509,6 +1605,18 @@ static void call_attempt(struct lock_call *call)
     }
     stats.lock_attempts++;
     call->state = call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING;
+}
+
+/* The watchdog found a waiter's place in Redis's queue gone (a Java
+ * grant moved it past its deadline before it was renewed, and a script
+ * dropped it): a waiter asleep asks again now, and takes a new place,
+ * rather than wait for a message only the queue's head gets. */
+static void place_gone(void *owner)
+{
+    struct lock_call *call = owner;
+
+    if (call->state == CALL_QUEUED)
+        wake_one(call);
 }
 
 static void call_timer_fired(struct timer *timer)
@@ -1542,8 +1650,7 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
     if (outcome == OUTCOME_RELEASED)
         lock_freed(call->lock);
     else if (reply == NULL && call->op == LOCK_OP_LEAVE_QUEUE)
-        leave_later(call->lock, call->field, call->field_len,
-                    call->queue_wait_ms);
+        leave_later(call->lock, call->field, call->field_len);
     else if (reply == NULL && call->background) /* it may not have run */
         settle_later(call->lock, call->field, call->field_len);
     else if (outcome == OUTCOME_BAD_REPLY && call->background)
@@ -1554,7 +1661,8 @@ static void on_background_reply(void *arg, const struct backend_value *reply)
     call_unref(call);
 }
 
-static void release_replied(struct lock_call *call, enum lock_outcome outcome)
+static void release_replied(struct lock_call *call, enum lock_outcome outcome,
+                            const struct backend_value *reply)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
     bool gone;
@@ -1570,7 +1678,7 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome)
     gone = outcome == OUTCOME_NOT_OWNER || outcome == OUTCOME_WRONG_TYPE;
 
     if (outcome == OUTCOME_WRONG_TYPE && hold == NULL) {
-        finish_wrong_type(call);
+        finish_wrong_type(call, reply);
     } else if (outcome == OUTCOME_NOT_OWNER && hold == NULL) {
         finish_error(call, REPLY_NOTOWNER,
                      "the lock is not held by this owner");
@@ -1653,9 +1761,11 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     if (outcome == OUTCOME_BAD_REPLY)
         finish_bad_reply(call, reply);
     else if (call->op == LOCK_OP_RELEASE)
-        release_replied(call, outcome);
+        release_replied(call, outcome, reply);
     else if (outcome == OUTCOME_WRONG_TYPE)
-        finish_wrong_type(call);
+        finish_wrong_type(call, reply);
+    else if (outcome == OUTCOME_RANGE)
+        finish_out_of_range(call, value);
     else if (call->op == LOCK_OP_FORCE_RELEASE)
         force_release_replied(call, outcome, value);
     else if (call->op == LOCK_OP_OWNERS)
@@ -1788,8 +1898,8 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     struct lock_call *head = queue_head(lock);
 
     if (!one_owner_at_a_time(lock->kind) || hold == NULL || hold->lost ||
-        release->count != release->amount ||
-        release->state != CALL_ASKING || list_linked(&release->park_link))
+        release->count != release->amount || release->state != CALL_ASKING ||
+        list_linked(&release->park_link))
         return;
     if (head == NULL || head->state != CALL_QUEUED ||
         lock->handoffs >= (unsigned)engine.cfg->max_handoffs_in_a_row) {
@@ -1802,6 +1912,26 @@ static void hand_off(struct lock_call *release, const struct hold *hold)
     wake_one(head);
 }
 
+/* Whether a query of the session's own hold (ISHELD, HOLDCOUNT) has one
+ * to ask Redis about: under the call's kind, or, without a kind word
+ * (RLock's row), under any lock kind (the kind table's rows up to
+ * FENCED), a read-write lock's too. */
+static bool hold_to_query(const struct lock_call *call, const struct hold *hold)
+{
+    if (hold != NULL && !hold->lost)
+        return true;
+    for (int k = 0;
+         call->lock->kind == &lock_kind_rlock && k <= LOCK_KIND_FENCED; k++) {
+        struct lock *other =
+            lock_find(lock_kinds[k], call->lock->name, call->lock->name_len);
+
+        hold = other ? hold_find(other, call->session, call->thread_id) : NULL;
+        if (hold != NULL && !hold->lost)
+            return true;
+    }
+    return false;
+}
+
 /* Runs a started call (again, when it had to wait for Redis first). */
 static void call_proceed(struct lock_call *call)
 {
@@ -1810,7 +1940,7 @@ static void call_proceed(struct lock_call *call)
 
     hold = hold_find(call->lock, call->session, call->thread_id);
     if ((call->op == LOCK_OP_IS_HELD || call->op == LOCK_OP_HOLD_COUNT) &&
-        (hold == NULL || hold->lost)) {
+        !hold_to_query(call, hold)) {
         /* No hold of this session, whatever field Redis may still have
          * under its owner's name from before: none it will re-enter. */
         finish_integer(call, 0);
@@ -1955,8 +2085,8 @@ struct lock_join {
     unsigned waiting; /* Redis replies still to come */
     int err;          /* the first failure */
     unsigned resumed, lost;
-    bool resume;        /* no record to resume: -ENOENT */
-    struct timer start; /* the record is read from the loop, not the join */
+    bool resume;         /* no record to resume: -ENOENT */
+    struct timer start;  /* the record is read from the loop, not the join */
     uint64_t give_up_ms; /* Redis unreadable until then: -EAGAIN */
 };
 
@@ -2085,44 +2215,52 @@ static bool join_read_later(struct lock_join *j)
     return at < j->give_up_ms && timer_start(&j->start, at) == 0;
 }
 
-/* The record: a flat array of fields and values, empty when none. */
+/* The record: refused when rlockd did not write it, else its fields
+ * proved by the secret and each hold asked for. */
 static void on_record(void *arg, const struct backend_value *reply)
 {
     static const char secret[] = "secret";
+    const struct backend_value *fields = NULL;
     struct lock_join *j = arg;
     struct session_entry e;
     bool proved = false;
+    char why[SESSION_STORE_KEY_SIZE + 128];
     size_t i;
+    int err;
 
     j->waiting--;
     if (reply == NULL && j->done != NULL && join_read_later(j))
         return;
-    if (reply == NULL || reply->type != VALUE_ARRAY ||
-        reply->elements % 2 != 0) {
-        if (reply != NULL)
-            log_warn("the record of %s cannot be read: %s", j->session->id,
-                     reply->type == VALUE_ERROR ? reply->str : "not a hash");
-        join_end(j, -EAGAIN);
+    err = reply ? session_store_check(j->session, reply, &fields, why,
+                                      sizeof(why))
+                : -EAGAIN;
+    if (err == -EBADMSG)
+        record_keys_foreign(why);
+    else if (err != 0 && reply != NULL)
+        log_warn("the record of %s cannot be read: %s", j->session->id,
+                 reply->type == VALUE_ERROR ? reply->str : "not a record");
+    if (err != 0) {
+        join_end(j, err);
         return;
     }
-    for (i = 0; i < reply->elements; i += 2)
-        if (reply->element[i].len == sizeof(secret) - 1 &&
-            memcmp(reply->element[i].str, secret, sizeof(secret) - 1) == 0)
-            proved = session_store_secret_matches(
-                j->session, reply->element[i + 1].str,
-                reply->element[i + 1].len);
-    if (reply->elements > 0 && !proved) {
+    for (i = 0; i < fields->elements; i += 2)
+        if (fields->element[i].len == sizeof(secret) - 1 &&
+            memcmp(fields->element[i].str, secret, sizeof(secret) - 1) == 0)
+            proved = session_store_secret_matches(j->session,
+                                                  fields->element[i + 1].str,
+                                                  fields->element[i + 1].len);
+    if (fields->elements > 0 && !proved) {
         join_end(j, -EPERM);
         return;
     }
-    if (reply->elements == 0 && j->resume) {
+    if (fields->elements == 0 && j->resume) {
         join_end(j, -ENOENT);
         return;
     }
-    j->session->has_record = reply->elements > 0;
+    j->session->has_record = fields->elements > 0;
     j->waiting++; /* ours, while asking */
-    for (i = 0; i < reply->elements && j->err == 0; i += 2) {
-        const struct backend_value *f = &reply->element[i], *v = f + 1;
+    for (i = 0; i < fields->elements && j->err == 0; i += 2) {
+        const struct backend_value *f = &fields->element[i], *v = f + 1;
 
         if (session_store_entry(f->str, f->len, v->str, v->len, &e) == 0)
             resume_ask(j, &e);
@@ -2147,8 +2285,7 @@ static void join_start_fired(struct timer *timer)
 
 struct lock_join *lock_engine_join(const char *id, size_t len,
                                    const char *secret, size_t secret_len,
-                                   bool resume, lock_join_fn *done,
-                                   void *ctx)
+                                   bool resume, lock_join_fn *done, void *ctx)
 {
     struct session *s;
     int created;
@@ -2176,8 +2313,7 @@ struct lock_join *lock_engine_join(const char *id, size_t len,
         j->done = done;
         j->ctx = ctx;
         j->resume = resume;
-        j->give_up_ms =
-            timers_now() + (uint64_t)engine.cfg->retry_timeout_ms;
+        j->give_up_ms = timers_now() + (uint64_t)engine.cfg->retry_timeout_ms;
         timer_init(&j->start, join_start_fired);
     }
     /* The read goes from the timer, so done never runs in here. */
@@ -2200,8 +2336,8 @@ void lock_engine_join_abandon(struct lock_join *j)
 void lock_engine_leave(struct session *s)
 {
     struct list_node *pos, *tmp;
-    bool keep = engine.shutting_down &&
-                engine.cfg->on_shutdown == ON_SHUTDOWN_KEEP;
+    bool keep =
+        engine.shutting_down && engine.cfg->on_shutdown == ON_SHUTDOWN_KEEP;
     bool release = !keep && engine.cfg->on_disconnect == ON_DISCONNECT_RELEASE;
 
     if (--s->connections > 0)
@@ -2245,6 +2381,7 @@ int lock_engine_init(const struct config *cfg, const struct backend *backend,
     lock_table_init();
     session_table_init();
     watchdog_init(cfg, backend);
+    fence_memory_init();
     session_store_init(cfg, backend);
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++)
         for (struct backend_script *const *s = lock_kinds[k]->scripts;
@@ -2287,6 +2424,7 @@ void lock_engine_free(void)
         free(list_entry(node, struct stale_record, link));
     }
     watchdog_close();
+    fence_memory_free();
     session_table_free();
     lock_table_free();
     timers_free();

@@ -99,7 +99,10 @@ struct lock_result {
     /* RESULT_ERROR's message, RESULT_TEXT's text; valid during the done
      * call only */
     const char *message;
-    /* RESULT_OWNERS; valid during the done call only */
+    /* RESULT_OWNERS; valid during the done call only: the kind the lock
+     * is held as ("lock", "read", "write", "none") and its owners */
+    const char *kind;
+    size_t kind_len;
     const struct lock_owner *owners;
     size_t owner_count;
 };
@@ -155,7 +158,8 @@ int lock_engine_join_new(const char *id, size_t len, struct session **out);
 
 /* How a join ended: the session, or NULL and -EPERM (no proof), -EAGAIN
  * (Redis could not be read, or the session is being resumed), -ENOENT (no
- * session to resume), -ENOMEM. */
+ * session to resume), -EBADMSG (the record's key holds what rlockd did
+ * not write: session_store_check), -ENOMEM. */
 typedef void lock_join_fn(void *ctx, struct session *session, int err);
 struct lock_join;
 /*

@@ -13,10 +13,11 @@
 enum lock_outcome lock_kind_read_owners(const struct backend_value *r,
                                         int64_t *value)
 {
-    if (r->type != VALUE_ARRAY || r->elements % 2 != 1 ||
-        r->element[0].type != VALUE_INTEGER)
+    if (r->type != VALUE_ARRAY || r->elements < 2 || r->elements % 2 != 0 ||
+        r->element[0].type != VALUE_INTEGER ||
+        r->element[1].type != VALUE_STRING)
         return OUTCOME_BAD_REPLY;
-    for (size_t i = 1; i < r->elements; i += 2)
+    for (size_t i = 2; i < r->elements; i += 2)
         if (r->element[i].type != VALUE_STRING ||
             r->element[i + 1].type != VALUE_INTEGER)
             return OUTCOME_BAD_REPLY;
@@ -111,6 +112,54 @@ void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
     arg_len[1] = format_int64(number, a->lease_ms);
 }
 
+unsigned lock_kind_index(const struct lock_kind *kind)
+{
+    unsigned i = 0;
+
+    while (lock_kinds[i] != kind)
+        i++;
+    return i;
+}
+
+bool lock_kind_recorded(const struct lock_kind *kind)
+{
+    return kind->holds == HOLDS_REENTRANT || kind->holds == HOLDS_PERMITS;
+}
+
+bool lock_kind_op_required(const struct lock_kind *kind, enum lock_op op)
+{
+    switch (op) {
+    case LOCK_OP_ACQUIRE:
+        return true;
+    case LOCK_OP_RELEASE:
+    case LOCK_OP_RELEASE_OWNER:
+    case LOCK_OP_SETTLE:
+        return kind->holds != HOLDS_NOTHING;
+    case LOCK_OP_HOLD_COUNT:
+        return lock_kind_recorded(kind);
+    default:
+        return false;
+    }
+}
+
+const char *const lock_op_names[LOCK_OP_COUNT] = {
+    [LOCK_OP_ACQUIRE] = "acquire",
+    [LOCK_OP_RELEASE] = "release",
+    [LOCK_OP_FORCE_RELEASE] = "force release",
+    [LOCK_OP_RELEASE_OWNER] = "release of an owner that left",
+    [LOCK_OP_SETTLE] = "settle",
+    [LOCK_OP_IS_LOCKED] = "is-locked",
+    [LOCK_OP_IS_HELD] = "is-held",
+    [LOCK_OP_HOLD_COUNT] = "hold count",
+    [LOCK_OP_PTTL] = "pttl",
+    [LOCK_OP_OWNERS] = "owners",
+    [LOCK_OP_LEAVE_QUEUE] = "leave queue",
+    [LOCK_OP_TOKEN] = "token",
+    [LOCK_OP_TRY_SET] = "try-set",
+    [LOCK_OP_ADD] = "add",
+    [LOCK_OP_AVAILABLE] = "available",
+};
+
 const struct lock_kind *const lock_kinds[LOCK_KIND_COUNT] = {
     [LOCK_KIND_RLOCK] = &lock_kind_rlock,
     [LOCK_KIND_FAIR] = &lock_kind_fair,
@@ -149,4 +198,49 @@ size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
         p = put(p, how->affix, alen);
     }
     return (size_t)(p - out);
+}
+
+/* The name inside a prefix or suffix naming's rest: "{N}" is N's, else
+ * a rest with a '{' of its own is itself a name; any other rest is no
+ * name's. */
+static bool rest_owner(const char *rest, size_t len, const char **name,
+                       size_t *name_len)
+{
+    if (len >= 2 && rest[0] == '{' && rest[len - 1] == '}' &&
+        memchr(rest + 1, '{', len - 2) == NULL) {
+        *name = rest + 1;
+        *name_len = len - 2;
+        return true;
+    }
+    *name = rest;
+    *name_len = len;
+    return memchr(rest, '{', len) != NULL;
+}
+
+bool lock_kind_name_owner(const struct lock_kind_name *how, const char *key,
+                          size_t len, const char **name, size_t *name_len)
+{
+    size_t alen = strlen(how->affix);
+
+    switch (how->how) {
+    case NAMED_PREFIX:
+        if (len <= alen + 1 || memcmp(key, how->affix, alen) != 0 ||
+            key[alen] != ':')
+            return false;
+        return rest_owner(key + alen + 1, len - alen - 1, name, name_len);
+    case NAMED_SUFFIX:
+        if (len <= alen + 1 ||
+            memcmp(key + len - alen, how->affix, alen) != 0 ||
+            key[len - alen - 1] != ':')
+            return false;
+        return rest_owner(key, len - alen - 1, name, name_len);
+    case NAMED_BRACED:
+        if (len < alen + 2 || memcmp(key, how->affix, alen) != 0 ||
+            key[alen] != '{' || key[len - 1] != '}')
+            return false;
+        *name = key + alen + 1;
+        *name_len = len - alen - 2;
+        return true;
+    }
+    return false;
 }

@@ -9,18 +9,17 @@
  * renewed. The engine's logic (owners, holds, waiters, leases) is the same
  * for every kind and reads only these rows.
  *
- * The rows are written with Redisson's whole family in mind
- * (../shared/reference/redisson-family.md): RLock, the fenced lock (RLock
- * plus a token counter) and the fair lock (RLock's hash plus a queue, a
- * channel per waiter, and only the queue's head signalled) share RLock's
- * hash and are the rows of kind_rlock.c; the read-write lock keeps two
- * modes on one hash and is two rows, READ and WRITE, in kind_rwlock.c (a
- * write unlock wakes every waiter: on_message returns LOCK_KIND_WAKE_ALL).
- * The semaphores and the count-down latch (kind_semaphore.c) hold
- * permits, or nothing, rather than a reentrant count (enum
- * lock_kind_holds), and a message carries a permit count, which is how
- * many waiters it wakes. Each kind is one row and its scripts, plus its
- * entry in lock_kinds[].
+ * The rows are written with Redisson's whole family in mind (the classes under
+ * redisson/src/main/java/org/redisson/): RLock, the fenced lock (RLock plus a
+ * token counter) and the fair lock (RLock's hash plus a queue, a channel per
+ * waiter, and only the queue's head signalled) share RLock's hash and are the
+ * rows of kind_rlock.c; the read-write lock keeps two modes on one hash and is
+ * two rows, READ and WRITE, in kind_rwlock.c (a write unlock wakes every
+ * waiter: on_message returns LOCK_KIND_WAKE_ALL). The semaphores and the
+ * count-down latch (kind_semaphore.c) hold permits, or nothing, rather than a
+ * reentrant count (enum lock_kind_holds), and a message carries a permit count,
+ * which is how many waiters it wakes. Each kind is one row and its scripts,
+ * plus its entry in lock_kinds[].
  */
 #ifndef RLOCKD_LOCK_KIND_H
 #define RLOCKD_LOCK_KIND_H
@@ -69,6 +68,8 @@ enum lock_outcome {
     OUTCOME_RELEASED,    /* freed (and the channel told) */
     OUTCOME_VALUE,       /* a query's answer, or 1/0; in value */
     OUTCOME_WRONG_TYPE,  /* the key holds something that is not this lock */
+    OUTCOME_RANGE,       /* a count's add refused: value, the permits it
+                            would make, outside 0 to 2147483647 */
     OUTCOME_BAD_REPLY,   /* not a reply this operation can give */
 };
 
@@ -93,6 +94,9 @@ enum lock_kind_naming {
 struct lock_kind_name {
     const char *affix; /* NULL: no such key */
     enum lock_kind_naming how;
+    /* rlockd's own record (NULL: Redisson's key), as the log and a
+     * refusal name it: no lock name may reach it (record_keys.h) */
+    const char *record;
 };
 
 /* What the row needs to build a call. */
@@ -121,6 +125,13 @@ struct lock_call_args {
      * queued there (it waits), and the wait its place is kept for */
     bool enqueue;
     int64_t queue_wait_ms;
+    /* acquire and place renewal of a kind with a queue in Redis: how long
+     * a place of this daemon's waiter is kept unless renewed (and the
+     * renewal's queue_wait_ms is the place's wait) */
+    int64_t place_ms;
+    /* acquire of a kind with tokens: the highest this daemon handed out
+     * for the name (0: none remembered); the token is above it */
+    int64_t token_floor;
 };
 
 /* A call under construction, with room for its arguments and numbers. */
@@ -131,7 +142,7 @@ struct lock_kind_call {
     int argc;
     const char *argv[LOCK_KIND_MAX_ARGS];
     size_t argv_len[LOCK_KIND_MAX_ARGS];
-    char number[3][FORMAT_INT_MAX];
+    char number[4][FORMAT_INT_MAX];
 };
 
 struct lock_kind_op {
@@ -144,6 +155,10 @@ struct lock_kind_op {
  * ":{...}" around the name (and a waiter's ":" before its field). */
 #define LOCK_KIND_NAME_EXTRA 64
 
+/* What a script's WRONGTYPE error says next when one of rlockd's own
+ * records holds what rlockd did not write: "<words>: <key> is <what>". */
+#define LOCK_KIND_FOREIGN "not an rlockd record"
+
 /* Waiters a message may wake: all of them. */
 #define LOCK_KIND_WAKE_ALL ((size_t)-1)
 
@@ -153,12 +168,16 @@ struct lock_kind_op {
  * call is KEYS of every hold, then ARGV of every hold, in order), and
  * renewed reads that hold's element of the reply array.
  */
+/* Room for the numbers of one hold's renewal arguments: two. */
+#define LOCK_KIND_RENEW_NUMBERS (2 * FORMAT_INT_MAX)
+
 struct lock_kind_renewal {
     struct backend_script *script;
     int keys_per_hold;
     int args_per_hold;
     /* Writes the hold's keys to keys[], its arguments to args[]; numbers
-     * it formats go to number (FORMAT_INT_MAX bytes, the hold's own). */
+     * it formats go to number (LOCK_KIND_RENEW_NUMBERS bytes, the hold's
+     * own). */
     void (*add)(const struct lock_call_args *a, const char **keys,
                 size_t *key_len, const char **args, size_t *arg_len,
                 char *number);
@@ -215,9 +234,43 @@ struct lock_kind {
     uint64_t *acquired;
     struct lock_kind_op ops[LOCK_OP_COUNT];
     struct lock_kind_renewal renewal;
+    /* The renewal of this daemon's waiters' places in the kind's queue
+     * in Redis (the fair lock's; the watchdog's, with lease_ms the place's
+     * time to live); script NULL: the kind has no queue there. */
+    struct lock_kind_renewal place_renewal;
     /* Every script above, NULL-terminated, for the backend to load. */
     struct backend_script *const *scripts;
 };
+
+/*
+ * Which ops a kind's row must have, and which it may leave out, as one
+ * definition the engine and tests/unit/test_lock_kinds.c share.
+ *
+ * Required are the ops the engine sends on its own, whatever a client
+ * asks: every kind's ACQUIRE; and, for a kind whose grants hold something
+ * in Redis (holds other than HOLDS_NOTHING), RELEASE, RELEASE_OWNER (the
+ * session's end) and SETTLE (after a lost reply), and its renewal; and
+ * HOLD_COUNT for a kind named in a session record (lock_kind_recorded),
+ * which a resumed session asks. A kind that holds nothing is never
+ * settled, released or renewed: a latch's AWAIT leaves nothing behind.
+ *
+ * Every other op is optional, and the engine looks before it uses one: a
+ * request for an op the row lacks is refused unsent (lock_engine_start);
+ * LOCK_OP_LEAVE_QUEUE and LOCK_OP_TOKEN are looked for, their presence
+ * being the kind's queue in Redis and its tokens. A row has a build for
+ * an op exactly when it has a read; and the engine's call_send refuses
+ * an op with no build (a failed call, logged) rather than call NULL.
+ */
+bool lock_kind_op_required(const struct lock_kind *kind, enum lock_op op);
+/* Whether the kind's holds are named in a session record, so that a later
+ * rlockd can give them back: a lock's and a plain semaphore's (an
+ * expirable permit expires within its lease; a latch's wait holds
+ * nothing). */
+bool lock_kind_recorded(const struct lock_kind *kind);
+/* The kind's place in lock_kinds[]. */
+unsigned lock_kind_index(const struct lock_kind *kind);
+/* The op's name, for the log and the tests. */
+extern const char *const lock_op_names[LOCK_OP_COUNT];
 
 /* The replies every kind's scripts give alike (lock_kind.c): an acquire's
  * nil (granted) or PTTL (refused), ... */
@@ -242,8 +295,14 @@ void lock_kind_renew_add(const struct lock_call_args *a, const char **keys,
                          size_t *key_len, const char **args, size_t *arg_len,
                          char *number);
 
-/* LOCK_OP_OWNERS's read, the same for every kind: value is the PTTL; the
- * pairs that follow it are well-formed when this says OUTCOME_VALUE. */
+/* What the token counter held before a grant of a kind with tokens
+ * (LOCK_OP_ACQUIRE read OUTCOME_GRANTED) raised it to the daemon's floor
+ * (0: nothing), or -1 when it was not behind. */
+int64_t lock_kind_token_was(const struct backend_value *reply);
+
+/* LOCK_OP_OWNERS's read, the same for every kind: {pttl, kind, field,
+ * count...}; value is the PTTL; the kind and the pairs that follow it are
+ * well-formed when this says OUTCOME_VALUE. */
 enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
                                         int64_t *value);
 
@@ -251,6 +310,13 @@ enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
  * LOCK_KIND_NAME_EXTRA bytes; returns its length. */
 size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
                          const char *name, size_t len);
+
+/* The inverse of lock_kind_name_of: whether key is how's name of some
+ * lock name, and if so which (*name, *len point into key). A name and
+ * the same name in braces ("N", "{N}") have one key of a prefix or
+ * suffix naming; the name without braces is the one given. */
+bool lock_kind_name_owner(const struct lock_kind_name *how, const char *key,
+                          size_t len, const char **name, size_t *name_len);
 
 /* The kind table (lock_kind.c): one entry per kind. */
 enum lock_kind_id {

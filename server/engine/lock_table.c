@@ -23,15 +23,6 @@ void lock_table_free(void)
     hashmap_free(&lock_map);
 }
 
-static size_t kind_index(const struct lock_kind *kind)
-{
-    size_t i = 0;
-
-    while (lock_kinds[i] != kind)
-        i++;
-    return i;
-}
-
 /* How many keys of its own a kind has. */
 static size_t kind_keys(const struct lock_kind *kind)
 {
@@ -56,7 +47,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     if (lock == NULL)
         return NULL;
     lock->kind = kind;
-    lock->key[0] = (char)kind_index(kind);
+    lock->key[0] = (char)lock_kind_index(kind);
     memcpy(lock->key + 1, name, len);
     lock->name = lock->key + 1;
     lock->name_len = len;
@@ -86,7 +77,7 @@ struct lock *lock_find(const struct lock_kind *kind, const char *name,
 {
     char key[1 + len];
 
-    key[0] = (char)kind_index(kind);
+    key[0] = (char)lock_kind_index(kind);
     memcpy(key + 1, name, len);
     return hashmap_get(&lock_map, key, 1 + len);
 }

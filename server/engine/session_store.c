@@ -15,17 +15,12 @@
 #include "engine/lock_kind.h"
 #include "engine/session.h"
 
-#define KEY_TAG "rlockd_session:{"
 #define SECRET_FIELD "secret"
 #define PENDING "pending"
 #define WATCHDOG "watchdog"
 
 /* "<kind>:<thread-id>:<key>": a kind name, 20 digits, two colons */
 #define FIELD_EXTRA 48
-/* the record's key: the prefix, the tag, the client-id, "}" */
-#define RECORD_KEY_SIZE                                                        \
-    (sizeof(((struct config *)0)->name_prefix) + sizeof(KEY_TAG) +            \
-     CLIENT_ID_MAX_LEN + 2)
 
 /* Writes the secret and one field (none for a touch), and makes the
  * record live at least ARGV[1] ms: a TTL only ever grows here, so that
@@ -53,6 +48,18 @@ static struct backend_script forget_script = {
     "return 1;",
     ""};
 
+/* The record for session_store_check: {PTTL, {field, value...}}, {-2,
+ * {}} when there is none, WRONGTYPE when the key is no hash. */
+static struct backend_script read_script = {
+    "rlockd_session_read",
+    "local t = redis.call('type', KEYS[1]).ok; "
+    "if t == 'none' then return {-2, {}}; end; "
+    "if t ~= 'hash' then "
+    "return redis.error_reply('WRONGTYPE a ' .. t .. ', not a hash'); "
+    "end; "
+    "return {redis.call('pttl', KEYS[1]), redis.call('hgetall', KEYS[1])};",
+    ""};
+
 static struct {
     const struct config *cfg;
     const struct backend *backend;
@@ -64,6 +71,7 @@ void session_store_init(const struct config *cfg, const struct backend *backend)
     store.backend = backend;
     backend->add_script(&put_script);
     backend->add_script(&forget_script);
+    backend->add_script(&read_script);
 }
 
 static size_t key_of_id(char *out, const char *id, size_t len)
@@ -73,8 +81,8 @@ static size_t key_of_id(char *out, const char *id, size_t len)
 
     memcpy(p, store.cfg->name_prefix, prefix_len);
     p += prefix_len;
-    memcpy(p, KEY_TAG, sizeof(KEY_TAG) - 1);
-    p += sizeof(KEY_TAG) - 1;
+    memcpy(p, SESSION_STORE_KEY_TAG, sizeof(SESSION_STORE_KEY_TAG) - 1);
+    p += sizeof(SESSION_STORE_KEY_TAG) - 1;
     memcpy(p, id, len);
     p += len;
     *p++ = '}';
@@ -88,7 +96,7 @@ static size_t record_key(char *out, const struct session *s)
 
 bool session_store_ready(const struct session *s)
 {
-    char key[RECORD_KEY_SIZE];
+    char key[SESSION_STORE_KEY_SIZE];
     size_t len = record_key(key, s);
 
     return store.backend->key_ready(key, len);
@@ -97,7 +105,7 @@ bool session_store_ready(const struct session *s)
 bool session_store_with_lock(const struct session *s, const char *key,
                              size_t key_len)
 {
-    char record[RECORD_KEY_SIZE];
+    char record[SESSION_STORE_KEY_SIZE];
     size_t len = record_key(record, s);
 
     return store.backend->key_group(record, len) ==
@@ -120,7 +128,7 @@ static int send_to(const char *id, size_t id_len,
                    int argc, const char **argv, size_t *argv_len,
                    backend_reply_fn *fn, void *arg)
 {
-    char key[RECORD_KEY_SIZE];
+    char key[SESSION_STORE_KEY_SIZE];
     size_t len = key_of_id(key, id, id_len);
     int first = script ? 0 : 1; /* a command's name comes before its key */
 
@@ -227,10 +235,10 @@ int session_store_delete(const char *id, size_t len, backend_reply_fn *fn,
 int session_store_read(const struct session *s, backend_reply_fn *fn,
                        void *arg)
 {
-    const char *argv[2];
-    size_t argv_len[2];
+    const char *argv[1];
+    size_t argv_len[1];
 
-    return send(s, NULL, "HGETALL", 2, argv, argv_len, fn, arg);
+    return send(s, &read_script, NULL, 1, argv, argv_len, fn, arg);
 }
 
 bool session_store_secret_matches(const struct session *s, const char *hex,
@@ -290,5 +298,66 @@ int session_store_entry(const char *field, size_t field_len,
     if (parse_number(value, value_len, &lease) != 0 || lease == 0)
         return -EINVAL;
     out->lease_ms = (int64_t)lease;
+    return 0;
+}
+
+/* What is wrong with a hash's fields as a record's (NULL: nothing): a
+ * secret of 64 hex digits, and every other field a hold's. */
+static const char *fields_wrong(const struct backend_value *fields)
+{
+    static const char secret[] = SECRET_FIELD;
+    unsigned char digest[DIGEST_SIZE];
+    struct session_entry e;
+    bool has_secret = false;
+
+    for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+        const struct backend_value *f = &fields->element[i], *v = f + 1;
+
+        if (f->type != VALUE_STRING || v->type != VALUE_STRING)
+            return "a field that is not a string";
+        if (f->len == sizeof(secret) - 1 &&
+            memcmp(f->str, secret, f->len) == 0) {
+            if (v->len != 2 * DIGEST_SIZE ||
+                digest_parse_hex(v->str, digest) != 0)
+                return "a secret that is not 64 hex digits";
+            has_secret = true;
+        } else if (session_store_entry(f->str, f->len, v->str, v->len, &e) !=
+                   0) {
+            return "a field that names no hold";
+        }
+    }
+    return has_secret ? NULL : "no secret";
+}
+
+int session_store_check(const struct session *s,
+                        const struct backend_value *reply,
+                        const struct backend_value **fields, char *why,
+                        size_t why_size)
+{
+    static const char wrong_type[] = "WRONGTYPE ";
+    char key[SESSION_STORE_KEY_SIZE];
+    size_t len = record_key(key, s);
+    const char *wrong = NULL;
+
+    if (reply->type == VALUE_ERROR &&
+        strncmp(reply->str, wrong_type, sizeof(wrong_type) - 1) == 0)
+        wrong = reply->str + sizeof(wrong_type) - 1;
+    else if (reply->type != VALUE_ARRAY || reply->elements != 2 ||
+             reply->element[0].type != VALUE_INTEGER ||
+             reply->element[1].type != VALUE_ARRAY ||
+             reply->element[1].elements % 2 != 0)
+        return -EAGAIN;
+    else if (reply->element[1].elements == 0)
+        wrong = NULL;
+    else if (reply->element[0].integer == -1)
+        wrong = "a hash with no TTL";
+    else
+        wrong = fields_wrong(&reply->element[1]);
+    if (wrong != NULL) {
+        snprintf(why, why_size, "%.*s, the session record of %s: %s", (int)len,
+                 key, s->id, wrong);
+        return -EBADMSG;
+    }
+    *fields = &reply->element[1];
     return 0;
 }

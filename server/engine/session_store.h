@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "base/config.h"
+#include "client_id.h"
 
 struct session;
 struct hold;
@@ -41,7 +42,15 @@ struct session_entry {
     int64_t lease_ms; /* < 0: watchdog mode */
 };
 
-void session_store_init(const struct config *cfg, const struct backend *backend);
+/* The record's key: "<name_prefix>" SESSION_STORE_KEY_TAG "<client-id>}",
+ * at most SESSION_STORE_KEY_SIZE bytes. */
+#define SESSION_STORE_KEY_TAG "rlockd_session:{"
+#define SESSION_STORE_KEY_SIZE                                                 \
+    (sizeof(((struct config *)0)->name_prefix) +                               \
+     sizeof(SESSION_STORE_KEY_TAG) + CLIENT_ID_MAX_LEN + 2)
+
+void session_store_init(const struct config *cfg,
+                        const struct backend *backend);
 
 /* Whether key could be written now for the session, and whether it is
  * ordered with the lock's calls (one key group). */
@@ -69,9 +78,21 @@ void session_store_touch(const struct session *s, int64_t ttl_ms);
 int session_store_delete(const char *id, size_t len, backend_reply_fn *fn,
                          void *arg);
 
-/* HGETALL of the record: fn gets the flat array. 0 or -ENOTCONN. */
+/* Reads the record: fn gets the reply for session_store_check. 0 or
+ * -ENOTCONN. */
 int session_store_read(const struct session *s, backend_reply_fn *fn,
                        void *arg);
+/*
+ * Whether a reply of session_store_read is a record rlockd wrote: 0 and
+ * *fields, its flat array of fields and values (empty: no record); a hash
+ * with a TTL, a secret of 64 hex digits and hold fields only, else
+ * -EBADMSG and why says what the key holds (record_keys_foreign); -EAGAIN
+ * for a reply that is no answer (a Redis error).
+ */
+int session_store_check(const struct session *s,
+                        const struct backend_value *reply,
+                        const struct backend_value **fields, char *why,
+                        size_t why_size);
 /* Whether the record's secret field proves the session's secret. */
 bool session_store_secret_matches(const struct session *s, const char *hex,
                                   size_t len);

@@ -1,5 +1,6 @@
 /*
- * watchdog.c - one timer, one due-ordered list, batched renewals.
+ * watchdog.c - one timer, one due-ordered list, batched renewals; and a
+ * second timer for waiters' places in a queue in Redis.
  *
  * A hold is due one third of its lease after its last renewal. When the
  * timer fires, every hold due within the next coalescing window is taken
@@ -30,13 +31,28 @@
 /* Holds due within interval / COALESCE_DIVISOR of the first go with it. */
 #define COALESCE_DIVISOR 8
 
+/* A batch renews holds, or waiters' places (row is a kind's
+ * place_renewal), of one kind and key group. */
 struct renew_batch {
-    const struct lock_kind *kind;
-    char key[sizeof(void *) + sizeof(unsigned)]; /* while open */
+    const struct lock_kind_renewal *row;
+    bool places;
+    unsigned key[3]; /* while open */
     size_t count;
-    struct renew_entry {
+    union renew_entry {
         struct hold *hold;
+        struct watchdog_place *place;
     } entries[];
+};
+
+struct watchdog_place {
+    struct list_node link; /* watchdog.places, until dropped */
+    struct lock *lock;     /* a reference */
+    void (*gone)(void *owner);
+    void *owner;     /* NULL once dropped */
+    unsigned refs;   /* its owner's, and one per renewal in flight */
+    int64_t wait_ms; /* the wait its acquire counts a place ahead for */
+    size_t field_len;
+    char field[];
 };
 
 static struct {
@@ -44,6 +60,8 @@ static struct {
     const struct backend *backend;
     struct timer timer;
     struct list_node due; /* struct hold.watchdog_link, by renew_due_ms */
+    struct timer places_timer;
+    struct list_node places; /* struct watchdog_place.link */
 } watchdog;
 
 static void arm_timer(void)
@@ -108,6 +126,47 @@ void watchdog_stop(struct hold *h)
     stats.watchdog_locks--;
 }
 
+static void place_unref(struct watchdog_place *p)
+{
+    if (--p->refs > 0)
+        return;
+    lock_unref(p->lock);
+    free(p);
+}
+
+/* A place's renewal result: one found gone is its owner's to act on (it
+ * asks again); one not answered is renewed at the next round, well
+ * before it runs out. */
+static void place_done(struct renew_batch *batch,
+                       const struct backend_value *reply, size_t i)
+{
+    struct watchdog_place *p = batch->entries[i].place;
+
+    if (reply != NULL && p->owner != NULL &&
+        !batch->row->renewed(&reply->element[i]))
+        p->gone(p->owner);
+    place_unref(p);
+}
+
+static void hold_done(struct renew_batch *batch,
+                      const struct backend_value *reply, size_t i)
+{
+    struct hold *h = batch->entries[i].hold;
+
+    /* Dropped, lost, no longer renewed, or lost and acquired again
+     * (then already back on the schedule): not this result's to judge. */
+    if (h->lock != NULL && !h->lost && h->watchdog &&
+        !list_linked(&h->watchdog_link)) {
+        if (reply == NULL)
+            schedule(h, timers_now() + retry_of(h));
+        else if (batch->row->renewed(&reply->element[i]))
+            schedule(h, timers_now() + interval_of(h));
+        else
+            hold_mark_lost(h, "watchdog found the lock gone");
+    }
+    hold_unref(h);
+}
+
 static void batch_done(void *arg, const struct backend_value *reply)
 {
     struct renew_batch *batch = arg;
@@ -115,26 +174,52 @@ static void batch_done(void *arg, const struct backend_value *reply)
                  reply->elements == batch->count;
 
     if (!valid)
-        log_warn("watchdog: renewal of %zu lock(s) failed: %s; retrying",
-                 batch->count,
+        log_warn("watchdog: renewal of %zu %s failed: %s; retrying",
+                 batch->count, batch->places ? "queue place(s)" : "lock(s)",
                  reply == NULL                ? "Redis unavailable"
                  : reply->type == VALUE_ERROR ? reply->str
                                               : "unexpected reply");
-    for (size_t i = 0; i < batch->count; i++) {
-        struct hold *h = batch->entries[i].hold;
+    for (size_t i = 0; i < batch->count; i++)
+        (batch->places ? place_done : hold_done)(batch, valid ? reply : NULL,
+                                                 i);
+    free(batch);
+}
 
-        /* Dropped, lost, no longer renewed, or lost and acquired again
-         * (then already back on the schedule): not this result's to judge. */
-        if (h->lock != NULL && !h->lost && h->watchdog &&
-            !list_linked(&h->watchdog_link)) {
-            if (!valid)
-                schedule(h, timers_now() + retry_of(h));
-            else if (batch->kind->renewal.renewed(&reply->element[i]))
-                schedule(h, timers_now() + interval_of(h));
-            else
-                hold_mark_lost(h, "watchdog found the lock gone");
+/* What the renewal row needs of entry i: its lock, its owner's field,
+ * and how far ahead it is renewed (a hold's lease; a place's
+ * watchdog_timeout_ms and wait). */
+static struct lock_call_args entry_args(const struct renew_batch *batch,
+                                        size_t i)
+{
+    const struct hold *h = batch->places ? NULL : batch->entries[i].hold;
+    const struct watchdog_place *p =
+        batch->places ? batch->entries[i].place : NULL;
+    const struct lock *lock = h != NULL ? h->lock : p->lock;
+
+    return (struct lock_call_args){
+        .name = lock->name,
+        .name_len = lock->name_len,
+        .keys = lock->keys,
+        .key_len = lock->key_len,
+        .field = h != NULL ? h->field : p->field,
+        .field_len = h != NULL ? h->field_len : p->field_len,
+        .lease_ms = h != NULL ? h->lease_ms : 0,
+        .place_ms = watchdog.cfg->watchdog_timeout_ms,
+        .queue_wait_ms = p != NULL ? p->wait_ms : 0};
+}
+
+/* A batch that could not be sent: its holds are retried soon, its
+ * places at the next round. */
+static void batch_unsent(struct renew_batch *batch)
+{
+    for (size_t i = 0; i < batch->count; i++) {
+        if (batch->places) {
+            place_unref(batch->entries[i].place);
+            continue;
         }
-        hold_unref(h);
+        schedule(batch->entries[i].hold,
+                 timers_now() + retry_of(batch->entries[i].hold));
+        hold_unref(batch->entries[i].hold);
     }
     free(batch);
 }
@@ -142,24 +227,17 @@ static void batch_done(void *arg, const struct backend_value *reply)
 /* Sends one batch; 0, or the holds go back on the schedule. */
 static void send_batch(struct renew_batch *batch)
 {
-    const struct lock_kind_renewal *r = &batch->kind->renewal;
+    const struct lock_kind_renewal *r = batch->row;
     size_t n = batch->count, nkeys = n * (size_t)r->keys_per_hold,
            argc = nkeys + n * (size_t)r->args_per_hold;
     const char **argv = malloc(argc * sizeof(*argv));
     size_t *len = malloc(argc * sizeof(*len));
-    char(*numbers)[FORMAT_INT_MAX] = malloc(n * sizeof(*numbers));
+    char(*numbers)[LOCK_KIND_RENEW_NUMBERS] = malloc(n * sizeof(*numbers));
     int err = -ENOMEM;
 
     if (argv != NULL && len != NULL && numbers != NULL) {
         for (size_t i = 0; i < n; i++) {
-            struct hold *h = batch->entries[i].hold;
-            struct lock_call_args a = {.name = h->lock->name,
-                                       .name_len = h->lock->name_len,
-                                       .keys = h->lock->keys,
-                                       .key_len = h->lock->key_len,
-                                       .field = h->field,
-                                       .field_len = h->field_len,
-                                       .lease_ms = h->lease_ms};
+            struct lock_call_args a = entry_args(batch, i);
             size_t k = i * (size_t)r->keys_per_hold,
                    g = nkeys + i * (size_t)r->args_per_hold;
 
@@ -175,30 +253,28 @@ static void send_batch(struct renew_batch *batch)
     free(numbers);
     if (err == 0) {
         stats.watchdog_batches++;
-        stats.watchdog_renewals += n;
+        *(batch->places ? &stats.fair_place_renewals
+                        : &stats.watchdog_renewals) += n;
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        schedule(batch->entries[i].hold,
-                 timers_now() + retry_of(batch->entries[i].hold));
-        hold_unref(batch->entries[i].hold);
-    }
-    free(batch);
+    batch_unsent(batch);
 }
 
-/* The open batch for a hold's kind and key group, created when needed.
- * The map's key is the kind's address and the group, as bytes. */
-static struct renew_batch *batch_for(struct hashmap *open, struct hold *h)
+/* The open batch for a hold's, or a place's (places), lock's kind and
+ * key group, created when needed. The map's key is the kind's index,
+ * places and the group: unlike the kind's address, the same in every
+ * run, so that batches go out in the same order (the simulation replays
+ * a seed). */
+static struct renew_batch *batch_for(struct hashmap *open,
+                                     const struct lock *lock, bool places)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
-    const struct lock_kind *kind = h->lock->kind;
-    unsigned group =
-        watchdog.backend->key_group(h->lock->name, h->lock->name_len);
-    char key[sizeof(kind) + sizeof(group)];
+    const struct lock_kind_renewal *row =
+        places ? &lock->kind->place_renewal : &lock->kind->renewal;
+    unsigned key[3] = {lock_kind_index(lock->kind), places,
+                       watchdog.backend->key_group(lock->name, lock->name_len)};
     struct renew_batch *batch;
 
-    memcpy(key, &kind, sizeof(kind));
-    memcpy(key + sizeof(kind), &group, sizeof(group));
     batch = hashmap_get(open, key, sizeof(key));
     if (batch != NULL && batch->count < max)
         return batch;
@@ -209,7 +285,8 @@ static struct renew_batch *batch_for(struct hashmap *open, struct hold *h)
     batch = malloc(sizeof(*batch) + max * sizeof(batch->entries[0]));
     if (batch == NULL)
         return NULL;
-    batch->kind = kind;
+    batch->row = row;
+    batch->places = places;
     batch->count = 0;
     memcpy(batch->key, key, sizeof(key));
     if (hashmap_put(open, batch->key, sizeof(key), batch) != 0) {
@@ -239,14 +316,14 @@ static void watchdog_fire(struct timer *timer)
 
         if (h->renew_due_ms > now + interval_of(h) / COALESCE_DIVISOR)
             break;
-        batch = batch_for(&open, h);
+        batch = batch_for(&open, h->lock, false);
         if (batch == NULL) {
             log_error("watchdog: out of memory; renewing later");
             break;
         }
         watchdog_stop(h);
         h->refs++;
-        batch->entries[batch->count++] = (struct renew_entry){h};
+        batch->entries[batch->count++].hold = h;
     }
     hashmap_foreach(&open, send_open_batch, NULL);
     hashmap_free(&open);
@@ -259,15 +336,90 @@ static void watchdog_fire(struct timer *timer)
         arm_timer();
 }
 
+/* Every place is renewed each third of watchdog_timeout_ms, all in one
+ * round: a place runs out place_ms after its last renewal, and a round
+ * costs Redis one call per kind, key group and renew_batch_size places. */
+static void places_arm(void)
+{
+    uint64_t every = (uint64_t)watchdog.cfg->watchdog_timeout_ms / 3;
+
+    if (timer_start(&watchdog.places_timer,
+                    timers_now() + (every > 0 ? every : 1)) != 0)
+        log_error("watchdog: out of memory arming its timer");
+}
+
+static void places_fire(struct timer *timer)
+{
+    struct hashmap open;
+    struct list_node *pos, *tmp;
+
+    (void)timer;
+    hashmap_init(&open);
+    list_for_each_safe (pos, tmp, &watchdog.places) {
+        struct watchdog_place *p = list_entry(pos, struct watchdog_place, link);
+        struct renew_batch *batch = batch_for(&open, p->lock, true);
+
+        if (batch == NULL) {
+            log_error("watchdog: out of memory; renewing places later");
+            break;
+        }
+        p->refs++;
+        batch->entries[batch->count++].place = p;
+    }
+    hashmap_foreach(&open, send_open_batch, NULL);
+    hashmap_free(&open);
+    if (!list_empty(&watchdog.places))
+        places_arm();
+}
+
+struct watchdog_place *watchdog_place_add(struct lock *lock, const char *field,
+                                          size_t field_len, int64_t wait_ms,
+                                          void (*gone)(void *owner),
+                                          void *owner)
+{
+    struct watchdog_place *p = malloc(sizeof(*p) + field_len);
+
+    if (p == NULL) {
+        log_error("watchdog: out of memory; the queue place of %.*s in "
+                  "'%.*s' is not renewed",
+                  (int)field_len, field, (int)lock->name_len, lock->name);
+        return NULL;
+    }
+    p->lock = lock;
+    lock->refs++;
+    p->gone = gone;
+    p->owner = owner;
+    p->refs = 1;
+    p->wait_ms = wait_ms;
+    p->field_len = field_len;
+    memcpy(p->field, field, field_len);
+    if (list_empty(&watchdog.places))
+        places_arm();
+    list_push_tail(&watchdog.places, &p->link);
+    return p;
+}
+
+void watchdog_place_drop(struct watchdog_place *p)
+{
+    list_remove(&p->link);
+    if (list_empty(&watchdog.places))
+        timer_stop(&watchdog.places_timer);
+    p->owner = NULL;
+    place_unref(p);
+}
+
 void watchdog_init(const struct config *cfg, const struct backend *backend)
 {
     watchdog.cfg = cfg;
     watchdog.backend = backend;
     list_init(&watchdog.due);
     timer_init(&watchdog.timer, watchdog_fire);
+    list_init(&watchdog.places);
+    timer_init(&watchdog.places_timer, places_fire);
 }
 
 void watchdog_close(void)
 {
     timer_stop(&watchdog.timer);
+    timer_stop(&watchdog.places_timer);
 }

@@ -82,6 +82,7 @@ struct client_slot {
     struct buffer reply;
     size_t counted;     /* of reply.len, in client.slot_bytes */
     bool granted_is_ok; /* LOCK answers +OK, TRYLOCK :1 */
+    bool with_names;    /* OWNERS ... WITHNAMES */
     bool alone;
     /* the connection's when the command ran: a HELLO after it must not
      * change how its reply is written */
@@ -198,11 +199,35 @@ static void mark_ready(struct client *c)
     uv_check_start(&clients.ready_check, on_ready_check);
 }
 
-/* OWNERS: [pttl, {owner: count...}], the map a flat array in RESP2. */
-static int write_owners(struct buffer *out, enum reply_protocol proto,
-                        const struct lock_result *r)
+/* The name (CLIENT SETNAME, HELLO SETNAME) of a connection of this
+ * rlockd whose client-id begins the owner's field ("<client-id>:<thread
+ * id>"; a client-id has no ':'); NULL for another rlockd's client, a
+ * Redisson client, or one without a name. A scan of every connection:
+ * OWNERS ... WITHNAMES is for people, not for hot paths. */
+static const char *owner_client_name(const char *field, size_t len)
 {
-    int err = reply_array_header(out, 2);
+    const char *colon = memchr(field, ':', len);
+    size_t id_len = colon != NULL ? (size_t)(colon - field) : len;
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &clients.all) {
+        const struct client *c = list_entry(pos, struct client, link);
+
+        if (c->name != NULL && c->session != NULL &&
+            c->session->id_len == id_len &&
+            memcmp(c->session->id, field, id_len) == 0)
+            return c->name;
+    }
+    return NULL;
+}
+
+/* OWNERS: [pttl, {owner: count...}, kind], the map a flat array in
+ * RESP2; with WITHNAMES a fourth element, {owner: client name or null...}:
+ * the additions last, so that readers of the first elements still work. */
+static int write_owners(struct buffer *out, enum reply_protocol proto,
+                        const struct lock_result *r, bool with_names)
+{
+    int err = reply_array_header(out, with_names ? 4 : 3);
 
     err |= reply_integer(out, r->integer);
     err |= reply_map_header(out, proto, r->owner_count);
@@ -210,11 +235,24 @@ static int write_owners(struct buffer *out, enum reply_protocol proto,
         err |= reply_bulk(out, r->owners[i].field, r->owners[i].field_len);
         err |= reply_integer(out, r->owners[i].count);
     }
+    err |= reply_bulk(out, r->kind, r->kind_len);
+    if (!with_names)
+        return err ? -ENOMEM : 0;
+    err |= reply_map_header(out, proto, r->owner_count);
+    for (size_t i = 0; i < r->owner_count; i++) {
+        const char *name =
+            owner_client_name(r->owners[i].field, r->owners[i].field_len);
+
+        err |= reply_bulk(out, r->owners[i].field, r->owners[i].field_len);
+        err |= name != NULL ? reply_bulk(out, name, strlen(name))
+                            : reply_null(out, proto);
+    }
     return err ? -ENOMEM : 0;
 }
 
 static int write_result(struct buffer *out, enum reply_protocol proto,
-                        const struct lock_result *r, bool granted_is_ok)
+                        const struct lock_result *r, bool granted_is_ok,
+                        bool with_names)
 {
     switch (r->type) {
     case RESULT_GRANTED:
@@ -226,7 +264,7 @@ static int write_result(struct buffer *out, enum reply_protocol proto,
     case RESULT_ERROR:
         return reply_error(out, r->error, "%s", r->message);
     case RESULT_OWNERS:
-        return write_owners(out, proto, r);
+        return write_owners(out, proto, r, with_names);
     case RESULT_TEXT:
         return reply_bulk(out, r->message, strlen(r->message));
     }
@@ -251,8 +289,8 @@ static void slot_answer(struct client_slot *slot,
     }
     /* A lost reply would misalign every later one: the ready list closes
      * the connection instead (not here, inside the engine's call). */
-    if (write_result(&slot->reply, slot->protocol, result,
-                     slot->granted_is_ok) != 0)
+    if (write_result(&slot->reply, slot->protocol, result, slot->granted_is_ok,
+                     slot->with_names) != 0)
         c->doomed = "out of memory writing a reply";
     slot_count(slot);
     mark_ready(c);
@@ -295,6 +333,7 @@ void client_start_call(struct client *c, const struct lock_request *req,
 
     if (slot == NULL)
         return;
+    slot->with_names = a->with_names;
     if (alone) {
         slot->command = cmd;
         slot->name_len = a->name_len;
@@ -307,14 +346,15 @@ void client_start_call(struct client *c, const struct lock_request *req,
 
 /* ---- connection life ---------------------------------------------------- */
 
-/* "client <id> (<peer>)" */
-#define CLIENT_LABEL_MAX (32 + PEER_NAME_MAX)
-
-/* How log lines name a connection: the one place to say more about it. */
-static const char *client_label(const struct client *c, char *buf, size_t size)
+const char *client_label(const struct client *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "client %llu (%s)", (unsigned long long)c->id,
-             c->peer ? c->peer->name : "?");
+    if (c->name != NULL)
+        snprintf(buf, size, "client %llu '%.*s' (%s)",
+                 (unsigned long long)c->id, CLIENT_LABEL_NAME_MAX, c->name,
+                 c->peer ? c->peer->name : "?");
+    else
+        snprintf(buf, size, "client %llu (%s)", (unsigned long long)c->id,
+                 c->peer ? c->peer->name : "?");
     return buf;
 }
 
@@ -1351,6 +1391,12 @@ static void on_join_done(void *ctx, struct session *session, int err)
         result.error = REPLY_LOCKLOST;
         result.message = "no session of this client-id to resume: every "
                          "lock it held is lost";
+    } else if (err == -EBADMSG) {
+        result.error = REPLY_WRONGTYPE;
+        result.message = "not an rlockd record: the key of this client-id's "
+                         "session record holds what rlockd did not write "
+                         "(rlockd's log names it); delete it to use this "
+                         "client-id";
     } else if (err == -EAGAIN) {
         result.error = REPLY_UNAVAILABLE;
         result.message = "the client-id's session cannot be read from Redis "

@@ -197,6 +197,13 @@ void client_set_heartbeat(struct client *c, int64_t ms);
  * max_auth_failures refusals. Call after writing the refusal.
  */
 void client_penalize(struct client *c, const char *what);
+
+/* How log lines name a connection, "client <id> '<name>' (<peer>)" (no
+ * name: "client <id> (<peer>)"): the one place to say more about it.
+ * Returns buf. */
+#define CLIENT_LABEL_NAME_MAX 128
+#define CLIENT_LABEL_MAX 256 /* the name's part, a peer's and the rest */
+const char *client_label(const struct client *c, char *buf, size_t size);
 /* After a reload replaced the user table: points each connection at its
  * user's new entry, and closes those whose user is gone. */
 void client_users_reloaded(const struct acl *acl);

@@ -22,6 +22,7 @@
 #include "base/stats.h"
 #include "client_id.h"
 #include "command.h"
+#include "engine/record_keys.h"
 #include "engine/session.h"
 #include "front/connection.h"
 #include "front/info.h"
@@ -50,6 +51,8 @@ void commands_free(void)
     buffer_free(&commands.key);
     pubsub_free();
 }
+
+static const char *printable(const char *s, size_t len, char *out, size_t size);
 
 /* ---- lock commands: requests for the engine ---------------------------- */
 
@@ -158,6 +161,32 @@ static int permit_id_of(const struct command_args *a, char *id)
     return 0;
 }
 
+/* -ERR reserved name: a name whose key would reach one of rlockd's own
+ * records (record_keys.h), why made printable. */
+static int refuse_reserved(struct client *c, const char *why)
+{
+    char text[QUOTED_NAME_MAX * 3];
+    struct buffer *out = client_reply_buffer(c);
+
+    return out ? reply_error(out, REPLY_ERR, "reserved name: %s",
+                             printable(why, strlen(why), text, sizeof(text)))
+               : -ENOMEM;
+}
+
+/* Who deleted a lock, whoever held it, is worth a line in the log: the
+ * connection (its name and peer), its user and its client-id. */
+static void log_force_unlock(const struct client *c,
+                             const struct command_args *a)
+{
+    char label[CLIENT_LABEL_MAX], quoted[QUOTED_NAME_MAX + 1];
+
+    log_info("FORCEUNLOCK '%s' by %s, user %s, client-id %s",
+             printable(a->name, a->name_len, quoted, sizeof(quoted)),
+             client_label(c, label, sizeof label),
+             c->user != NULL ? c->user->name : ACL_DEFAULT_USER,
+             c->session->id);
+}
+
 /* Every lock, semaphore and latch command: a request for the engine,
  * answered in order. A grant is +OK for LOCK and a waiting ACQUIRE, :1
  * for the others that may wait (their caller asked for an answer). */
@@ -174,6 +203,7 @@ static int command_request(struct client *c, const struct command *cmd,
                                .amount =
                                    cmd->id == CMD_COUNTDOWN ? -1 : a->amount};
     char id[LOCK_PERMIT_ID_LEN + 1];
+    char why[QUOTED_NAME_MAX * 3];
     struct buffer *out;
 
     if (kind->holds == HOLDS_PERMIT_IDS && permit_id_of(a, id) != 0) {
@@ -186,6 +216,11 @@ static int command_request(struct client *c, const struct command *cmd,
         out = client_reply_buffer(c);
         return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
     }
+    if (record_keys_reserved(commands.cfg->name_prefix, kind, req.name,
+                             req.name_len, why, sizeof(why)))
+        return refuse_reserved(c, why);
+    if (cmd->id == CMD_FORCEUNLOCK)
+        log_force_unlock(c, a);
     client_start_call(c, &req, cmd, a,
                       cmd->id == CMD_LOCK ||
                           (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));

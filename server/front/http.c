@@ -25,7 +25,8 @@
  *   GET /metrics  every figure of base/stats.h, Prometheus text 0.0.4
  *   GET /healthz  200: the process is alive and its loop turns
  *   GET /readyz   200 when lock commands can be served, else 503 and why
- *                 (HEALTH's answer, info_ready)
+ *                 (HEALTH's answer, info_ready), but 200 for the first
+ *                 readyz_grace_ms of a Redis outage
  */
 #include "front/http.h"
 
@@ -132,12 +133,22 @@ static enum MHD_Result respond_metrics(struct MHD_Connection *conn)
     return rc;
 }
 
+/* Ready, or, with [server] readyz_grace_ms, still ready during the first
+ * ms of an outage that rlockd rides through (its calls wait for Redis up
+ * to [redis] retry_timeout_ms): a blip does not take every application
+ * behind it out of service. */
 static enum MHD_Result respond_ready(struct MHD_Connection *conn)
 {
-    char why[160], text[170];
+    char why[160], text[200];
+    uint64_t outage;
 
     if (info_ready(why, sizeof(why)))
         return respond_text(conn, MHD_HTTP_OK, "ready\n");
+    outage = info_outage_ms();
+    if (outage > 0 && outage < (uint64_t)http.cfg->readyz_grace_ms) {
+        snprintf(text, sizeof(text), "ready, riding through: %s\n", why);
+        return respond_text(conn, MHD_HTTP_OK, text);
+    }
     snprintf(text, sizeof(text), "%s\n", why);
     return respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, text);
 }

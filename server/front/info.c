@@ -183,13 +183,27 @@ static const struct info_setting {
     {STATS_REDIS, "redis_pubsub", print_redis_pubsub},
 };
 
+uint64_t info_outage_ms(void)
+{
+    uint64_t since = redis_status.unreachable_since_ms;
+
+    return stats.redis_connected || since == 0 ? 0 : info.now_ms() - since;
+}
+
 bool info_ready(char *why, size_t size)
 {
     uint64_t since = redis_status.unreachable_since_ms;
 
     if (stats.redis_connected)
         return true;
-    if (since != 0)
+    if (redis_status.tls_error[0] != '\0')
+        snprintf(why, size, "redis tls: %s", redis_status.tls_error);
+    else if (!redis_status.ever_reached)
+        snprintf(why, size,
+                 "redis never reached since start-up %" PRIu64
+                 " ms ago (topology %s)",
+                 info.now_ms() - since, redis_status.topology);
+    else if (since != 0)
         snprintf(why, size,
                  "redis unreachable for %" PRIu64 " ms (topology %s)",
                  info.now_ms() - since, redis_status.topology);

@@ -23,5 +23,8 @@ int info_write(struct buffer *out, const char *section, size_t len);
  * if not, why, for HEALTH (what a load balancer or a readiness probe
  * asks; the Redis address is left out, as it may be asked before AUTH). */
 bool info_ready(char *why, size_t size);
+/* How long Redis has been unreachable, in ms; 0 while it is reachable,
+ * and before it was ever reached. */
+uint64_t info_outage_ms(void);
 
 #endif

@@ -162,6 +162,30 @@ static int clear_stale_socket(const char *path)
     return unlink(path) == 0 ? 0 : -errno;
 }
 
+/* libuv's uv_pipe_bind reports a directory that does not exist as
+ * UV_EACCES (it turns ENOENT into EACCES, as Windows would say): logs
+ * which it was, and returns UV_ENOENT for the former. */
+static int unix_bind_failed(const char *path, int err)
+{
+    char dir[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
+    char *slash;
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        slash[slash == dir] = '\0'; /* "/x.sock": the directory is "/" */
+    if (err == UV_EACCES && stat(dir, &st) != 0 &&
+        (errno == ENOENT || errno == ENOTDIR)) {
+        log_error("unix socket %s: directory %s does not exist", path, dir);
+        return UV_ENOENT;
+    }
+    log_error("unix socket %s: %s", path, uv_strerror(err));
+    return err;
+}
+
 /* The file's mode is set before listen(), so no client connects while
  * it still has the umask's. */
 static int listen_unix(uv_loop_t *loop, const char *path, mode_t mode)
@@ -183,10 +207,8 @@ static int listen_unix(uv_loop_t *loop, const char *path, mode_t mode)
         if (chmod(path, mode) != 0)
             err = -errno;
     }
-    if (err != 0) {
-        log_error("unix socket %s: %s", path, uv_strerror(err));
-        return err;
-    }
+    if (err != 0)
+        return unix_bind_failed(path, err);
     snprintf(what, sizeof(what), "unix:%s", path);
     return start_listening(ls, what);
 }

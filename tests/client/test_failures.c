@@ -436,21 +436,16 @@ static void fake_daemon_stop(struct fake_daemon *f)
 
 START_TEST(replies_map_to_rlock_errors)
 {
-    static const char *const replies[] = {"+OK\r\n", /* CLIENTID */
-                                          "-NOTOWNER x\r\n",
-                                          "-LOCKLOST x\r\n",
-                                          "-UNAVAILABLE x\r\n",
-                                          "-LIMIT x\r\n",
-                                          "-SHUTDOWN x\r\n",
-                                          "-NOAUTH x\r\n",
-                                          "-ERR x\r\n",
-                                          "-WRONGTYPE x\r\n",
-                                          "-NOREPLICAS x\r\n",
-                                          "-NEWCODE x\r\n",
-                                          "$1\r\n7\r\n",
-                                          "+OK\r\n",
-                                          ":7\r\n",
-                                          NULL};
+    static const char *const replies[] = {
+        "+OK\r\n", /* CLIENTID */
+        "*0\r\n",  /* HELLO 2 SETNAME */
+        "-NOTOWNER x\r\n", "-LOCKLOST x\r\n", "-UNAVAILABLE x\r\n",
+        "-LIMIT x\r\n",    "-SHUTDOWN x\r\n", "-NOAUTH x\r\n",
+        "-NOPERM x\r\n",
+        "-ERR x\r\n",      "-WRONGTYPE x\r\n", "-NOREPLICAS x\r\n",
+        "-NEWCODE x\r\n",
+        "$1\r\n7\r\n",
+        "+OK\r\n",         ":7\r\n",          NULL};
     static const int expected[] = {
         RLOCK_ENOTOWNER,
         RLOCK_ELOCKLOST,
@@ -458,6 +453,7 @@ START_TEST(replies_map_to_rlock_errors)
         RLOCK_ELIMIT,
         RLOCK_ESHUTDOWN,
         RLOCK_EAUTH,
+        RLOCK_ENOPERM,
         RLOCK_EINVAL,
         RLOCK_EWRONGTYPE,
         RLOCK_ENOREPLICAS,

@@ -10,6 +10,7 @@
  * record in Redis (docs/protocol.md, section 12).
  */
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -220,8 +221,8 @@ START_TEST(read_hold_is_shared_by_two_clients_threads)
     ck_assert_int_eq(
         rlock_trylock_kind(a, "shared", RLOCK_WRITE, 0, RLOCK_WATCHDOG, NULL),
         0);
-    /* the name is a read-write lock, not a plain one */
-    ck_assert_int_eq(rlock_is_locked(a, "shared"), 0);
+    /* a query without a kind reports the lock whatever its kind */
+    ck_assert_int_eq(rlock_is_locked(a, "shared"), 1);
     ck_assert_int_eq(rlock_force_unlock_kind(a, "shared", RLOCK_WRITE), 0);
     ck_assert_int_eq(rlock_force_unlock_kind(a, "shared", RLOCK_READ), 1);
     ck_assert_int_eq(rlock_is_locked_kind(b, "shared", RLOCK_READ), 0);
@@ -497,6 +498,55 @@ START_TEST(owners_lists_every_holder_with_its_count)
 }
 END_TEST
 
+/* rlock_owners_named_kind(): each owner's client name where rlockd knows
+ * it: the default "<host>/<program>/<pid>", one the client chose, none. */
+START_TEST(owners_named_gives_each_owners_client_name)
+{
+    const rlock_options named = {.client_name = "unit-7"};
+    const rlock_options nameless = {.client_name = ""};
+    rlock_client *c[3] = {connect_or_fail(harness_addr(), NULL),
+                          connect_or_fail(harness_addr(), &named),
+                          connect_or_fail(harness_addr(), &nameless)};
+    char host[64] = "", want[3][160];
+    struct rlock_owner *owners;
+    char **names;
+    long long pttl;
+    size_t count;
+
+    gethostname(host, sizeof host - 1);
+    snprintf(want[0], sizeof want[0], "%s/%s/%d", host,
+             program_invocation_short_name, (int)getpid());
+    snprintf(want[1], sizeof want[1], "unit-7");
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(rlock_lock_kind(c[i], "named", RLOCK_READ, 5000, NULL),
+                         RLOCK_OK);
+    ck_assert_int_eq(rlock_owners_named_kind(c[0], "named", RLOCK_READ, &pttl,
+                                             &owners, &names, &count),
+                     RLOCK_OK);
+    ck_assert_uint_eq(count, 3);
+    for (size_t i = 0; i < count; i++)
+        for (int k = 0; k < 3; k++)
+            if (strncmp(owners[i].owner, rlock_client_id(c[k]),
+                        strlen(rlock_client_id(c[k]))) == 0) {
+                if (k == 2)
+                    ck_assert_ptr_null(names[i]);
+                else
+                    ck_assert_str_eq(names[i], want[k]);
+            }
+    rlock_owners_free(owners);
+    free(names);
+    ck_assert_int_eq(rlock_owners_named_kind(c[0], "nobody's", RLOCK_LOCK,
+                                             &pttl, &owners, &names, &count),
+                     RLOCK_OK);
+    ck_assert_ptr_null(names);
+    ck_assert_int_eq(rlock_owners_named_kind(c[0], "named", RLOCK_READ, &pttl,
+                                             &owners, NULL, &count),
+                     RLOCK_EINVAL);
+    for (int i = 0; i < 3; i++)
+        rlock_close(c[i]);
+}
+END_TEST
+
 Suite *kinds_suite(void)
 {
     Suite *s = suite_create("kinds");
@@ -512,6 +562,7 @@ Suite *kinds_suite(void)
         tc, fenced_tokens_strictly_increase_and_token_answers_the_latest);
     tcase_add_test(tc, unknown_kind_is_invalid_without_a_round_trip);
     tcase_add_test(tc, owners_lists_every_holder_with_its_count);
+    tcase_add_test(tc, owners_named_gives_each_owners_client_name);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -132,10 +132,15 @@ START_TEST(set_add_available_acquire_and_release_leave_redissons_count)
     ck_assert_int_eq(rlock_semaphore_held(c, "sem"), 0);
     ck_assert_int_eq(rlock_release(c, "sem", 1), RLOCK_ENOTOWNER);
 
-    ck_assert_int_eq(rlock_semaphore_add(c, "sem", -5, &n), RLOCK_OK);
-    ck_assert_int_eq(n, -2);
+    /* below 0 available (or above 2147483647): refused, nothing changed */
+    ck_assert_int_eq(rlock_semaphore_add(c, "sem", -5, &n), RLOCK_EINVAL);
+    ck_assert_int_eq(redis_number(redis, "GET %s", "sem", NULL), 3);
+    ck_assert_int_eq(rlock_semaphore_add(c, "sem", 2147483647LL, NULL),
+                     RLOCK_EINVAL);
+    ck_assert_int_eq(rlock_semaphore_add(c, "sem", -3, &n), RLOCK_OK);
+    ck_assert_int_eq(n, 0);
     ck_assert_int_eq(rlock_try_acquire(c, "sem", 1, 0), 0);
-    ck_assert_int_eq(rlock_semaphore_add(c, "sem", 4, NULL), RLOCK_OK);
+    ck_assert_int_eq(rlock_semaphore_add(c, "sem", 2, NULL), RLOCK_OK);
     ck_assert_int_eq(redis_number(redis, "GET %s", "sem", NULL), 2);
     redisFree(redis);
     rlock_close(c);

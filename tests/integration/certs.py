@@ -22,6 +22,7 @@ Keys are EC P-256: fast to make, so a module can make its own set.
 """
 
 import os
+import ssl
 import subprocess
 
 import harness
@@ -107,3 +108,38 @@ def make(folder):
         setattr(c, name + "_cert", c.path(name + ".crt"))
         setattr(c, name + "_key", c.path(name + ".key"))
     return c
+
+
+class RedisTls:
+    """How a test's Redis nodes speak TLS with the certificates of c: the
+    redis-server arguments (or sentinel.conf lines), and what the harness's own
+    connections use (an ssl context with the client certificate, redis-cli's options)."""
+
+    def __init__(self, c, auth_clients="no", server="server"):
+        """server: which of c's certificates the nodes present ("expired", ...); the
+        harness's own connections check it only when it is the good one."""
+        self.certs = c
+        self.auth_clients = auth_clients
+        self.server = server
+        self.context = ssl.create_default_context(cafile=c.ca)
+        self.context.load_cert_chain(c.client_cert, c.client_key)
+        if server != "server":
+            self.context.check_hostname = False
+            self.context.verify_mode = ssl.CERT_NONE
+
+    def server_args(self):
+        c = self.certs
+        return ["--tls-cert-file", getattr(c, self.server + "_cert"),
+                "--tls-key-file", getattr(c, self.server + "_key"),
+                "--tls-ca-cert-file", c.ca, "--tls-auth-clients", self.auth_clients,
+                # What a node shows when it dials another (the cluster bus always asks).
+                "--tls-client-cert-file", c.client_cert, "--tls-client-key-file", c.client_key,
+                "--tls-replication", "yes", "--tls-cluster", "yes"]
+
+    def conf_lines(self):
+        a = self.server_args()
+        return "".join("%s %s\n" % (a[i][2:], a[i + 1]) for i in range(0, len(a), 2))
+
+    def cli_args(self):
+        c = self.certs
+        return ["--tls", "--cacert", c.ca, "--cert", c.client_cert, "--key", c.client_key]

@@ -189,8 +189,9 @@ def encode_command(*args):
 class RespClient:
     """A tiny blocking RESP client over a real TCP socket."""
 
-    def __init__(self, port, host=HOST, timeout=2.0, label="", unix_path=None, rcvbuf=None):
-        """rcvbuf: SO_RCVBUF in bytes, set before connecting (a client that reads slowly)."""
+    def __init__(self, port, host=HOST, timeout=2.0, label="", unix_path=None, rcvbuf=None, tls=None):
+        """rcvbuf: SO_RCVBUF in bytes, set before connecting (a client that reads slowly);
+        tls: an ssl.SSLContext to speak TLS with (certs.py RedisTls.context)."""
         self.port = port
         self.label = label or "client:%s" % (unix_path or port)
         self.timeout = timeout
@@ -207,6 +208,8 @@ class RespClient:
             else:
                 self.sock.connect((host, port))
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if tls is not None:
+                    self.sock = tls.wrap_socket(self.sock, server_hostname=host)
         except BaseException:
             self.sock.close()
             raise
@@ -479,14 +482,18 @@ class RedisServer:
     args: extra redis-server arguments, e.g. ("--requirepass", "pw") or
     ("--unixsocket", "{tmpdir}/redis.sock"); "{tmpdir}" stands for workdir.
     With --requirepass the harness's own connections (client()) send AUTH.
+    tls: a certs.RedisTls: port is then the TLS port and the only one.
     """
 
-    def __init__(self, workdir, port=None, args=()):
+    def __init__(self, workdir, port=None, args=(), tls=None):
         self.workdir = workdir
+        self.tls = tls
         self.port = port or free_port()
         self.proc = None
         self.logpath = os.path.join(workdir, "redis.log")
         self.args = [str(a).replace("{tmpdir}", workdir) for a in args]
+        if tls is not None:
+            self.args += ["--port", "0", "--tls-port", str(self.port)] + tls.server_args()
         self.password = self._arg("--requirepass")
         self.unix_socket = self._arg("--unixsocket")
 
@@ -498,7 +505,8 @@ class RedisServer:
 
     def client(self, timeout=2.0, db=None, label="redis"):
         """A direct RESP connection to this Redis: AUTH when it has a password, SELECT db when given."""
-        c = RespClient(self.port, timeout=timeout, label=label)
+        c = RespClient(self.port, timeout=timeout, label=label,
+                       tls=self.tls.context if self.tls else None)
         try:
             if self.password is not None:
                 assert_eq(c.call("AUTH", self.password), "OK", "%s: AUTH" % label)
@@ -809,13 +817,16 @@ class Env:
 
     _names = itertools.count(1)
 
-    def __init__(self, config=None, label="env", env=None, redis_args=(), wait_redis=True, preexec_fn=None):
+    def __init__(self, config=None, label="env", env=None, redis_args=(), wait_redis=True, preexec_fn=None,
+                 redis_tls=None):
         """config: rlockd's sections ({"redis": {"db": 3}}; "{tmpdir}" in a value is the
         temp dir); env: extra environment of rlockd; redis_args: extra redis-server
         arguments (see RedisServer); wait_redis=False: start() returns once rlockd
         answers, even if it never connects to Redis (a wrong password); preexec_fn: run in
-        rlockd's process before it starts (resource limits)."""
+        rlockd's process before it starts (resource limits); redis_tls: a certs.RedisTls
+        the Redis speaks, and only it."""
         self.config = config or {}
+        self.redis_tls = redis_tls
         self.preexec_fn = preexec_fn
         self.label = label
         self.process_env = env
@@ -844,7 +855,7 @@ class Env:
         self.tmpdir = tempfile.mkdtemp(prefix="rlockd-it-")
         _TMPDIRS.append(self.tmpdir)
         try:
-            self.redis_server = RedisServer(self.tmpdir, args=self.redis_args)
+            self.redis_server = RedisServer(self.tmpdir, args=self.redis_args, tls=self.redis_tls)
             self.redis_server.start()
             self.rlockd = Rlockd(self.tmpdir, self.redis_server.port, self.config, env=self.process_env,
                                  preexec_fn=self.preexec_fn)

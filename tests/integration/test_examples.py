@@ -5,8 +5,10 @@ comes on its stdin, unlocks, prints "unlocked" and exits 0. The tests check
 in Redis what the example says, and that it waits while another client
 holds the lock. redis_cli_lock.sh and fencing.sh print their replies
 instead. The README's snippets of these programs are checked to be their
-lines. A missing interpreter or library is a SKIP naming what to install,
-never a pass.
+lines. The Python and Node packages' snippets (their READMEs', and the
+README's) run as pasted and exit; the Node ones in a project where the
+tarball of `make npm-pack` is installed. A missing interpreter or library
+is a SKIP naming what to install, never a pass.
 """
 
 import os
@@ -16,7 +18,7 @@ import subprocess
 import textwrap
 import time
 
-from harness import HOST, Skip, assert_eq, node_with, ruby_redis, system_python, which
+from harness import HOST, Skip, TempDir, assert_eq, node_with, ruby_redis, system_python, which
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 1000}}
 
@@ -206,3 +208,76 @@ def test_readme_snippets_are_the_examples_lines():
             lines = f.read().splitlines()
         assert block and _appears_verbatim(block, lines), \
             "README's snippet after examples/%s is not that file's lines:\n%s" % (name, "\n".join(block))
+
+
+# ---- the packages' snippets run as pasted -----------------------------------------
+
+PACKAGE_READMES = {"python": ("clients/python/README.md", "README.md"),
+                   "js": ("clients/node/README.md", "README.md")}
+
+
+def _package_snippets(language):
+    """(file, block) for each ```language block of the package's README, and
+    the README's block that uses the package (require("rlockd"), import rlockd)."""
+    uses = {"python": "import rlockd\n", "js": 'require("rlockd")'}[language]
+    found = []
+    for path in PACKAGE_READMES[language]:
+        with open(os.path.join(ROOT, path)) as f:
+            text = f.read()
+        for m in re.finditer(r"^```%s\n(.*?)^```$" % language, text, re.S | re.M):
+            if path != "README.md" or uses in m.group(1):
+                found.append((path, m.group(1)))
+    assert len(found) >= 3, "%s snippets found: %r" % (language, [p for p, _ in found])
+    return found
+
+
+def _run_snippets(env, snippets, argv, cwd, proc_env, suffix):
+    addr = "%s:%d" % (HOST, env.port)
+    proc_env = dict(proc_env, RLOCK_ADDR=addr)
+    proc_env.pop("RLOCK_AUTH", None)
+    for i, (path, code) in enumerate(snippets):
+        script = os.path.join(cwd, "snippet%d%s" % (i, suffix))
+        with open(script, "w") as f:
+            f.write(code)
+        try:
+            r = subprocess.run(argv + [script], cwd=cwd, env=proc_env, capture_output=True, text=True,
+                               timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("%s's snippet %d did not exit within 30 s (a connection left open?):\n%s"
+                                 % (path, i, code))
+        assert r.returncode == 0, "%s's snippet %d exited %d:\n%s\nstdout %s\nstderr %s" % (
+            path, i, r.returncode, code, r.stdout[-1500:], r.stderr[-1500:])
+
+
+def test_python_package_snippets_run_as_pasted_and_exit(env):
+    python = system_python(("redis", "python3-redis"))
+    with TempDir() as d:
+        _run_snippets(env, _package_snippets("python"), [python], d,
+                      dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python")), ".py")
+
+
+def test_node_package_installs_from_npm_pack_and_its_snippets_run_as_pasted_and_exit(env):
+    """make npm-pack's tarball, installed with npm into a fresh project (npm fetches ioredis from
+    its registry), then each snippet run there as pasted: require("rlockd") is the tarball's."""
+    npm, node = which("npm"), which("node")
+    if not npm or not node:
+        raise Skip("npm or node not found (apt-get install npm)")
+    with TempDir() as d:
+        build = os.path.join(d, "build")
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "NODE_PATH"}
+        r = subprocess.run(["make", "-s", "-C", ROOT, "BUILD=" + build, "npm-pack"], capture_output=True,
+                           text=True, timeout=120, env=clean)
+        assert_eq(r.returncode, 0, "make npm-pack: %s%s" % (r.stdout, r.stderr))
+        tarballs = [f for f in os.listdir(os.path.join(build, "npm-pack")) if f.endswith(".tgz")]
+        assert_eq(len(tarballs), 1, "tarballs make npm-pack built")
+        project = os.path.join(d, "project")
+        os.makedirs(project)
+        with open(os.path.join(project, "package.json"), "w") as f:
+            f.write('{"name": "try-rlockd", "version": "1.0.0", "private": true}\n')
+        r = subprocess.run([npm, "install", "--no-audit", "--no-fund",
+                            os.path.join(build, "npm-pack", tarballs[0])],
+                           cwd=project, capture_output=True, text=True, timeout=300, env=clean)
+        if r.returncode != 0 and re.search(r"ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN", r.stderr):
+            raise Skip("the npm registry is unreachable: %s" % r.stderr.strip()[-300:])
+        assert_eq(r.returncode, 0, "npm install of the tarball: %s" % r.stderr[-2000:])
+        _run_snippets(env, _package_snippets("js"), [node], project, clean, ".js")

@@ -154,7 +154,8 @@ def _keepalive_timers(port):
 
 def test_client_tcp_connections_have_keepalive_as_configured():
     if not which("ss"):
-        raise Skip("ss (iproute2) not found: cannot see the socket's keepalive timer")
+        raise Skip("ss not found: cannot see the socket's keepalive timer (apt-get install iproute2, "
+                   "or scripts/install-deps.sh)")
     with Env({"server": {"tcp_keepalive_s": 45}}) as env:
         c = env.client()
         c.call("PING")

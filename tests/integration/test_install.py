@@ -24,7 +24,8 @@ TREE = {
     "usr/local/share/man/man8/rlockd.8": 0o644,
     "usr/local/share/man/man1/rlock.1": 0o644,
     "usr/local/share/bash-completion/completions/rlock": 0o644,
-    "etc/rlockd/rlockd.ini": 0o644,
+    "usr/local/share/doc/rlockd/protocol.md": 0o644,
+    "etc/rlockd/rlockd.ini": 0o640,  # it may hold passwords
 }
 LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.4.0", "usr/local/lib/librlock.so": "librlock.so.0"}
 
@@ -91,9 +92,9 @@ def test_install_keeps_an_existing_config_and_uninstall_leaves_only_it():
 
 
 def test_installed_library_links_through_pkg_config_and_runs():
-    for tool in ("pkg-config", "cc", "objdump"):
+    for tool, package in (("pkg-config", "pkg-config"), ("cc", "build-essential"), ("objdump", "binutils")):
         if not which(tool):
-            raise Skip("%s not found" % tool)
+            raise Skip("%s not found (apt-get install %s, or scripts/install-deps.sh)" % (tool, package))
     with TempDir() as dest:
         make("install", destdir=dest)
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(dest, "usr/local/lib/pkgconfig"),

@@ -1,12 +1,15 @@
 """FAIR, READ/WRITE and FENCED locks: what rlockd writes to Redis for each, and
 each against a "Java" Redisson client played by this test with Redisson's own
-scripts (../shared/reference/redisson-family.md, sections 2, 3 and 6), sent
-with EVAL. The scripts below are copied from the reference, not from rlockd."""
+scripts (Redisson's redisson/src/main/java/org/redisson/RedissonFairLock.java,
+RedissonReadLock.java, RedissonWriteLock.java and RedissonFencedLock.java), sent
+with EVAL. The scripts below are Redisson's, not rlockd's."""
 
+import re
+import signal
 import time
 import uuid
 
-from harness import RespClient, assert_eq, assert_error, holds_for, wait_until
+from harness import Env, RespClient, assert_eq, assert_error, holds_for, wait_until
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 3000}}
 
@@ -210,6 +213,30 @@ def now_ms():
 # ---- FENCED -----------------------------------------------------------------
 
 
+def test_fenced_tokens_keep_rising_after_redis_loses_its_counter():
+    """Issue 27, item 7: after Redis lost its data, FENCED tokens started again at 1,
+    silently. The rlockd that handed them out raises the counter above its highest
+    before it answers, and says so."""
+    with Env(CONFIG) as env:  # its own Redis: FLUSHALL is the data loss
+        n = env.name("fenced")
+        a = env.client()
+        handed_out = []
+        for _ in range(3):
+            handed_out.append(a.call("LOCK", n, 1, "FENCED"))
+            assert_eq(a.call("UNLOCK", n, 1, "FENCED"), 1, "UNLOCK")
+        assert_eq(handed_out, [1, 2, 3], "tokens before the loss")
+        env.redis("FLUSHALL")
+        token = a.call("LOCK", n, 1, "FENCED")
+        assert isinstance(token, int) and token > max(handed_out), \
+            "token after the loss %r, handed out before %r" % (token, handed_out)
+        env.rlockd.wait_log(r"WARN.*fencing token of '%s': Redis's counter was 0, behind 3 " % re.escape(n))
+        assert_eq(env.info_int("fence_tokens_raised"), 1, "INFO fence_tokens_raised")
+        assert_eq(int(env.redis("GET", tagged("redisson_lock_token", n))), token, "the counter in Redis")
+        assert_eq(a.call("UNLOCK", n, 1, "FENCED"), 1, "UNLOCK")
+        assert_eq(a.call("LOCK", n, 1, "FENCED"), token + 1, "the next token, the counter not behind")
+        assert_eq(env.info_int("fence_tokens_raised"), 1, "counted once")
+
+
 def test_fenced_tokens_rise_across_daemons_and_java(env):
     n = env.name("fenced")
     other = env.client_of(env.second_rlockd())
@@ -232,7 +259,9 @@ def test_fenced_tokens_rise_across_daemons_and_java(env):
               [-1, 3], "Java lockAndGetToken after rlockd's")
     w = env.client_of(env.extra[0])
     w.send("TRYLOCK", n, 8, "WAIT", 5000, "FENCED")
-    time.sleep(0.2)
+    env.wait_waiting(1, daemon=env.extra[0], what="the TRYLOCK FENCED queued on the second rlockd")
+    channel = tagged("redisson_lock__channel", n)
+    wait_until(lambda: env.redis("PUBSUB", "NUMSUB", channel)[1] >= 1, 5.0, what="a listener on %s" % channel)
     # the Java holder frees with RLock's unlock: "0" on RLock's channel wakes rlockd
     assert_eq(env.redis("EVAL", "redis.call('del', KEYS[1]); return redis.call('publish', KEYS[2], '0')", 2, n,
                         tagged("redisson_lock__channel", n)) >= 1, True, "a waiter listens on RLock's channel")
@@ -321,16 +350,53 @@ def test_write_downgrades_to_read_and_read_is_never_upgraded(env):
     assert_eq(a.call("HOLDCOUNT", n, 1, "READ"), 1, "the read hold is untouched")
 
 
-def test_plain_lock_over_an_rwlock_is_wrongtype(env):
+def test_plain_lock_over_an_rwlock_is_a_clash_naming_the_holders_kind(env):
     n = env.name("rw")
     a = env.client()
     assert_eq(a.call("LOCK", n, 1, "READ"), "OK", "READ")
-    assert_error(env.client().call("TRYLOCK", n, 2), "WRONGTYPE", what="plain TRYLOCK over a read-write lock")
+    assert_error(env.client().call("TRYLOCK", n, 2, "WAIT", 100), "WRONGTYPE", "held as a read-write lock",
+                 what="plain TRYLOCK over a read-write lock")
     env.redis("DEL", n)
     env.redis("HSET", n, "x:1", "1")
     env.redis("PEXPIRE", n, 5000)
-    assert_error(a.call("TRYLOCK", n, 3, "WRITE"), "WRONGTYPE", what="WRITE over an RLock (Redisson treats it free)")
+    assert_error(a.call("TRYLOCK", n, 3, "WRITE"), "WRONGTYPE", "held as a plain lock",
+                 what="WRITE over an RLock (Redisson treats it free)")
     assert_eq(env.redis_hash(n), {"x:1": "1"}, "the RLock was left alone")
+    env.redis("DEL", n)
+    env.redis("SET", n, "application data")
+    assert_error(a.call("TRYLOCK", n, 4, "WRITE"), "WRONGTYPE", "not a lock", what="WRITE over a string")
+    assert_error(a.call("TRYLOCK", n, 4), "WRONGTYPE", "not a lock", what="LOCK over a string")
+
+
+def test_queries_without_a_kind_word_report_any_kind_with_its_kind(env):
+    n = env.name("anykind")
+    a, b = env.client(), env.client()
+    cid = a.call("CLIENTID")
+    assert_eq(b.call("OWNERS", n), [-2, [], "none"], "OWNERS of a free name")
+    assert_eq(a.call("LOCK", n, 1, "WRITE"), "OK", "WRITE")
+    assert_eq(b.call("ISLOCKED", n), 1, "ISLOCKED without a kind word of a write lock")
+    pttl = b.call("PTTL", n)
+    assert 0 < pttl <= env.watchdog_ms, "PTTL without a kind word of a write lock: %r" % pttl
+    assert_eq(a.call("HOLDCOUNT", n, 1, "WRITE"), 1, "HOLDCOUNT ... WRITE")
+    assert_eq((a.call("HOLDCOUNT", n, 1), a.call("ISHELD", n, 1)), (1, 1),
+              "HOLDCOUNT and ISHELD without a kind word of the writer's own hold")
+    assert_eq(b.call("HOLDCOUNT", n, 1), 0, "HOLDCOUNT of another client's hold")
+    r = b.call("OWNERS", n)
+    assert_eq((r[1], r[2]), (["%s:1:write" % cid, 1], "write"), "OWNERS without a kind word: owner, kind")
+    assert 0 < r[0] <= env.watchdog_ms, "OWNERS' PTTL of a write lock: %r" % r
+    assert_eq(b.call("OWNERS", n, "READ")[2], "write", "OWNERS ... READ names the mode too")
+    assert_eq(a.call("UNLOCK", n, 1, "WRITE"), 1, "UNLOCK ... WRITE")
+    assert_eq(a.call("LOCK", n, 2, "READ"), "OK", "READ")
+    assert_eq(b.call("OWNERS", n)[1:], [["%s:2" % cid, 1], "read"], "OWNERS of a read lock")
+    assert_eq(a.call("UNLOCK", n, 2, "READ"), 1, "UNLOCK ... READ")
+    assert_eq(a.call("LOCK", n, 3), "OK", "plain LOCK")
+    assert_eq(b.call("OWNERS", n)[1:], [["%s:3" % cid, 1], "lock"], "OWNERS of a plain lock")
+    assert_eq(b.call("OWNERS", n, "WRITE"), [-2, [], "none"], "OWNERS ... WRITE of a plain lock")
+    assert_eq(a.call("UNLOCK", n, 3), 1, "UNLOCK")
+    # another program's data is still no lock
+    env.redis("HSET", n, "mode", "read", "f", "x")
+    assert_eq((b.call("ISLOCKED", n), b.call("PTTL", n), b.call("OWNERS", n)), (0, -2, [-2, [], "none"]),
+              "queries of a hash that is not a lock")
 
 
 def test_java_write_unlock_wakes_every_rlockd_reader(env):
@@ -435,8 +501,15 @@ def test_fair_waiters_are_queued_in_redis_and_served_in_order(env):
             assert isinstance(ttl, int) and ttl > 0, "Java fair acquire while held: %r" % (ttl,)
             order.append(jf)
     assert_eq(queue(env, n), order, "the queue in Redis, in arrival order")
-    scores = env.redis("ZRANGE", tagged("redisson_lock_timeout", n), 0, -1)
-    assert_eq(scores, order, "every waiter has a deadline, in queue order")
+    timeouts = tagged("redisson_lock_timeout", n)
+    assert_eq(sorted(env.redis("ZRANGE", timeouts, 0, -1)), sorted(order), "every waiter has a deadline")
+    limit = int(env.redis("TIME")[0]) * 1000 + env.watchdog_ms + 1000
+    for i, field in enumerate(order):  # rlockd's run out within watchdog_timeout_ms unless renewed (issue 27),
+        if field != jf:  # plus a wait for each place ahead that runs out later (the Java one, and those behind it)
+            allowed = limit + 300000 * max(0, i - order.index(jf))
+            assert int(env.redis("ZSCORE", timeouts, field)) <= allowed, "rlockd's place %s" % field
+    assert int(env.redis("ZSCORE", timeouts, jf)) >= int(env.redis("ZSCORE", timeouts, order[4])) + 300000, \
+        "the Java place chained on the one before it, as Redisson does"
     jsub = env.redis_client()
     jch = tagged("redisson_lock__channel", n) + ":" + jf
     jsub.call("SUBSCRIBE", jch)
@@ -501,6 +574,96 @@ def test_fair_lock_respects_a_java_waiter_ahead(env):
     assert_eq(c.call("TRYLOCK", n, 1, "FAIR", "WAIT", 300), 0, "rlockd may not pass the Java waiter ahead")
     assert_eq(env.redis("EVAL", FAIR_ACQUIRE, *args, jw, 300000, now_ms()), None, "the Java waiter's turn")
     assert_eq(c.call("TRYLOCK", n, 1, "FAIR"), 0, "held by the Java waiter")
+
+
+def test_fair_places_of_a_killed_rlockd_run_out_within_the_watchdog_timeout(env):
+    """Issue 27, item 3: 3 FAIR waiters of an rlockd SIGKILLed held the lock up for
+    3 x fair_wait_timeout_ms (here 300,000 ms each); their places now run out within
+    watchdog_timeout_ms of the kill, as their holds would."""
+    n = env.name("fair")
+    holder = env.client()
+    assert_eq(holder.call("LOCK", n, 1, "FAIR"), "OK", "FAIR LOCK")
+    doomed = env.second_rlockd()
+    for i in range(3):
+        env.client_of(doomed).send("LOCK", n, 10 + i, "FAIR")
+        wait_until(lambda: len(queue(env, n)) == i + 1, 3.0, what="waiter %d in the queue" % i)
+    doomed.signal(signal.SIGKILL)
+    doomed.wait_exit(5.0)
+    env.extra.remove(doomed)  # dead on purpose
+    assert_eq(holder.call("UNLOCK", n, 1, "FAIR"), 1, "the holder's UNLOCK: free, 3 dead places queued")
+    newcomer = env.client()
+    # generous (4 x watchdog_timeout_ms), and far below 3 x fair_wait_timeout_ms
+    wait_until(lambda: newcomer.call("TRYLOCK", n, 99, "FAIR") == 1, 4 * env.watchdog_ms / 1000.0,
+               interval=0.1, what="a FAIR TRYLOCK past the killed rlockd's places")
+    assert_eq(queue(env, n), [], "the dead places are gone")
+    assert_eq(newcomer.call("UNLOCK", n, 99, "FAIR"), 1, "UNLOCK")
+
+
+def test_a_java_waiter_behind_rlockd_waiters_keeps_its_turn(env):
+    """rlockd's places are moved forward while they wait; a Java place chained on them
+    (Redisson: the last place's deadline plus the Java waiter's threadWaitTime) moves
+    with them, so it has not run out when its turn comes, long after its first deadline."""
+    n = env.name("fair")
+    keys = (3, n, tagged("redisson_lock_queue", n), tagged("redisson_lock_timeout", n))
+    holder, r1, r2 = env.client(), env.client(), env.client()
+    assert_eq(holder.call("LOCK", n, 1, "FAIR"), "OK", "FAIR LOCK")
+    for i, c in enumerate((r1, r2)):
+        c.send("LOCK", n, 10 + i, "FAIR")
+        wait_until(lambda: len(queue(env, n)) == i + 1, 3.0, what="rlockd waiter %d in the queue" % i)
+    jf, java_wait = java_field(), 2000
+    assert env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jf, java_wait, now_ms()) > 0, "Java waiter queued"
+    first_deadline = int(env.redis("ZSCORE", tagged("redisson_lock_timeout", n), jf))
+    jsub = env.redis_client()
+    jch = tagged("redisson_lock__channel", n) + ":" + jf
+    jsub.call("SUBSCRIBE", jch)
+    wait_until(lambda: int(env.redis("TIME")[0]) * 1000 > first_deadline + 1000,
+               (env.watchdog_ms + java_wait) / 1000.0 + 5.0,
+               interval=0.1, what="the Java place's first deadline to pass")
+    assert int(env.redis("ZSCORE", tagged("redisson_lock_timeout", n), jf)) > first_deadline, \
+        "the Java place moved with the rlockd places ahead of it"
+    assert_eq(holder.call("UNLOCK", n, 1, "FAIR"), 1, "the holder's UNLOCK")
+    for i, c in enumerate((r1, r2)):
+        assert_eq(c.read_reply(3.0), "OK", "rlockd waiter %d's turn" % i)
+        assert_eq(c.call("UNLOCK", n, 10 + i, "FAIR"), 1, "rlockd waiter %d's UNLOCK" % i)
+    assert_eq(jsub.read_reply(3.0), ["message", jch, "0"], "the Java waiter told it is its turn")
+    assert_eq(env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jf, java_wait, now_ms()), None,
+              "the Java waiter takes the lock at its turn")
+    assert_eq(env.redis("DEL", n), 1, "the Java holder done")
+
+
+def test_a_java_grant_ahead_leaves_rlockd_waiters_their_places(env):
+    """A Java grant moves every place one threadWaitTime nearer (Redisson's rule); an
+    rlockd place behind a Java one is kept that much further ahead, so the grant does not
+    put it in the past, where the Java waiter's unlock would drop it."""
+    n = env.name("fair")
+    keys = (3, n, tagged("redisson_lock_queue", n), tagged("redisson_lock_timeout", n))
+    jh, jw = java_field(), java_field()
+    assert_eq(env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jh, 300000, now_ms()), None, "Java holder")
+    assert env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jw, 300000, now_ms()) > 0, "Java waiter queued"
+    r1, r2 = env.client(), env.client()
+    fields = ["%s:%d" % (c.call("CLIENTID"), 10 + i) for i, c in enumerate((r1, r2))]
+    for i, c in enumerate((r1, r2)):
+        c.send("LOCK", n, 10 + i, "FAIR")
+        wait_until(lambda: len(queue(env, n)) == i + 2, 3.0, what="rlockd waiter %d queued" % i)
+    renewed = env.info_int("fair_place_renewals")
+    wait_until(lambda: env.info_int("fair_place_renewals") >= renewed + 2, 3.0 * env.watchdog_ms / 1000.0,
+               what="a renewal of both places")
+    def fair_unlock(field):  # each unlock its own request id, as Redisson's
+        return env.redis("EVAL", FAIR_UNLOCK, 5, n, tagged("redisson_lock_queue", n),
+                         tagged("redisson_lock_timeout", n), tagged("redisson_lock__channel", n),
+                         "latch:" + field, 0, JAVA_LEASE_MS, field, now_ms(), "publish", 1000)
+    assert_eq(fair_unlock(jh), 1, "Java holder's unlock")
+    assert_eq(env.redis("EVAL", FAIR_ACQUIRE, *keys, JAVA_LEASE_MS, jw, 300000, now_ms()), None,
+              "the Java waiter's grant")
+    now = int(env.redis("TIME")[0]) * 1000
+    for i, field in enumerate(fields):
+        place = env.redis("ZSCORE", tagged("redisson_lock_timeout", n), field)
+        assert place is not None and int(place) > now, "rlockd waiter %d's place %r, now %d" % (i, place, now)
+    assert_eq(fair_unlock(jw), 1, "Java waiter's unlock")
+    for i, c in enumerate((r1, r2)):
+        assert_eq(c.read_reply(3.0), "OK", "rlockd waiter %d's turn" % i)
+        assert_eq(c.call("UNLOCK", n, 10 + i, "FAIR"), 1, "rlockd waiter %d's UNLOCK" % i)
+    assert_eq(queue(env, n), [], "the queue once everyone was served")
 
 
 def test_fair_queue_of_another_type_is_refused(env):

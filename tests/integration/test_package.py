@@ -2,8 +2,10 @@
 every library the Makefile builds with; they build, writing nothing outside the build tree; each
 holds its files with their modes and no others; rlockd's configuration is a conffile and its
 maintainer scripts create the user and enable the service (not the socket); the dependencies are
-declared; librlock0 is named for and holds its soname and lists its symbols; unpacked into a scratch
-root the programs run and a program links against the library; lintian finds no error.
+declared; librlock0 is named for and holds its soname and lists its symbols, at package versions;
+unpacked into a scratch root the programs run, the man page names the packaged paths and
+protocol.md ships, a program links against the library (dynamically, and statically with the
+README's line); the configuration is made 0640 root:rlockd at installation; lintian finds no error.
 
 The packages are built by `make deb BUILD=<temp dir>` (without the unit tests: DEB_BUILD_OPTIONS=
 nocheck), or taken from RLOCKD_DEBS=<dir> when set (e.g. build/deb after `make deb`).
@@ -18,7 +20,9 @@ import subprocess
 from harness import Skip, TempDir, assert_eq, which
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-PACKAGES = ("rlockd", "librlock0", "librlock-dev", "rlock")
+PACKAGES = ("rlockd", "librlock0", "librlock-dev", "rlock", "python3-rlockd")
+PY_SRC = os.path.join(ROOT, "clients", "python", "rlockd")
+DIST_PACKAGES = "usr/lib/python3/dist-packages/"
 COMPLETION_SRC = os.path.join(ROOT, "cli", "rlock.bash-completion")
 COMPLETION = "usr/share/bash-completion/completions/rlock"
 
@@ -52,7 +56,8 @@ def expected_tree(multiarch):
             "lib/systemd/system/rlockd.service": 0o644,
             "lib/systemd/system/rlockd.socket": 0o644,
             "usr/lib/sysusers.d/rlockd.conf": 0o644,
-            "usr/share/man/man8/rlockd.8.gz": 0o644}), {}),
+            "usr/share/man/man8/rlockd.8.gz": 0o644,
+            "usr/share/doc/rlockd/protocol.md": 0o644}), {}),
         "librlock0": (dict(docs("librlock0"), **{lib + "librlock.so." + so_version: 0o644}),
                       {lib + soname: "librlock.so." + so_version}),
         "librlock-dev": (dict(docs("librlock-dev"), **{
@@ -60,6 +65,9 @@ def expected_tree(multiarch):
             lib + "librlock.a": 0o644,
             lib + "pkgconfig/rlock.pc": 0o644}), {lib + "librlock.so": soname}),
         "rlock": (dict(docs("rlock"), **rlock_files), {}),
+        # and the dist-info directory dh-python writes (check_python_package)
+        "python3-rlockd": (dict(docs("python3-rlockd"), **{
+            DIST_PACKAGES + "rlockd/" + f: 0o644 for f in os.listdir(PY_SRC) if f.endswith(".py")}), {}),
     }
 
 
@@ -105,7 +113,7 @@ def control_files(deb, into):
     return found
 
 
-STUBS = ("systemd-sysusers", "deb-systemd-helper", "deb-systemd-invoke", "systemctl")
+STUBS = ("systemd-sysusers", "deb-systemd-helper", "deb-systemd-invoke", "systemctl", "dpkg-statoverride")
 
 
 def run_script(scratch, pkg, name, *args):
@@ -119,7 +127,8 @@ def run_script(scratch, pkg, name, *args):
         for tool in STUBS:
             with open(os.path.join(stubs, tool), "w") as f:
                 f.write('#!/bin/sh\necho "%s $*" >> "$STUB_LOG"\n'
-                        '[ "$1" = debian-installed ] && exit 1\nexit 0\n' % tool)
+                        '[ "$1" = debian-installed ] && exit 1\n'
+                        '[ "$1" = --list ] && exit 1\nexit 0\n' % tool)
             os.chmod(os.path.join(stubs, tool), 0o755)
     if os.path.exists(log):
         os.remove(log)
@@ -145,19 +154,29 @@ def require_build_tools():
         raise Skip("the packages' build dependencies are missing: %s" % r.stderr.strip())
 
 
+def written_by_a_package_build():
+    """What dpkg-buildpackage writes outside the tree it builds, by place: its
+    packages, .changes and .buildinfo next to the tree (only those: other
+    programs write to a shared parent such as /tmp too), and its work files
+    in the tree and in debian/."""
+    ours = tuple("%s_" % p for p in PACKAGES + tuple(p + "-dbgsym" for p in PACKAGES))
+    return {"next to the source tree": {f for f in os.listdir(os.path.dirname(ROOT)) if f.startswith(ours)},
+            "in the source tree": set(os.listdir(ROOT)),
+            "in debian/": set(os.listdir(os.path.join(ROOT, "debian")))}
+
+
 def build_packages(build):
     """`make deb` into the temp dir build; checks it writes nothing outside it."""
     require_build_tools()
-    parent = os.path.dirname(ROOT)
-    before = (set(os.listdir(parent)), set(os.listdir(os.path.join(ROOT, "debian"))))
+    before = written_by_a_package_build()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     env["DEB_BUILD_OPTIONS"] = "nocheck"   # the unit tests are `make unit`'s
     env["DEB_BUILD_PROFILES"] = "nocheck"  # and Check is not needed
     r = run(["make", "-s", "-C", ROOT, "BUILD=" + build, "deb"], env=env, timeout=300)
     assert r.returncode == 0, "make deb failed (%d):\n%s%s" % (r.returncode, r.stdout[-4000:], r.stderr[-4000:])
-    after = (set(os.listdir(parent)), set(os.listdir(os.path.join(ROOT, "debian"))))
-    assert_eq(after[0] - before[0], set(), "files make deb left next to the source tree")
-    assert_eq(after[1] - before[1], set(), "files make deb left in debian/")
+    after = written_by_a_package_build()
+    for where, names in after.items():
+        assert_eq(names - before[where], set(), "files make deb left %s" % where)
     assert not os.path.exists(os.path.join(build, "deb-src")), "make deb left its copy of the tree"
     return os.path.join(build, "deb")
 
@@ -178,6 +197,8 @@ def package_files(deb_dir):
 def check_files_and_modes(debs, multiarch):
     for pkg, (want_files, want_links) in expected_tree(multiarch).items():
         files, links, dirs = contents(debs[pkg])
+        if pkg == "python3-rlockd":
+            files = {f: m for f, m in files.items() if not re.match(DIST_PACKAGES + r"rlockd-[\d.]+\.dist-info/", f)}
         assert_eq({path: oct(mode) for path, mode in files.items()},
                   {path: oct(mode) for path, mode in want_files.items()}, "files (with modes) of %s" % pkg)
         assert_eq(links, want_links, "symlinks of %s" % pkg)
@@ -219,6 +240,10 @@ def check_maintainer_scripts(debs, scratch):
     for pkg in PACKAGES[1:]:
         assert "conffiles" not in ctl[pkg], "%s has conffiles: %s" % (pkg, ctl[pkg]["conffiles"])
         scripts = {"preinst", "postinst", "prerm", "postrm"} & set(ctl[pkg])
+        if pkg == "python3-rlockd":  # dh_python3's: byte-compiles at installation, cleans at removal
+            assert_eq(scripts, {"postinst", "prerm"}, "maintainer scripts of %s" % pkg)
+            assert "py3compile -p python3-rlockd" in ctl[pkg]["postinst"], ctl[pkg]["postinst"]
+            continue
         assert_eq(scripts, set(), "maintainer scripts of %s" % pkg)
     scripts = {"preinst", "postinst", "prerm", "postrm"} & set(ctl["rlockd"])
     assert_eq(scripts, {"postinst", "prerm", "postrm"}, "maintainer scripts of rlockd")
@@ -247,6 +272,14 @@ def check_maintainer_scripts(debs, scratch):
         "postinst configure enabled rlockd.socket (it binds the service's addresses): %s" % calls
     assert calls.index("systemd-sysusers rlockd.conf") < calls.index("deb-systemd-helper enable rlockd.service"), \
         "postinst enables the service before it creates the user: %s" % calls
+    # The configuration may hold passwords: 0640 root:rlockd, once the group exists.
+    override = "dpkg-statoverride --update --add root rlockd 0640 /etc/rlockd/rlockd.ini"
+    assert override in calls, "postinst configure does not make the configuration 0640 root:rlockd: %s" % calls
+    assert calls.index("systemd-sysusers rlockd.conf") < calls.index(override), \
+        "postinst sets the configuration's group before it creates it: %s" % calls
+    calls = run_script(scratch, "rlockd", "postrm", "purge")
+    assert "dpkg-statoverride --remove /etc/rlockd/rlockd.ini" not in calls, \
+        "postrm purge removes an override that --list says is not there: %s" % calls
     for unit in ("rlockd.service", "rlockd.socket"):
         assert "deb-systemd-helper purge '%s'" % unit in ctl["rlockd"]["postrm"], \
             "rlockd's postrm does not purge %s's state:\n%s" % (unit, ctl["rlockd"]["postrm"])
@@ -271,6 +304,11 @@ def check_library_matches_its_soname(debs, ctl, root, multiarch):
     assert_eq(nm.returncode, 0, "nm -D: %s" % nm.stderr)
     exported = {line.split()[-1] for line in nm.stdout.splitlines() if line.split()[1:2] == ["T"]}
     assert_eq(listed, exported, "functions in librlock0's symbols file vs. those the library exports")
+    # dpkg compares these with librlock0's versions: none may be above the package's.
+    version = field(debs["librlock0"], "Version")
+    for sym, v in re.findall(r"^ (\w+)@Base (\S+)", symbols, re.M):
+        r = run(["dpkg", "--compare-versions", v, "le", version])
+        assert_eq(r.returncode, 0, "%s's version %s in the symbols file vs. the package's %s" % (sym, v, version))
     assert "activate-noawait ldconfig" in ctl["librlock0"].get("triggers", ""), "librlock0 does not run ldconfig"
 
 
@@ -301,6 +339,23 @@ def check_programs_run(root):
     r = run([os.path.join(root, "usr/bin/rlock"), "-h"])
     assert_eq(r.returncode, 0, "rlock -h: %s" % r.stderr)
     assert "rlock" in r.stdout and "NAME" in r.stdout, "rlock -h printed:\n" + r.stdout
+    r = run([os.path.join(root, "usr/bin/rlock"), "--version"])
+    with open(os.path.join(ROOT, "debian", "changelog")) as f:
+        version = re.match(r"rlockd \(([^)-]+)", f.readline()).group(1)
+    assert_eq(r.stdout, "rlock %s (librlock %s)\n" % (version, makefile_value("RLOCK_SO_VERSION")),
+              "rlock --version: its own version and librlock's")
+
+
+def check_docs(root):
+    """The man page names the packaged paths, and the protocol it points to ships."""
+    r = run(["sh", "-c", "zcat '%s'" % os.path.join(root, "usr/share/man/man8/rlockd.8.gz")])
+    assert_eq(r.returncode, 0, "zcat rlockd.8.gz: %s" % r.stderr)
+    assert "/usr/local" not in r.stdout, "the packaged rlockd.8 names /usr/local:\n" + \
+        "\n".join(line for line in r.stdout.splitlines() if "/usr/local" in line)
+    for path in ("/lib/systemd/system/rlockd.service", "/usr/lib/sysusers.d/rlockd.conf",
+                 "/usr/share/doc/rlockd/protocol.md"):
+        assert path in r.stdout, "the packaged rlockd.8 does not name %s" % path
+        assert os.path.exists(root + path), "rlockd.8 names %s, which no package ships" % path
 
 
 def check_library_links(root, multiarch):
@@ -322,6 +377,35 @@ def check_library_links(root, multiarch):
     assert r.stdout.strip(), "rlock_strerror gave an empty text"
     dyn = run(["objdump", "-p", exe])
     assert re.search(r"NEEDED\s+librlock\.so\.0\n", dyn.stdout), "not linked by soname:\n" + dyn.stdout
+    # The README's static line, as pasted (but for the source's name): no librlock at run time.
+    with open(os.path.join(ROOT, "README.md")) as f:
+        line = next(l.strip() for l in f if l.strip().startswith("cc -o lockdemo") and "# static" in l)
+    r = run(["sh", "-c", line.split("#")[0].replace("lockdemo.c", src).replace("-o lockdemo", "-o " + exe)],
+            env=env)
+    assert_eq(r.returncode, 0, "the README's static link line: %s" % r.stderr)
+    ldd = run(["ldd", exe])
+    assert "librlock" not in ldd.stdout, "the README's static link line links librlock dynamically:\n" + ldd.stdout
+    assert_eq(run([exe]).returncode, 0, "the statically linked program")
+
+
+def check_python_package(debs, root):
+    """python3-rlockd: Debian's python3-redis as its dependency, a dist-info of the package's
+    version, and the module importable from where it is installed."""
+    depends = field(debs["python3-rlockd"], "Depends")
+    assert "python3-redis" in depends and re.search(r"(^|, )python3(:any)?( \(|,|$)", depends), \
+        "python3-rlockd's Depends: %s" % depends
+    assert_eq(field(debs["python3-rlockd"], "Architecture"), "all", "python3-rlockd's Architecture")
+    version = field(debs["python3-rlockd"], "Version")
+    files, _, _ = contents(debs["python3-rlockd"])
+    assert any(f.startswith(DIST_PACKAGES + "rlockd-%s.dist-info/" % version) for f in files), \
+        "no rlockd-%s.dist-info in python3-rlockd: %s" % (version, sorted(files))
+    site = os.path.join(root, DIST_PACKAGES)
+    # Debian's interpreter, which the package is for (its python3-redis too)
+    r = run(["/usr/bin/python3", "-I", "-c", "import sys; sys.path.insert(0, %r); import rlockd; "
+             "print(rlockd.__file__); print(rlockd.Client.__name__)" % site])
+    assert_eq(r.returncode, 0, "import rlockd from python3-rlockd: %s" % r.stderr)
+    assert r.stdout.startswith(os.path.join(site, "rlockd", "__init__.py")), \
+        "rlockd imported from elsewhere: %s" % r.stdout
 
 
 def lintian_errors(debs):
@@ -338,12 +422,28 @@ def test_debian_changelog_names_the_daemons_version():
     assert_eq(version, daemon, "debian/changelog's version vs. RLOCKD_VERSION")
 
 
+def test_symbols_file_names_package_versions():
+    """debian/librlock0.symbols gives, for each symbol, the librlock0 version that first shipped it:
+    a package version (debian/changelog), never the library's own (RLOCK_SO_VERSION), or every
+    program built against it would depend on a librlock0 no package provides."""
+    if not which("dpkg"):
+        raise Skip("dpkg not found")
+    with open(os.path.join(ROOT, "debian", "changelog")) as f:
+        version = re.match(r"rlockd \(([^)]+)\)", f.readline()).group(1)
+    with open(os.path.join(ROOT, "debian", "librlock0.symbols")) as f:
+        listed = re.findall(r"^ (\w+)@Base (\S+)", f.read(), re.M)
+    assert listed, "no symbols in debian/librlock0.symbols"
+    above = [(sym, v) for sym, v in listed
+             if run(["dpkg", "--compare-versions", v, "le", version]).returncode != 0]
+    assert_eq(above, [], "symbols whose version is above the package's %s" % version)
+
+
 def test_build_depends_name_every_library_the_makefile_builds_with():
     """Each pkg-config module of the Makefile's PKGS (and check, for the unit tests the package
     build runs) comes from a package debian/control's Build-Depends names."""
     for tool in ("pkg-config", "dpkg"):
         if not which(tool):
-            raise Skip("%s not found" % tool)
+            raise Skip("%s not found (apt-get install %s, or scripts/install-deps.sh)" % (tool, tool))
     with open(os.path.join(ROOT, "debian", "control")) as f:
         source = f.read().split("\n\n")[0]
     m = re.search(r"^Build-Depends:((?:.*\n)(?:[ \t].*\n)*)", source + "\n", re.M)
@@ -377,6 +477,8 @@ def test_packages_build_and_hold_what_they_should():
             assert_eq(r.returncode, 0, "dpkg-deb -x %s: %s" % (deb, r.stderr))
         check_library_matches_its_soname(debs, ctl, root, multiarch)
         check_programs_run(root)
+        check_docs(root)
+        check_python_package(debs, root)
         check_library_links(root, multiarch)
         if not which("lintian"):
             raise Skip("every other check passed, but lintian is not installed (apt-get install lintian)")

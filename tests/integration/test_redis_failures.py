@@ -109,6 +109,34 @@ def test_hung_subscriber_link_is_dropped_after_command_timeout_and_wakeups_work_
         assert_eq(x.call("HOLDCOUNT", m, 1), 1, "the woken waiter holds the lock")
 
 
+def test_a_latch_wait_whose_caller_left_while_redis_hung_does_not_crash_rlockd():
+    """AWAIT WAIT, Redis stopped past command_timeout_ms, the caller gone: when Redis answers
+    again rlockd settles the acquires it lost, and a latch's wait, which holds nothing, has
+    nothing to settle.
+
+    EXPECTED TO FAIL on rlockd up to commit fc21e78: the latch's wait was remembered for
+    settling, and the settle went through the latch row's missing build (SIGSEGV)."""
+    with Env(CONFIG_HANG) as env:
+        n = env.name("latch")
+        a = env.client(timeout=5.0)
+        assert_eq(a.call("LATCHSET", n, 1), 1, "LATCHSET of a new latch")
+        clients = env.info_int("connected_clients")
+        w = env.client(timeout=5.0, label="latch-waiter")
+        wait_info(env, "connected_clients", clients + 1, what="the waiter connected")
+        with env.redis_server.paused():
+            w.send("AWAIT", n, "WAIT", 5000)  # its script is sent; Redis never answers
+            env.rlockd.wait_log(r"redis pool\[\d+\]: dropping connection: no reply within command_timeout_ms")
+            w.close()                         # the caller gives up
+            wait_info(env, "connected_clients", clients, what="the waiter's disconnection seen")
+        wait_info(env, "redis_connected", 1, timeout=10.0, what="all links ready again after SIGCONT")
+        assert_eq(a.call("PING"), "PONG", "PING after Redis answers again")
+        assert env.rlockd.alive(), "rlockd died after Redis answered again:\n%s" % env.log_tail()
+        assert_eq(a.call("AWAIT", n, "WAIT", 50), 0, "AWAIT WAIT 50 of the latch still closed")
+        assert_eq(a.call("COUNTDOWN", n), 0, "COUNTDOWN to zero")
+        assert_eq(a.call("AWAIT", n), 1, "AWAIT of the open latch")
+        assert_eq(env.info_int("waiting_clients"), 0, "INFO waiting_clients at the end")
+
+
 # ---------------------------------------------------------------- AUTH and SELECT
 
 

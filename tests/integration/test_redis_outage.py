@@ -2,7 +2,7 @@
 
 import time
 
-from harness import Env, assert_eq, assert_error, is_error, parse_info
+from harness import Env, assert_eq, assert_error, is_error, parse_info, wait_until
 
 # retry_timeout_ms short: a command finding Redis down fails after it (test_ride_through
 # has the default, which rides through such an outage).
@@ -113,7 +113,9 @@ def test_redis_restarted_on_same_port_serves_within_2s():
         assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK before the outage")
         _stop_redis(env)
         assert_error(a.call("TRYLOCK", n, 1), "UNAVAILABLE", what="TRYLOCK while Redis is down")
-        time.sleep(0.5)   # let rlockd's reconnect attempts fail a few times
+        failures = env.info_int("redis_connect_failures")
+        wait_until(lambda: env.info_int("redis_connect_failures") >= failures + 3, 10.0,
+                   what="rlockd's reconnect attempts failing a few times")
         t_up = _restart_redis(env)
         while True:
             r = a.call("TRYLOCK", n, 1, timeout=3.0)

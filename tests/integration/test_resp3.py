@@ -62,10 +62,12 @@ def test_replies_in_resp3_are_redis_7s(env):
     n = env.name("owners")
     assert_eq(c.call("LOCK", n, 1), "OK", "LOCK: a simple string as ever")
     assert_eq(c.call("LOCK", n, 1), "OK", "LOCK again (reentrant)")
-    pttl, owners = c.call("OWNERS", n)
+    pttl, owners, kind = c.call("OWNERS", n)
     assert isinstance(pttl, int) and pttl > 0, "OWNERS' pttl: %r" % pttl
-    assert_eq(owners, {cid + ":1": 2}, "OWNERS' owners: a map of owner to count")
-    assert_eq(_wire(c, "OWNERS", env.name("free")), b"*2\r\n:-2\r\n%0\r\n", "OWNERS of a free lock")
+    assert_eq((owners, kind), ({cid + ":1": 2}, "lock"), "OWNERS' owners: a map of owner to count; the kind")
+    assert_eq(_wire(c, "OWNERS", env.name("free")), b"*3\r\n:-2\r\n%0\r\n$4\r\nnone\r\n", "OWNERS of a free lock")
+    assert_eq(c.call("OWNERS", n, "WITHNAMES")[1:], [{cid + ":1": 2}, "lock", {cid + ":1": None}],
+              "OWNERS WITHNAMES: the names a map, after the kind")
     assert_error(c.call("UNLOCK", n, 7), "NOTOWNER", None, "UNLOCK by another owner")
     info = c.call("INFO", "server")
     assert isinstance(info, Verbatim) and info.format == "txt", "INFO: a verbatim string: %r" % (info,)

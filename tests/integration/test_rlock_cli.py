@@ -5,18 +5,20 @@ the ones `rlock -h` documents.
 """
 
 import fcntl
+import hashlib
 import os
 import pty
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import termios
 import time
 
 from harness import (HOST, Env, Skip, TempDir, _spawn, assert_eq, free_port, holds_for, rlock_bin,
-                     wait_until)
+                     wait_info, wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -25,6 +27,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 CONFIG = {"lock": {"watchdog_timeout_ms": 1000}}
 
 EXIT_NOT_ACQUIRED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SOFTWARE, EXIT_LOCK_LOST = 1, 64, 69, 70, 75
+EXIT_NO_PERMISSION, EXIT_NO_LOGIN = 77, 78
 OWNER_RE = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:%d$"
 
 # COMMANDs. Each writes its pid (= its process group) to ./pid first, so a
@@ -193,7 +196,7 @@ def test_address_comes_from_capital_s_else_rlock_addr(env):
     bad = dict(os.environ, RLOCK_ADDR="%s:%d" % (HOST, free_port()))
     r = run_rlock(["status", n], env=good)
     assert_eq(r.returncode, 0, "status via $RLOCK_ADDR")
-    assert re.fullmatch(r"locked pttl_ms=\d+\nowner=someone:1 holds=1\n", r.stdout), \
+    assert re.fullmatch(r"locked pttl_ms=\d+\nkind=lock\nowner=someone:1 holds=1\n", r.stdout), \
         "status via $RLOCK_ADDR: %r" % r.stdout
     for option in ("-S", "--server"):
         r = run_rlock([option, _addr(env), "status", n], env=bad)
@@ -208,12 +211,65 @@ def test_auth_token_comes_from_rlock_auth():
     with Env({"server": {"auth_token": "tok-1"}}) as env, TempDir() as d:
         args = ["-S", _addr(env), env.name("auth"), "--", "touch", "ran"]
         r = run_rlock(args, cwd=d, env={k: v for k, v in os.environ.items() if k != "RLOCK_AUTH"})
-        assert_eq(r.returncode, EXIT_SOFTWARE, "exit status without RLOCK_AUTH")
+        assert_eq(r.returncode, EXIT_NO_LOGIN, "exit status without RLOCK_AUTH")
         assert "auth" in r.stderr.lower(), "message should say it is about auth: %r" % r.stderr
         assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
         r = run_rlock(args, cwd=d, env=dict(os.environ, RLOCK_AUTH="tok-1"))
         assert_eq((r.returncode, r.stderr), (0, ""), "rlock with the right RLOCK_AUTH")
         assert os.path.exists(os.path.join(d, "ran")), "COMMAND did not run"
+
+
+WORKER_PW = "worker-pw"
+USERS = {"server": {"auth_token": "admin-token"},   # the harness's own login (INFO)
+         "user worker": {"password_sha256": hashlib.sha256(WORKER_PW.encode()).hexdigest(),
+                         "commands": "+@lock", "names": "orders-*"}}
+NO_LOGIN_HINT = ("rlock: log in with RLOCK_USER and RLOCK_PASSWORD (or --user and --password-file) "
+                 "as a [user NAME] of rlockd, or with RLOCK_AUTH as its auth_token\n")
+
+
+def _without_login():
+    return {k: v for k, v in os.environ.items() if k not in ("RLOCK_AUTH", "RLOCK_USER", "RLOCK_PASSWORD")}
+
+
+def test_user_logs_in_from_rlock_user_and_rlock_password_or_user_and_password_file():
+    with Env(USERS) as env, TempDir() as d:
+        n = env.name("orders")
+        r = run_rlock(["-S", _addr(env), n, "--", "touch", "ran"], cwd=d,
+                      env=dict(_without_login(), RLOCK_USER="worker", RLOCK_PASSWORD=WORKER_PW))
+        assert_eq((r.returncode, r.stderr), (0, ""), "rlock as worker from the environment")
+        assert os.path.exists(os.path.join(d, "ran")), "COMMAND did not run"
+        with open(os.path.join(d, "pw"), "w") as f:
+            f.write(WORKER_PW + "\n")
+        r = run_rlock(["-S", _addr(env), "--user", "worker", "--password-file", os.path.join(d, "pw"),
+                       "status", n], env=_without_login())
+        assert_eq((r.returncode, r.stdout, r.stderr), (0, "unlocked\n", ""), "status as worker from the options")
+
+
+def test_no_login_or_a_wrong_one_exits_78_naming_what_to_set():
+    with Env(USERS) as env, TempDir() as d:
+        n = env.name("orders")
+        for extra in ({}, {"RLOCK_USER": "worker", "RLOCK_PASSWORD": "wrong"}):
+            r = run_rlock(["-S", _addr(env), n, "--", "touch", "ran"], cwd=d, env=dict(_without_login(), **extra))
+            assert_eq(r.returncode, EXIT_NO_LOGIN, "exit status with %r" % extra)
+            assert r.stderr.endswith(NO_LOGIN_HINT), "stderr with %r: %r" % (extra, r.stderr)
+            assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+
+
+def test_a_name_the_user_may_not_lock_exits_77_naming_the_user_rules():
+    with Env(USERS) as env, TempDir() as d:
+        r = run_rlock(["-S", _addr(env), env.name("payroll"), "--", "touch", "ran"], cwd=d,
+                      env=dict(_without_login(), RLOCK_USER="worker", RLOCK_PASSWORD=WORKER_PW))
+        assert_eq(r.returncode, EXIT_NO_PERMISSION, "exit status (stderr %r)" % r.stderr)
+        assert r.stderr.endswith(
+            "rlock: the user logged in as (RLOCK_USER or --user) lacks the command or the name: "
+            "see its commands and names in rlockd's [user NAME]\n"), r.stderr
+        assert not os.path.exists(os.path.join(d, "ran")), "COMMAND ran without the lock"
+
+
+def test_a_user_without_a_password_is_a_usage_error():
+    r = run_rlock(["--user", "worker", "x", "--", "true"], env=_without_login())
+    assert_eq(r.returncode, EXIT_USAGE, "exit status (stderr %r)" % r.stderr)
+    assert "--user (or RLOCK_USER) needs a password: --password-file FILE or RLOCK_PASSWORD" in r.stderr, r.stderr
 
 
 # ---------------------------------------------------------------- status, force-unlock
@@ -228,7 +284,7 @@ def test_status_prints_locked_with_pttl_then_each_owner_or_unlocked_and_exits_0(
     assert_eq(a.call("LOCK", n, 1), "OK", "reentrant LOCK by another client")
     r = run_rlock(["-S", _addr(env), "status", n])
     # the first line as before there were owners: scripts parse it
-    m = re.match(r"^locked pttl_ms=(\d+)\nowner=(\S+) holds=(\d+)\n$", r.stdout)
+    m = re.match(r"^locked pttl_ms=(\d+)\nkind=lock\nowner=(\S+) holds=(\d+)\n$", r.stdout)
     assert r.returncode == 0 and m, "status of a held lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
     assert 0 < int(m.group(1)) <= env.watchdog_ms, "pttl_ms %s not within the watchdog TTL" % m.group(1)
     assert_eq((m.group(2), m.group(3)), ("%s:1" % a.call("CLIENTID"), "2"), "the owner and its hold count")
@@ -240,7 +296,8 @@ def test_status_prints_locked_with_pttl_then_each_owner_or_unlocked_and_exits_0(
     r = run_rlock(["-S", _addr(env), "--shared", "status", rw])
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+", lines[0]), "status -s: %r" % r.stdout
-    assert_eq(sorted(lines[1:]), sorted(["owner=%s:7 holds=1" % a.call("CLIENTID"),
+    assert_eq(lines[1], "kind=read", "status -s: the kind")
+    assert_eq(sorted(lines[2:]), sorted(["owner=%s:7 holds=1" % a.call("CLIENTID"),
                                          "owner=%s:8 holds=1" % b.call("CLIENTID")]),
               "owners of the read lock")
 
@@ -249,7 +306,7 @@ def test_status_needs_rlock_auth_as_the_other_forms_do():
     with Env({"server": {"auth_token": "tok-2"}}) as env:
         n = env.name("status-auth")
         bare = {k: v for k, v in os.environ.items() if k != "RLOCK_AUTH"}
-        for environment, want in ((bare, EXIT_SOFTWARE), (dict(bare, RLOCK_AUTH="wrong"), EXIT_SOFTWARE),
+        for environment, want in ((bare, EXIT_NO_LOGIN), (dict(bare, RLOCK_AUTH="wrong"), EXIT_NO_LOGIN),
                                   (dict(bare, RLOCK_AUTH="tok-2"), 0)):
             r = run_rlock(["-S", _addr(env), "status", n], env=environment)
             assert_eq(r.returncode, want, "status with RLOCK_AUTH=%r (stderr %r)"
@@ -473,6 +530,24 @@ def _stat(pid):
     return None if fields[0] in "ZX" else (fields[0], int(fields[2]), int(fields[5]))
 
 
+def _reading_settled(pid):
+    """pid sleeps (in a read) as the terminal's foreground group with no signal
+    pending: a Ctrl-Z or SIGCONT sent before has been acted on."""
+    if _stat(pid) != ("S", pid, pid):
+        return False
+    status = _read("/proc/%d/status" % pid)
+    pending = re.findall(r"^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$", status, re.M)
+    return len(pending) == 2 and all(int(mask, 16) == 0 for mask in pending)
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def _children(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -514,8 +589,9 @@ def test_command_reading_the_terminal_gets_its_foreground_and_rlock_takes_it_bac
             # Ctrl-Z stops COMMAND; no shell could continue this rlock (its group is orphaned),
             # so rlock lets COMMAND go on, as the kernel would have for the group
             term.type(b"\x1a")
-            time.sleep(0.2)
-            wait_until(lambda: _stat(pid) == ("S", pid, pid), 2.0,
+            # the terminal echoes ^Z once it has sent SIGTSTP to the group
+            wait_until(lambda: "^Z" in term.drain(), 10.0, what="the terminal's ^Z (%r)" % term.drain())
+            wait_until(lambda: _reading_settled(pid), 10.0,
                        what="COMMAND reading again after Ctrl-Z (%r)" % (_stat(pid),))
             term.type(b"hello\n")
             wait_until(lambda: os.path.exists(path("back")) and os.path.getsize(path("back")) > 0, 3.0,
@@ -543,20 +619,23 @@ def test_ctrl_z_in_an_interactive_shell_stops_the_job_and_fg_gives_command_the_t
             rlock_pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
             term.pids.append(rlock_pid)
             term.type(b"\x1a")
-            wait_until(lambda: "Stopped" in term.drain(), 3.0, what="bash reporting the job stopped")
-            assert_eq([(_stat(p) or "?")[0] for p in (rlock_pid, pid)], ["T", "T"], "rlock and COMMAND stopped")
-            # stopped past the lock's TTL (1 s): rlockd's watchdog keeps it, and
-            # rlock, continued, asks rlockd before it judges its own deadline
+            wait_until(lambda: "Stopped" in term.drain(), 10.0, what="bash reporting the job stopped")
+            wait_until(lambda: [(_stat(p) or "?")[0] for p in (rlock_pid, pid)] == ["T", "T"], 10.0,
+                       what="rlock and COMMAND stopped (%r)" % ([_stat(p) for p in (rlock_pid, pid)],))
+            # the scenario: stopped past the lock's TTL (1 s); rlockd's watchdog keeps
+            # it, and rlock, continued, asks rlockd before it judges its own deadline
             time.sleep(1.5)
             assert_eq(env.redis("EXISTS", n), 1, "lock while the job is stopped")
             term.type(b"fg\n")
-            wait_until(lambda: _stat(pid) == ("S", pid, pid), 3.0,
+            wait_until(lambda: _reading_settled(pid), 10.0,
                        what="COMMAND reading as the foreground after fg (%r, %r)" % (_stat(pid), term.drain()))
             term.type(b"hello\n")
-            wait_until(lambda: os.path.exists(path("out")), 3.0, what="COMMAND's output (%r)" % term.drain())
-            assert_eq(open(path("out")).read(), "got:hello\n", "what COMMAND read after fg")
+            # the shell creates out before it writes to it: wait for the line
+            wait_until(lambda: _read(path("out")).endswith("\n"), 10.0,
+                       what="COMMAND's output (%r)" % term.drain())
+            assert_eq(_read(path("out")), "got:hello\n", "what COMMAND read after fg")
             term.type(b"echo status=$?\n")
-            wait_until(lambda: "status=0" in term.drain(), 3.0, what="rlock's exit status 0 (%r)" % term.drain())
+            wait_until(lambda: "status=0" in term.drain(), 10.0, what="rlock's exit status 0 (%r)" % term.drain())
             assert "lost" not in term.drain(), "rlock's output: %r" % term.drain()
             assert_eq(env.redis("EXISTS", n), 0, "lock after COMMAND ended")
 
@@ -675,22 +754,78 @@ def test_rlockd_unreachable_past_the_lock_ttl_counts_as_lost():
             wait_until(_gone(env, n), 1.0, what="the lock's TTL running out in Redis")
 
 
-def test_rlockd_stopped_in_order_counts_as_lost_at_once_not_at_the_ttl():
-    # A long TTL: only the unreachable-rlockd grace (1 s) can end this in time.
+def test_rlockd_stopped_in_order_with_release_counts_as_lost_once_it_is_back_not_at_the_ttl():
+    # A long TTL: only the restarted rlockd's "no session to resume" can end this in time.
     config = {"lock": {"watchdog_timeout_ms": 20000, "on_disconnect": "release",
                        "on_shutdown": "release"}}
     with Env(config, label="rlock-stop") as env, TempDir() as d:
         n = env.name("stop")
         with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
             rl.wait_ready()
-            t0 = time.monotonic()
             env.rlockd.signal(signal.SIGTERM)   # an orderly stop releases the lock in Redis
             assert_eq(env.rlockd.wait_exit(5.0), 0, "rlockd's exit status")
             assert_eq(env.redis("EXISTS", n), 0, "lock released by the stopping rlockd")
+            env.rlockd.start()
+            t0 = time.monotonic()
             assert_eq(rl.wait(5.0), EXIT_LOCK_LOST, "rlock's exit status")
             dt = time.monotonic() - t0
-            assert dt < 3.0, "rlock ran COMMAND %.1fs after its lock was released (TTL 20 s)" % dt
+            assert dt < 3.0, "rlock ran COMMAND %.1fs after rlockd was back (TTL 20 s)" % dt
             assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+
+
+def _ride_through(gap_s, crash):
+    """rlock runs COMMAND under a 30 s watchdog lock while rlockd is stopped
+    (SIGTERM, on_shutdown = keep) or killed, and started again gap_s later."""
+    with Env({"lock": {"watchdog_timeout_ms": 30000}}, label="rlock-ride") as env, TempDir() as d:
+        n = env.name("ride")
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+            rl.wait_ready()
+            owner = list(env.redis_hash(n))[0]
+            if crash:
+                env.rlockd.proc.kill()
+            else:
+                env.rlockd.signal(signal.SIGTERM)
+            env.rlockd.proc.wait(5)
+            # the gap is the scenario: rlock keeps COMMAND running through it
+            holds_for(lambda: rl.proc.poll() is None and len(env.redis_hash(n)) == 1, gap_s,
+                      what="rlock and its lock while rlockd is away")
+            env.rlockd.start()   # same port
+            wait_info(env.rlockd, "sessions_resumed", 1, timeout=5.0, what="rlock's session resumed")
+            wait_until(lambda: env.redis_hash(n) == {owner: "2"}, 5.0,
+                       what="rlock's lock renewed through the new rlockd")
+            assert rl.proc.poll() is None, "rlock exited: %r" % rl.output()
+            rl.go()
+            assert_eq(rl.wait(5.0), 0, "rlock's exit status")
+            assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock released it")
+            assert "lost" not in rl.output(), "rlock's output: %r" % rl.output()
+
+
+def test_rlockd_restart_with_a_2s_gap_leaves_command_running_and_the_lock_held():
+    _ride_through(2.0, crash=False)
+
+
+def test_rlockd_crash_with_a_10s_gap_leaves_command_running_and_the_lock_held():
+    _ride_through(10.0, crash=True)
+
+
+def test_rlockd_away_past_the_lock_ttl_stops_command_with_75_at_the_ttl_not_before():
+    # renewed every 2 s, confirmed every 1 s: at the stop the lock has 4 s or more left
+    with Env({"lock": {"watchdog_timeout_ms": 6000}}, label="rlock-ttl") as env, TempDir() as d:
+        n = env.name("ttl")
+        with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            env.rlockd.signal(signal.SIGTERM)
+            env.rlockd.proc.wait(5)
+            pttl = env.redis("PTTL", n)
+            t0 = time.monotonic()
+            assert pttl > 3500, "PTTL %d at the stop" % pttl
+            assert_eq(rl.wait(8.0), EXIT_LOCK_LOST, "rlock's exit status")
+            dt = time.monotonic() - t0
+            # no later than the TTL left at the stop, no earlier than a check interval before it
+            assert pttl / 1000.0 - 1.1 <= dt <= pttl / 1000.0 + 0.3, \
+                "rlock gave up %.3fs after rlockd stopped, PTTL was %d ms" % (dt, pttl)
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+            assert "rlockd has not confirmed it" in rl.output(), rl.output()
 
 
 def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
@@ -846,11 +981,12 @@ def test_kind_applies_to_status_and_force_unlock(env):
     a = env.client()
     assert_eq(a.call("LOCK", n, 1, "READ"), "OK", "LOCK ... READ by another client")
     r = run_rlock(["-S", _addr(env), "--read", "status", n])
-    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nowner=\S+:1 holds=1\n", r.stdout), \
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nkind=read\nowner=\S+:1 holds=1\n", r.stdout), \
         "rlock --read status of a read lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
-    # the plain lock of that name: there is none, the name is a read-write lock
+    # without a kind option, status reports the lock whatever its kind
     r = run_rlock(["-S", _addr(env), "status", n])
-    assert_eq((r.returncode, r.stdout), (0, "unlocked\n"), "rlock status (plain) of a read lock")
+    assert r.returncode == 0 and re.fullmatch(r"locked pttl_ms=\d+\nkind=read\nowner=\S+:1 holds=1\n", r.stdout), \
+        "rlock status (no kind) of a read lock: %d %r %r" % (r.returncode, r.stdout, r.stderr)
     r = run_rlock(["-S", _addr(env), "--write", "force-unlock", n])
     assert_eq((r.returncode, r.stdout), (0, "not locked\n"), "rlock --write force-unlock of a read lock")
     assert_eq(env.redis("HGET", n, "mode"), "read", "the read lock after --write force-unlock")
@@ -859,13 +995,34 @@ def test_kind_applies_to_status_and_force_unlock(env):
     assert_eq(env.redis("EXISTS", n), 0, "key after force-unlock")
 
 
+def test_a_kind_clash_exits_1_naming_the_holders_kind(env):
+    n = env.name("clash")
+    a = env.client()
+    assert_eq(a.call("LOCK", n, 1, "WRITE"), "OK", "LOCK ... WRITE by another client")
+    for args in (["-n"], ["-w", "0.2"]):
+        r = run_rlock(["-S", _addr(env)] + args + [n, "--", "true"])
+        assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "plain rlock %s over a write lock (stderr %r)" % (args, r.stderr))
+        assert "held as a read-write lock (write)" in r.stderr and "-s or -x" in r.stderr, \
+            "the hint names the holder's kind: %r" % r.stderr
+    assert_eq(a.call("UNLOCK", n, 1, "WRITE"), 1, "UNLOCK ... WRITE")
+    assert_eq(a.call("LOCK", n, 2), "OK", "plain LOCK by another client")
+    r = run_rlock(["-S", _addr(env), "-x", "-n", n, "--", "true"])
+    assert_eq(r.returncode, EXIT_NOT_ACQUIRED, "rlock -x over a plain lock (stderr %r)" % r.stderr)
+    assert "held as a plain lock" in r.stderr and "without -s/-x" in r.stderr, "the hint: %r" % r.stderr
+    env.redis("DEL", n)
+    env.redis("SET", n, "application data")
+    r = run_rlock(["-S", _addr(env), "-x", "-n", n, "--", "true"])
+    assert_eq(r.returncode, EXIT_SOFTWARE, "rlock -x over application data (stderr %r)" % r.stderr)
+
+
 # ---------------------------------------------------------------- as flock(1) and etcdctl lock
 
 
 def test_version_and_long_help():
     r = run_rlock(["--version"])
     assert_eq(r.returncode, 0, "rlock --version exit status")
-    assert re.fullmatch(r"rlock \(librlock \d+\.\d+\.\d+\)\n", r.stdout), "rlock --version: %r" % r.stdout
+    assert re.fullmatch(r"rlock \d+\.\d+\.\d+ \(librlock \d+\.\d+\.\d+\)\n", r.stdout), \
+        "rlock --version: its own version and librlock's: %r" % r.stdout
     assert_eq(run_rlock(["-V"]).stdout, r.stdout, "rlock -V")
     assert_eq(run_rlock(["--help"]).stdout, run_rlock(["-h"]).stdout, "rlock --help")
 
@@ -1192,3 +1349,51 @@ def test_permits_hold_prints_the_owner_and_gives_the_permit_back_at_the_end(env)
         h.proc.stdin.close()
         assert_eq(h.end(), (0, ""), "rlock hold's exit status and stderr once stdin ended")
     assert_eq(env.redis("GET", n), "1", "the permit after the hold")
+
+
+# ---------------------------------------------------------------- named owners
+
+
+def test_rlock_names_its_connections_host_program_pid_which_owners_withnames_and_client_list_show(env):
+    n = env.name("named")
+    with TempDir() as d, Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
+        rl.wait_ready()
+        want = "%s/rlock/%d" % (socket.gethostname(), rl.proc.pid)
+        c = env.client()
+        pttl, counts, kind = c.call("OWNERS", n)      # the reply without the option, as before
+        owner = list(counts)[0]
+        assert_eq(c.call("OWNERS", n, "WITHNAMES")[1:], [counts, kind, [owner, want]],
+                  "OWNERS WITHNAMES: the names after the kind")
+        assert ("name=%s " % want) in env.admin().call("CLIENT", "LIST"), "CLIENT LIST names rlock's connections"
+        r = run_rlock(["-S", _addr(env), "status", n])
+        assert_eq(r.stdout.splitlines()[1:], ["kind=lock", "owner=%s holds=1 name=%s" % (owner, want)],
+                  "rlock status")
+        rl.go()
+        assert_eq(rl.wait(5.0), 0, "rlock's exit status")
+    c.call("LOCK", n, 7)
+    assert_eq(c.call("OWNERS", n, "WITHNAMES")[3], ["%s:7" % c.call("CLIENTID"), None],
+              "an owner whose connections have no name")
+
+
+def test_force_unlock_is_logged_with_who_issued_it(env):
+    n = env.name("forced")
+    c = env.client()
+    c.call("LOCK", n, 1)
+    r = run_rlock(["-S", _addr(env), "force-unlock", n])
+    assert_eq((r.returncode, r.stdout), (0, "force-unlocked\n"), "rlock force-unlock")
+    env.rlockd.wait_log(r"INFO FORCEUNLOCK '%s' by client \d+ '%s/rlock/\d+' \(tcp 127\.0\.0\.1\), "
+                        r"user default, client-id [0-9a-f-]{36}\n" % (re.escape(n), re.escape(socket.gethostname())))
+
+
+def test_permits_rlockd_away_counts_as_lost_after_the_grace_as_its_ttl_is_unknown():
+    # rlockd renews a permit with its own watchdog: rlock cannot know when it would
+    # expire, so rlockd away is a loss after the 1 s grace, however long the watchdog
+    with Env({"lock": {"watchdog_timeout_ms": 30000}}, label="rlock-permit-away") as env, TempDir() as d:
+        n = env.name("permit-away")
+        with Background(d, ["-S", _addr(env), "--permits", "1", n, "--", "sh", "-c", TRAP_TERM]) as rl:
+            rl.wait_ready()
+            env.rlockd.proc.kill()
+            env.rlockd.proc.wait(5)
+            assert_eq(rl.wait(5.0), EXIT_LOCK_LOST, "rlock's exit status")
+            assert os.path.exists(rl.path("trapped")), "COMMAND did not get SIGTERM"
+            assert "rlockd has not confirmed it" in rl.output(), rl.output()

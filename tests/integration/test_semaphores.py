@@ -1,9 +1,10 @@
 """Semaphores (plain and expirable) and the count-down latch: what rlockd writes to Redis
 for each, each against a "Java" Redisson client played by this test with Redisson's own
-scripts (../shared/reference/redisson-family.md, sections 4, 5 and 7), sent with EVAL; at
-most N holders; permits that come back when their holder's connection, or its rlockd,
+scripts (Redisson's redisson/src/main/java/org/redisson/RedissonSemaphore.java,
+RedissonPermitExpirableSemaphore.java and RedissonCountDownLatch.java), sent with
+EVAL; at most N holders; permits that come back when their holder's connection, or its rlockd,
 dies; expirable permits renewed while their holder lives; no waiter stranded by a lost
-message. The scripts below are copied from the reference, not from rlockd."""
+message. The scripts below are Redisson's, not rlockd's."""
 
 import os
 import signal

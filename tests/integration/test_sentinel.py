@@ -9,27 +9,34 @@ them on the new master), lets a waiter go at once and serves new LOCKs; so it do
 for a hold of every lock kind, each checked with its own script, and for
 semaphore permits; a hold the
 replica never got is reported lost to its holder; sync_replicas sends WAIT, and a
-grant no replica acknowledges is undone and answered -NOREPLICAS.
+grant no replica acknowledges is undone and answered -NOREPLICAS; the master named
+again after a doubt (a scripted sentinel orders the events) is no second switch.
 """
 
+import os
+import socket
+import threading
 import time
 
-from harness import (HOST, Rlockd, RespClient, TempDir, assert_eq, assert_error, wait_info,
+from harness import (_NEED_MORE, HOST, RedisServer, Rlockd, RespClient, TempDir, _parse, assert_eq,
+                     assert_error, encode_command, wait_info,
                      wait_until)
 from topology import MASTER_NAME, SentinelSetup
 
 class Setup:
     """A SentinelSetup and an rlockd in sentinel mode over it, as a context manager."""
 
-    def __init__(self, rlockd_config=None, sentinel_password=None):
+    def __init__(self, rlockd_config=None, sentinel_password=None, tls=None):
+        """tls: a certs.RedisTls the nodes and sentinels speak (test_tls_redis.py)."""
         self.extra = rlockd_config
         self.sentinel_password = sentinel_password
+        self.tls = tls
         self.clients = []
 
     def __enter__(self):
         self.tmp = TempDir()
         workdir = self.tmp.__enter__()
-        self.sentinels = SentinelSetup(workdir, self.sentinel_password)
+        self.sentinels = SentinelSetup(workdir, self.sentinel_password, tls=self.tls)
         try:
             self.sentinels.start()
             # The port is not used in sentinel mode.
@@ -40,10 +47,13 @@ class Setup:
             raise
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         for c in self.clients:
             c.close()
         if getattr(self, "rlockd", None) is not None:
+            if exc_type is not None:   # what rlockd saw of the sentinels, for the failure's report
+                print("    rlockd log (tail):\n" + "\n".join("      " + line for line in
+                                                             self.rlockd.log_tail(40).splitlines()))
             self.rlockd.stop()
         self.sentinels.close()
         self.tmp.__exit__(None, None, None)
@@ -260,3 +270,111 @@ def test_a_killed_master_is_replaced_and_rlockd_serves_from_the_new_one():
         assert new != killed.port
         wait_info(s.rlockd, "redis_master", "%s:%d" % (HOST, new), timeout=5.0)
         assert_eq(s.master().call("HGETALL", "after"), ["after-kill:1", "1"], "the lock on the new master")
+
+
+class FakeSentinel:
+    """A scripted sentinel on a loopback port: SENTINEL get-master-addr-by-name is answered
+    with self.named, and switch() sends a +switch-master message to every subscriber, so a
+    test decides what rlockd hears and in which order (real sentinels race)."""
+
+    def __init__(self, named):
+        self.named = named
+        self.subscribers = []
+        self.conns = []
+        self.listener = socket.create_server((HOST, 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        buf = b""
+        while True:
+            try:
+                data = conn.recv(4096)
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            while True:
+                parsed = _parse(buf, 0)
+                if parsed is _NEED_MORE:
+                    break
+                cmd, end = parsed
+                buf = buf[end:]
+                conn.sendall(self._answer(conn, [str(a).upper() for a in cmd]))
+
+    def _answer(self, conn, cmd):
+        if cmd[0] == "SENTINEL":
+            return encode_command(HOST, self.named)
+        if cmd[0] == "SUBSCRIBE":
+            self.subscribers.append(conn)
+            return b"*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n"
+        return b"+PONG\r\n" if cmd[0] == "PING" else b"+OK\r\n"
+
+    def switch(self, old, new):
+        text = "%s %s %d %s %d" % (MASTER_NAME, HOST, old, HOST, new)
+        for conn in self.subscribers:
+            conn.sendall(encode_command("message", "+switch-master", text))
+
+    def close(self):
+        self.listener.close()
+        for conn in self.conns:
+            conn.close()
+
+
+def test_the_master_named_again_after_a_doubt_is_no_second_switch():
+    """Every sentinel announces a switch, and a poll after a doubt names the master again:
+    only a new address is a switch. Here an event names the old master, now a replica
+    (ROLE refuses it), and the poll that follows names the current one: its holds are not
+    re-checked a second time, nor a second master change counted."""
+    with TempDir() as workdir:
+        old = RedisServer(os.path.join(workdir, "old"))
+        new = RedisServer(os.path.join(workdir, "new"))
+        fake = None
+        rlockd = None
+        try:
+            for d in ("old", "new"):
+                os.mkdir(os.path.join(workdir, d))
+            old.start()
+            new.start()
+            on_old, on_new = old.client(), new.client()
+            assert_eq(on_new.call("REPLICAOF", HOST, old.port), "OK", "REPLICAOF")
+            fake = FakeSentinel(old.port)
+            rlockd = Rlockd(workdir, old.port, {"redis": {
+                "mode": "sentinel", "master_name": MASTER_NAME,
+                "sentinels": "%s:%d" % (HOST, fake.port), "sentinel_poll_ms": 500}})
+            rlockd.start()
+            wait_info(rlockd, "redis_master", "%s:%d" % (HOST, old.port), timeout=5.0)
+            holder = RespClient(rlockd.port, label="holder")
+            assert_eq(holder.call("LOCK", "h", 1, "LEASE", 60000), "OK", "LOCK")
+            wait_until(lambda: on_old.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the hold")
+            assert_eq(on_new.call("REPLICAOF", "NO", "ONE"), "OK", "the replica promoted")
+            assert_eq(on_old.call("REPLICAOF", HOST, new.port), "OK", "the old master demoted")
+            fake.named = new.port
+            fake.switch(old.port, new.port)
+            wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
+            fake.switch(new.port, old.port)   # the poll that follows names the current master
+            rlockd.wait_log("named %s:%d as the master, but it is not one" % (HOST, old.port), timeout=5.0)
+            wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
+            assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, new.port), "INFO redis_master")
+            assert_eq(rlockd.info()["redis_master_changes"], "1", "INFO redis_master_changes")
+            assert_eq(rlockd.info()["failover_locks_kept"], "1", "INFO failover_locks_kept")
+            holder.close()
+            on_old.close()
+            on_new.close()
+        finally:
+            if rlockd is not None:
+                rlockd.stop()
+            if fake is not None:
+                fake.close()
+            new.stop()
+            old.stop()

@@ -50,10 +50,10 @@ def test_sighup_applies_live_keys_and_keeps_restart_keys():
 def test_sighup_with_bad_file_keeps_running_on_old_config():
     with Env({"lock": {"watchdog_timeout_ms": 20000}}) as env:
         with open(env.rlockd.conf_path, "a") as f:
-            f.write("[lock]\nwatchdog_timeout_ms = soon\n")
+            f.write("[lock]\nmax_waiters = soon\n")
         env.rlockd.signal(signal.SIGHUP)
         m = env.rlockd.wait_log(r"reload failed, keeping the running configuration: (.*)")
-        assert re.search(r"rlockd\.ini:\d+: watchdog_timeout_ms: 'soon' is not an integer", m.group(1)), m.group(0)
+        assert re.search(r"rlockd\.ini:\d+: max_waiters: 'soon' is not an integer", m.group(1)), m.group(0)
         assert env.rlockd.alive(), "rlockd died on a bad reload"
         assert_eq(env.info_int("config_reload_failures"), 1, "config_reload_failures")
         assert_eq(env.info_int("config_reloads"), 0, "config_reloads")
@@ -321,3 +321,48 @@ def test_unix_socket_gets_its_configured_mode_whatever_the_umask():
             assert_eq(oct(mode), oct(0o660), "unix_socket_mode = 0660")
     finally:
         os.umask(old)
+
+
+# ------------------------------------------------------------------ start-up messages
+
+
+def test_a_missing_unix_socket_directory_is_named_not_permission_denied():
+    with TempDir() as tmp:
+        missing = os.path.join(tmp, "no-such-dir")
+        daemon = Rlockd(tmp, 1, {"server": {"unix_socket": os.path.join(missing, "rlockd.sock")}})
+        try:
+            daemon.start(wait_ready=False)
+            assert daemon.wait_exit(5.0) != 0, "rlockd started without its socket's directory"
+            log = daemon.log_text()
+            want = "ERROR unix socket %s/rlockd.sock: directory %s does not exist" % (missing, missing)
+            assert want in log, "want %r in the log:\n%s" % (want, log)
+            assert "ERROR start-up failed: no such file or directory" in log, log
+            assert "permission denied" not in log, log
+        finally:
+            daemon.stop()
+
+
+def test_redis_never_reached_is_warned_once_in_the_log_and_said_by_health():
+    with TempDir() as tmp:
+        redis_server = RedisServer(tmp)      # its port is chosen, not started yet
+        daemon = Rlockd(tmp, redis_server.port, {"redis": {"first_connect_warn_ms": 300}})
+        try:
+            daemon.start(wait_ready=False)
+            wait_until(lambda: _pings(daemon.port), 5.0, what="rlockd accepting while Redis is down")
+            daemon.wait_log(r"WARN redis: never reached in the 3\d\d ms since start-up \(master %s:%d; "
+                            r"\d+ failed connection attempts\): check \[redis\] host and port \(or "
+                            r"unix_socket, sentinels, nodes\), and that Redis runs there"
+                            % (re.escape(HOST), redis_server.port))
+            c = RespClient(daemon.port, label="health")
+            assert_error(c.call("HEALTH"), "UNAVAILABLE", contains="redis never reached since start-up ",
+                         what="HEALTH before Redis was ever reached")
+            c.close()
+            redis_server.start()
+            daemon.wait_log(r"INFO redis: reached at last, \d+ ms after start-up", timeout=5.0)
+            c = RespClient(daemon.port, label="health")
+            wait_until(lambda: c.call("HEALTH") == "OK", 5.0, what="HEALTH +OK once Redis is up")
+            c.close()
+            assert_eq(daemon.log_text().count("never reached"), 1, "never-reached warnings")
+        finally:
+            daemon.stop()
+            redis_server.stop()

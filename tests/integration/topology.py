@@ -25,10 +25,12 @@ MASTER_NAME = "rlockd-test"
 class SentinelSetup:
     """A master, one replica and three sentinels, each in a directory of its own."""
 
-    def __init__(self, workdir, password=None):
-        """password: the sentinels' requirepass (and what they give each other)."""
+    def __init__(self, workdir, password=None, tls=None):
+        """password: the sentinels' requirepass (and what they give each other);
+        tls: a certs.RedisTls every node and sentinel speaks, and only it."""
         self.workdir = workdir
         self.password = password
+        self.tls = tls
         self.servers = []
         self.sentinels = []   # (port, process)
 
@@ -40,10 +42,11 @@ class SentinelSetup:
     def start(self):
         if not which("redis-server"):
             raise Skip("redis-server not found (install redis-server)")
-        master = RedisServer(self._dir("master"))
+        master = RedisServer(self._dir("master"), tls=self.tls)
         master.start()
         self.servers.append(master)
-        replica = RedisServer(self._dir("replica"), args=("--replicaof", HOST, str(master.port)))
+        replica = RedisServer(self._dir("replica"), args=("--replicaof", HOST, str(master.port)),
+                              tls=self.tls)
         replica.start()
         self.servers.append(replica)
         for i in range(3):
@@ -55,7 +58,10 @@ class SentinelSetup:
                         "sentinel monitor %s %s %d 2\n"
                         "sentinel down-after-milliseconds %s 1000\n"
                         "sentinel failover-timeout %s 4000\n"
-                        % (port, HOST, HOST, d, MASTER_NAME, HOST, master.port, MASTER_NAME, MASTER_NAME))
+                        % (0 if self.tls else port, HOST, HOST, d, MASTER_NAME, HOST, master.port,
+                           MASTER_NAME, MASTER_NAME))
+                if self.tls:
+                    f.write("tls-port %d\n%s" % (port, self.tls.conf_lines()))
                 if self.password:
                     f.write("requirepass %s\nsentinel sentinel-pass %s\n" % (self.password, self.password))
             proc = _spawn([which("redis-server"), conf, "--sentinel"], os.path.join(d, "sentinel.log"), d)
@@ -64,7 +70,8 @@ class SentinelSetup:
         return self
 
     def sentinel(self, i=0, timeout=2.0):
-        c = RespClient(self.sentinels[i][0], timeout=timeout, label="sentinel%d" % i)
+        c = RespClient(self.sentinels[i][0], timeout=timeout, label="sentinel%d" % i,
+                       tls=self.tls.context if self.tls else None)
         if self.password:
             assert_eq(c.call("AUTH", self.password), "OK", "AUTH to sentinel %d" % i)
         return c
@@ -172,8 +179,10 @@ class ClusterSetup:
     A slot map is a list of (start, end, master_port, [replica_ports]) as CLUSTER
     SLOTS gives it."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, tls=None):
+        """tls: a certs.RedisTls every node speaks, and only it (tls-cluster yes)."""
         self.workdir = workdir
+        self.tls = tls
         self.nodes = {}     # port -> RedisServer, in start order
         self.killed = {}    # port of a SIGKILLed master -> [(start, end)] it served
 
@@ -197,10 +206,11 @@ class ClusterSetup:
                 node = RedisServer(self._dir("node%d" % i), port=free_cluster_port(),
                                    args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                                          "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
-                                         "--repl-ping-replica-period", "1"))
+                                         "--repl-ping-replica-period", "1"), tls=self.tls)
                 self.nodes[node.port] = node   # before start(): close() stops it even if start() fails
                 node.start()
-            out = subprocess.run([which("redis-cli"), "--cluster", "create"]
+            out = subprocess.run([which("redis-cli")] + (self.tls.cli_args() if self.tls else [])
+                                 + ["--cluster", "create"]
                                  + ["%s:%d" % (HOST, p) for p in self.nodes]
                                  + ["--cluster-replicas", "1", "--cluster-yes"],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -245,7 +255,8 @@ class ClusterSetup:
 
     def client(self, port, timeout=5.0):
         """A RespClient to the node on port."""
-        return RespClient(port, timeout=timeout, label="node%d" % port)
+        return RespClient(port, timeout=timeout, label="node%d" % port,
+                          tls=self.tls.context if self.tls else None)
 
     def ask_node(self, port, *args):
         c = self.client(port)

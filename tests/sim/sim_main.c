@@ -5,9 +5,16 @@
  * faults; every step is checked against the invariants below.
  *
  * The world: CLIENTS client-ids (half with a SECRET, so with a session
- * record), THREADS threads each, LOCKS lock names. Each thread has at
- * most one call in flight: LOCK (watchdog or lease), TRYLOCK, UNLOCK,
- * HOLDCOUNT, and now and then FORCEUNLOCK. Faults: reply delays,
+ * record), THREADS threads each, LOCKS names, all of one kind per seed
+ * (enum sim_mode: seed n is mode n % MODE_COUNT): RLock, FAIR, FENCED,
+ * READ/WRITE (a client's first thread writes, its second reads), the
+ * semaphore and the expirable one (PERMITS permits each; the session
+ * holds them, so only a client's first thread acts) and the latch. Each
+ * thread has at most one call in flight: LOCK (watchdog or lease),
+ * TRYLOCK, UNLOCK, HOLDCOUNT, and now and then FORCEUNLOCK (a
+ * semaphore's ACQUIRE of 1 or 2 permits, with or without WAIT, RELEASE
+ * of all it holds, HOLDCOUNT; an expirable permit's by its id); a latch's
+ * AWAIT (with WAIT or not), COUNTDOWN and LATCHSET. Faults: reply delays,
  * dropped connections (each call in flight not run, run with its reply
  * lost, or run late, after the reconnection), Redis restarts that lose
  * every key,
@@ -43,12 +50,32 @@
  *     see one; the Sentinel issue re-checks locks after a master change);
  *  I5 renewal: a watchdog lock leaves Redis while believed only in a
  *     fault (see check_held).
+ * I3 to I5 hold for every kind that holds something, by its owners in
+ * Redis (redis_owners); I1 lets READ holds overlap one another, and for
+ * the semaphores is
+ *  P1 permits: the permits of holds that overlap (none of them lost) are
+ *     never more than the semaphore has;
+ *  P2 none lost: once everyone has left and every holder's time ran out,
+ *     nothing is held and the semaphore has all its permits (a Redis
+ *     restart that loses them is followed by an operator's SETPERMITS);
+ * and for the latch
+ *  L1 no waiter stranded: an AWAIT is answered within LATCH_STRANDED_MS
+ *     of the latch opening (or of its asking, or of the last fault);
+ *  L2 an AWAIT is answered "open" only if the latch was open at some
+ *     time since it was asked;
+ * and for the fenced lock
+ *  F1 each grant's token is above every earlier one of the name, unless
+ *     Redis lost data since.
+ * An engine that crashes (SIGSEGV, SIGABRT) fails the seed as well.
  *
  * SIM_SEED=<n> runs one seed (and prints its trace), SIM_SEEDS=<count>
- * runs seeds 1..count, SIM_STEPS=<n> steps each. A failing seed prints
- * itself, the invariant, and the last TRACE_LINES events.
+ * runs seeds SIM_FIRST (1)..count, SIM_STEPS=<n> steps each; SIM_KIND=
+ * <mode> runs every seed as that mode (rlock, fair, fenced, rw,
+ * semaphore, expirable, latch). A failing seed prints itself, the
+ * invariant, and the last TRACE_LINES events.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,6 +107,47 @@
 #define ORPHAN_FREED_MS 250
 /* A client whose connection broke resumes within this, or stops. */
 #define RESUME_GRACE_MS (WATCHDOG_MS / 2)
+/* A semaphore's permits, set before the run (and again after a Redis
+ * restart lost them, as an operator would). */
+#define PERMITS 3
+/* A latch waiter is answered this long after the latch opened at the
+ * latest, with no fault since: the await script's look again in a
+ * second, whatever message was lost, and the round trips. */
+#define LATCH_STRANDED_MS 1100
+
+/* What a seed simulates: each kind, on every lock name (READ and WRITE
+ * together: a client's first thread writes, its second reads). */
+enum sim_mode {
+    MODE_RLOCK,
+    MODE_FAIR,
+    MODE_FENCED,
+    MODE_RW,
+    MODE_SEMAPHORE,
+    MODE_EXPIRABLE,
+    MODE_LATCH,
+    MODE_COUNT
+};
+
+static const char *const mode_names[MODE_COUNT] = {
+    [MODE_RLOCK] = "rlock",         [MODE_FAIR] = "fair",
+    [MODE_FENCED] = "fenced",       [MODE_RW] = "rw",
+    [MODE_SEMAPHORE] = "semaphore", [MODE_EXPIRABLE] = "expirable",
+    [MODE_LATCH] = "latch"};
+
+static enum sim_mode mode;
+/* SIM_KIND: every seed of that mode; else seed n is mode n % MODE_COUNT. */
+static int only_mode = -1;
+/* At a run's end nobody does anything (world_rest). */
+static bool clients_quiet;
+
+static void note_latches(void);
+
+/* Kinds that hold permits: the session is the owner (thread-id 0), so only
+ * a client's first thread acts. */
+static bool permit_mode(void)
+{
+    return mode == MODE_SEMAPHORE || mode == MODE_EXPIRABLE;
+}
 
 /* ---- randomness, trace, failure --------------------------------------- */
 
@@ -117,7 +185,8 @@ static void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void trace(const char *fmt, ...)
 {
     char *line = trace_log.lines[trace_log.next++ % TRACE_LINES];
-    int n = snprintf(line, 160, "%6llu ", (unsigned long long)fake_clock.now_ms);
+    int n =
+        snprintf(line, 160, "%6llu ", (unsigned long long)fake_clock.now_ms);
     va_list ap;
 
     va_start(ap, fmt);
@@ -127,25 +196,46 @@ static void trace(const char *fmt, ...)
         printf("%s\n", line);
 }
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
+/* The trace and how to replay the seed, after the failure's line. */
+static void fail_report(void)
 {
-    va_list ap;
-
-    printf("sim: SEED %llu FAILED at t=%llu: ", (unsigned long long)seed_now,
-           (unsigned long long)fake_clock.now_ms);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
     printf("\nlast events:\n");
     for (unsigned i = 0; i < TRACE_LINES; i++) {
         const char *l = trace_log.lines[(trace_log.next + i) % TRACE_LINES];
         if (l[0])
             printf("  %s\n", l);
     }
-    printf("replay: SIM_SEED=%llu\n", (unsigned long long)seed_now);
+    printf("replay: SIM_SEED=%llu%s%s\n", (unsigned long long)seed_now,
+           only_mode >= 0 ? " SIM_KIND=" : "",
+           only_mode >= 0 ? mode_names[only_mode] : "");
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf(
+        "sim: SEED %llu (%s) FAILED at t=%llu: ", (unsigned long long)seed_now,
+        mode_names[mode], (unsigned long long)fake_clock.now_ms);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fail_report();
     exit(1);
+}
+
+/* The engine crashed: the seed and its trace are told all the same (stdio
+ * in a handler, for a process that is dying anyway), then the signal. */
+static void on_crash(int sig)
+{
+    printf("sim: SEED %llu (%s) CRASHED at t=%llu: %s",
+           (unsigned long long)seed_now, mode_names[mode],
+           (unsigned long long)fake_clock.now_ms, strsignal(sig));
+    fail_report();
+    fflush(stdout);
+    raise(sig);
 }
 
 /* ---- the simulated network and Redis ------------------------------------ */
@@ -162,6 +252,7 @@ struct pending {
 
 struct message {
     char channel[SIM_STR];
+    char payload[32];
     uint64_t at;
     bool subscribed; /* the "subscribed again" notice (payload NULL) */
 };
@@ -188,7 +279,8 @@ static struct {
 } net;
 
 /* A message on channel, or the notice that it is subscribed (again). */
-static void queue_message(const char *channel, bool subscribed)
+static void queue_message(const char *channel, const char *payload,
+                          bool subscribed)
 {
     struct message *m = &net.messages[net.nmessages];
 
@@ -196,17 +288,18 @@ static void queue_message(const char *channel, bool subscribed)
         fail("too many messages");
     net.nmessages++;
     snprintf(m->channel, SIM_STR, "%s", channel);
+    snprintf(m->payload, sizeof(m->payload), "%s", payload);
     m->at = fake_clock.now_ms + below(5);
     m->subscribed = subscribed;
 }
 
-static void on_publish(const char *channel, void *ctx)
+static void on_publish(const char *channel, const char *message, void *ctx)
 {
     (void)ctx;
     if (chance(5))
-        trace("pubsub: message on %s lost", channel);
+        trace("pubsub: message %s on %s lost", message, channel);
     else
-        queue_message(channel, false);
+        queue_message(channel, message, false);
 }
 
 static void add_script(struct backend_script *script)
@@ -251,9 +344,8 @@ static int sim_listen(struct backend_listener *l, const char *channel,
     if (net.nlisteners == MAX_LISTENERS)
         fail("too many listeners");
     net.listeners[net.nlisteners] = l;
-    snprintf(net.channels[net.nlisteners], SIM_STR, "%.*s", (int)len,
-             channel);
-    queue_message(net.channels[net.nlisteners++], true);
+    snprintf(net.channels[net.nlisteners], SIM_STR, "%.*s", (int)len, channel);
+    queue_message(net.channels[net.nlisteners++], "", true);
     return 0;
 }
 
@@ -330,7 +422,7 @@ static void deliver_message(const struct message *m)
         if (strcmp(net.channels[i], m->channel) == 0)
             to[n++] = net.listeners[i];
     for (size_t i = 0; i < n; i++)
-        deliver(to[i], m->subscribed ? NULL : "0");
+        deliver(to[i], m->subscribed ? NULL : m->payload);
 }
 
 /* Runs the call in the model, and answers it as its fate says. */
@@ -342,6 +434,7 @@ static void run_pending(struct pending *p)
     if (runs && !sim_redis_run(&net.redis, fake_clock.now_ms, &p->call, &reply))
         fail("the model does not know %s",
              p->call.script ? p->call.script : p->call.argv[0]);
+    note_latches(); /* open, if only until the next call */
     trace("redis: %s %s %s%s -> %s %lld",
           p->call.script ? p->call.script : p->call.argv[0],
           p->call.argv[p->call.script ? 0 : 1],
@@ -349,11 +442,11 @@ static void run_pending(struct pending *p)
           !runs                   ? " (not run)"
           : p->fate == FATE_REPLY ? ""
                                   : " (reply lost)",
-          !runs                                ? "-"
-          : reply.value.type == VALUE_ARRAY    ? "array"
-          : reply.value.type == VALUE_NIL      ? "nil"
-          : reply.value.type == VALUE_ERROR    ? reply.value.str
-                                               : "int",
+          !runs                             ? "-"
+          : reply.value.type == VALUE_ARRAY ? "array"
+          : reply.value.type == VALUE_NIL   ? "nil"
+          : reply.value.type == VALUE_ERROR ? reply.value.str
+                                            : "int",
           !runs                             ? 0
           : reply.value.type == VALUE_ARRAY ? (long long)reply.value.elements
                                             : reply.value.integer);
@@ -411,13 +504,28 @@ static void drop_connection(uint64_t outage_ms)
 
 /* ---- clients ------------------------------------------------------------- */
 
-enum op { OP_NONE, OP_LOCK, OP_TRYLOCK, OP_UNLOCK, OP_COUNT, OP_FORCE };
+/* LOCK, TRYLOCK, UNLOCK, HOLDCOUNT and FORCEUNLOCK are a semaphore's
+ * ACQUIRE (with WAIT), RELEASE and HOLDCOUNT too; AWAIT, COUNTDOWN and
+ * LATCHSET are the latch's. */
+enum op {
+    OP_NONE,
+    OP_LOCK,
+    OP_TRYLOCK,
+    OP_UNLOCK,
+    OP_COUNT,
+    OP_FORCE,
+    OP_AWAIT,
+    OP_COUNTDOWN,
+    OP_LATCHSET
+};
 
 struct hold_log {
     int lock, client, thread;
     uint64_t start, end; /* end: UINT64_MAX while believed */
     bool told;
-    bool fault_lost; /* its field went in a fault (outage, flush, force) */
+    bool fault_lost;   /* its field went in a fault (outage, flush, force) */
+    bool shared;       /* a read hold, which overlaps other reads */
+    long long permits; /* a semaphore's: how many it holds */
 };
 
 static struct {
@@ -431,25 +539,29 @@ struct thread {
     struct client *client;
     int index;
     char field[40]; /* its owner field in Redis */
-    enum op op; /* in flight */
+    enum op op;     /* in flight */
     int lock;
     struct lock_call *call;
     long long believed[LOCKS];
-    int hold[LOCKS];      /* history index while believed */
-    bool in_doubt[LOCKS]; /* a LOCK that got no answer */
-    bool retried[LOCKS];  /* an UNLOCK sent again after no answer */
-    uint64_t lease_end[LOCKS];  /* its lease ends then at the earliest */
-    long long lease_ms[LOCKS];  /* asked by the call in flight */
+    int hold[LOCKS];             /* history index while believed */
+    bool in_doubt[LOCKS];        /* a LOCK that got no answer */
+    bool retried[LOCKS];         /* an UNLOCK sent again after no answer */
+    uint64_t lease_end[LOCKS];   /* its lease ends then at the earliest */
+    long long lease_ms[LOCKS];   /* asked by the call in flight */
     long long held_lease[LOCKS]; /* of the last acquire granted */
-    uint64_t asked_at[LOCKS];   /* when it was sent */
+    uint64_t asked_at[LOCKS];    /* when it was sent */
     uint64_t unlock_sent[LOCKS];
-    long long cleanup[LOCKS]; /* UNLOCKs owed for sections it stopped */
-    bool seen[LOCKS];         /* its field was seen in Redis */
+    long long cleanup[LOCKS];  /* UNLOCKs owed for sections it stopped */
+    bool seen[LOCKS];          /* its field was seen in Redis */
     bool count_unknown[LOCKS]; /* a failover may have undone a count */
-    bool suspect[LOCKS]; /* held when its connection broke: -NOTOWNER of
+    bool suspect[LOCKS];       /* held when its connection broke: -NOTOWNER of
                             it (a session not given back) means lost */
-    bool watchdog[LOCKS];     /* renewed, not leased */
-    bool cleaning;            /* the UNLOCK in flight is one of those */
+    bool watchdog[LOCKS];      /* renewed, not leased */
+    bool cleaning;             /* the UNLOCK in flight is one of those */
+    long long amount;          /* the permits of the call in flight */
+    /* an expirable permit's id per lock: the one held, or asked for */
+    char permit[LOCKS][LOCK_PERMIT_ID_LEN + 1];
+    unsigned permits_asked;
 };
 
 struct client {
@@ -459,9 +571,9 @@ struct client {
     struct session *session;
     struct lock_join *join;
     bool connected;
-    bool resuming;          /* its connection broke: it means to resume */
-    uint64_t broken_at;     /* when */
-    uint64_t reconnect_at;  /* when it dials again */
+    bool resuming;         /* its connection broke: it means to resume */
+    uint64_t broken_at;    /* when */
+    uint64_t reconnect_at; /* when it dials again */
     uint64_t paused_until;
     struct thread threads[THREADS];
 };
@@ -470,6 +582,70 @@ static struct client clients[CLIENTS];
 static const char *const lock_names[LOCKS] = {"L0", "L1", "L2"};
 static const char secret[] = "sim-secret-0123456789";
 static struct config cfg;
+
+/* The kind a thread's calls are of. */
+static const struct lock_kind *thread_kind(const struct thread *t)
+{
+    static const struct lock_kind *const of_mode[MODE_COUNT] = {
+        [MODE_RLOCK] = &lock_kind_rlock,
+        [MODE_FAIR] = &lock_kind_fair,
+        [MODE_FENCED] = &lock_kind_fenced,
+        [MODE_RW] = &lock_kind_write,
+        [MODE_SEMAPHORE] = &lock_kind_semaphore,
+        [MODE_EXPIRABLE] = &lock_kind_expirable,
+        [MODE_LATCH] = &lock_kind_latch};
+
+    return mode == MODE_RW && t->index == 1 ? &lock_kind_read : of_mode[mode];
+}
+
+/* Its owner field in Redis for lock: an expirable permit's is its id. */
+static const char *field_of(const struct thread *t, int lock)
+{
+    return mode == MODE_EXPIRABLE ? t->permit[lock] : t->field;
+}
+
+/* The fenced lock's tokens: each grant's is above every earlier one of
+ * the name's, unless Redis lost its data since (FENCED tokens then start
+ * again: issue 27 asks rlockd to keep them rising, not yet done). */
+static struct {
+    long long last[LOCKS];
+    uint64_t at[LOCKS];
+} tokens;
+
+static void check_token(int lock, long long token)
+{
+    if (tokens.at[lock] > net.last_amnesia && token <= tokens.last[lock])
+        fail("F1: token %lld of %s after %lld", token, lock_names[lock],
+             tokens.last[lock]);
+    tokens.last[lock] = token;
+    tokens.at[lock] = fake_clock.now_ms;
+}
+
+/* The last time each latch was seen open (its count 0, or no count). */
+static struct {
+    uint64_t last_open[LOCKS];
+    uint64_t open_since[LOCKS]; /* 0: closed now */
+} latches;
+
+static bool latch_open(int lock)
+{
+    long long count;
+
+    return !sim_redis_integer(&net.redis, lock_names[lock], &count) ||
+           count <= 0;
+}
+
+static void note_latches(void)
+{
+    for (int l = 0; l < LOCKS && mode == MODE_LATCH; l++)
+        if (latch_open(l)) {
+            latches.last_open[l] = fake_clock.now_ms;
+            if (latches.open_since[l] == 0)
+                latches.open_since[l] = fake_clock.now_ms;
+        } else {
+            latches.open_since[l] = 0;
+        }
+}
 
 /* A grant sets the lock's TTL to its lease from the asking at the
  * earliest: the thread's section ends then (it is told at its next call
@@ -487,21 +663,26 @@ static void granted_lease(struct thread *t, int lock, long long lease_ms)
         t->lease_end[lock] = t->asked_at[lock] + lease;
 }
 
-/* An acquire got no answer: it may have run; HOLDCOUNT will tell. */
+/* An acquire got no answer: it may have run; HOLDCOUNT will tell. An
+ * expirable permit's cannot be asked for: rlockd gives it back. */
 static void acquire_in_doubt(struct thread *t, int lock)
 {
-    t->in_doubt[lock] = true;
+    t->in_doubt[lock] = mode != MODE_EXPIRABLE;
 }
 
-static void hold_begin(struct thread *t, int lock)
+/* A hold begins: of permits permits (1 for a lock). */
+static void hold_begin(struct thread *t, int lock, long long permits)
 {
     struct hold_log *h;
 
     if (history.n == MAX_HOLDS)
         fail("too many holds");
     h = &history.holds[history.n];
-    *h = (struct hold_log){lock, t->client->index, t->index,
-                           fake_clock.now_ms, UINT64_MAX, false, false};
+    *h = (struct hold_log){lock,       t->client->index,
+                           t->index,   fake_clock.now_ms,
+                           UINT64_MAX, false,
+                           false,      thread_kind(t)->shared && !permit_mode(),
+                           permits};
     t->hold[lock] = (int)history.n++;
     t->lease_end[lock] = 0;
     t->watchdog[lock] = false;
@@ -524,50 +705,88 @@ static void hold_end(struct thread *t, int lock, uint64_t end, bool told)
     t->unlock_sent[lock] = 0;
     t->retried[lock] = false;
     t->seen[lock] = false;
-    t->count_unknown[lock] = false;
     t->suspect[lock] = false;
+}
+
+/* A latch's calls: AWAIT ends only once the latch was open (L2). */
+static void latch_result(struct thread *t, enum op op,
+                         const struct lock_result *r)
+{
+    if (op == OP_AWAIT && r->type == RESULT_GRANTED &&
+        latches.last_open[t->lock] < t->asked_at[t->lock])
+        fail("L2: AWAIT %s by c%d.%d, asked at %llu, granted; the latch "
+             "was last open at %llu",
+             lock_names[t->lock], t->client->index, t->index,
+             (unsigned long long)t->asked_at[t->lock],
+             (unsigned long long)latches.last_open[t->lock]);
+}
+
+static const char *op_name(enum op op)
+{
+    static const char *const names[] = {
+        [OP_NONE] = "-",           [OP_LOCK] = "LOCK",
+        [OP_TRYLOCK] = "TRYLOCK",  [OP_UNLOCK] = "UNLOCK",
+        [OP_COUNT] = "HOLDCOUNT",  [OP_FORCE] = "FORCEUNLOCK",
+        [OP_AWAIT] = "AWAIT",      [OP_COUNTDOWN] = "COUNTDOWN",
+        [OP_LATCHSET] = "LATCHSET"};
+
+    return names[op];
 }
 
 static void thread_result(struct thread *t, const struct lock_result *r)
 {
     int lock = t->lock;
     enum op op = t->op;
-    bool granted = r->type == RESULT_GRANTED ||
-                   (op == OP_TRYLOCK && r->type == RESULT_INTEGER && r->integer);
+    /* a grant: OK, a fenced lock's token, an expirable permit's id */
+    bool granted = (op == OP_LOCK || op == OP_TRYLOCK) &&
+                   (r->type == RESULT_GRANTED || r->type == RESULT_TEXT ||
+                    (r->type == RESULT_INTEGER && r->integer > 0));
 
     t->op = OP_NONE;
     t->call = NULL;
     if (t->cleaning) { /* owed for a section it stopped: any answer does */
         t->cleaning = false;
-        if (r->type == RESULT_INTEGER || r->error != REPLY_UNAVAILABLE)
-            t->cleanup[lock] = r->type == RESULT_INTEGER && r->integer == 0
-                                   ? t->cleanup[lock] - 1
-                                   : 0;
+        /* a semaphore's session gives back one permit at a time until
+         * it holds none (how many, its acquires in doubt do not say) */
+        if (r->type == RESULT_INTEGER && r->integer == 0)
+            t->cleanup[lock] = t->cleanup[lock] > 1 ? t->cleanup[lock] - 1
+                               : permit_mode()      ? 1
+                                                    : 0;
+        else if (r->type == RESULT_INTEGER || r->error != REPLY_UNAVAILABLE)
+            t->cleanup[lock] = 0;
         trace("c%d.%d: cleanup UNLOCK %s done", t->client->index, t->index,
               lock_names[lock]);
         return;
     }
-    trace("c%d.%d: %s %s -> %s %lld (believed %lld)", t->client->index,
-          t->index,
-          op == OP_LOCK     ? "LOCK"
-          : op == OP_TRYLOCK ? "TRYLOCK"
-          : op == OP_UNLOCK  ? "UNLOCK"
-          : op == OP_COUNT   ? "HOLDCOUNT"
-                             : "FORCEUNLOCK",
-          lock_names[lock],
-          r->type == RESULT_ERROR ? reply_error_code_name(r->error) : "ok",
+    trace("c%d.%d: %s %s %lld -> %s %lld (believed %lld)", t->client->index,
+          t->index, op_name(op), lock_names[lock], t->amount,
+          r->type == RESULT_ERROR     ? reply_error_code_name(r->error)
+          : r->type == RESULT_GRANTED ? "granted"
+                                      : "ok",
           (long long)r->integer, t->believed[lock]);
-    if ((op == OP_LOCK || op == OP_TRYLOCK) && granted) {
-        if (t->believed[lock]++ == 0)
-            hold_begin(t, lock);
+    if (op == OP_AWAIT || op == OP_COUNTDOWN || op == OP_LATCHSET) {
+        latch_result(t, op, r);
+    } else if (granted) {
+        if (mode == MODE_FENCED)
+            check_token(lock, r->integer);
+        if (t->believed[lock] == 0)
+            hold_begin(t, lock, t->amount);
+        t->believed[lock] += t->amount;
         granted_lease(t, lock, t->lease_ms[lock]);
         t->in_doubt[lock] = false;
     } else if (op == OP_UNLOCK) {
-        if (r->type == RESULT_INTEGER && r->integer == 0) {
+        if (r->type == RESULT_INTEGER && r->integer == 0 && permit_mode() &&
+            t->believed[lock] <= t->amount) {
+            /* it gave back every permit it knew of, and holds more (a
+             * failover brought back its session's record, which it
+             * resumed): its section ends, and HOLDCOUNT tells the rest */
+            hold_end(t, lock, t->unlock_sent[lock], false);
+            t->in_doubt[lock] = true;
+        } else if (r->type == RESULT_INTEGER && r->integer == 0) {
             /* still held: at least once more (a failover may have left
              * Redis a count above what the thread took) */
-            if (t->believed[lock] > 1)
-                t->believed[lock]--;
+            if (t->believed[lock] > t->amount)
+                t->believed[lock] -= t->amount;
             /* ... and the decrement set the TTL to the lease again */
             t->asked_at[lock] = t->unlock_sent[lock];
             granted_lease(t, lock, t->held_lease[lock]);
@@ -588,8 +807,8 @@ static void thread_result(struct thread *t, const struct lock_result *r)
         } else {
             t->retried[lock] = true; /* no answer: it asks again */
         }
-    } else if (op == OP_COUNT && r->type == RESULT_INTEGER &&
-               r->integer == 0 && t->believed[lock] > 0) { /* told: gone */
+    } else if (op == OP_COUNT && r->type == RESULT_INTEGER && r->integer == 0 &&
+               t->believed[lock] > 0) { /* told: gone */
         hold_end(t, lock, fake_clock.now_ms, true);
     } else if (op == OP_COUNT && r->type == RESULT_INTEGER &&
                t->in_doubt[lock]) {
@@ -597,7 +816,7 @@ static void thread_result(struct thread *t, const struct lock_result *r)
          * (more), an UNLOCK without answer ran (less) */
         if (r->integer > t->believed[lock]) {
             if (t->believed[lock] == 0)
-                hold_begin(t, lock);
+                hold_begin(t, lock, r->integer);
             granted_lease(t, lock, t->lease_ms[lock]);
         } else if (r->integer < t->believed[lock]) {
             t->retried[lock] = false;
@@ -605,12 +824,11 @@ static void thread_result(struct thread *t, const struct lock_result *r)
         }
         t->believed[lock] = r->integer;
         t->in_doubt[lock] = false;
-    } else if ((op == OP_LOCK || op == OP_TRYLOCK) &&
-               r->type == RESULT_ERROR && r->error == REPLY_UNAVAILABLE) {
+    } else if ((op == OP_LOCK || op == OP_TRYLOCK) && r->type == RESULT_ERROR &&
+               r->error == REPLY_UNAVAILABLE) {
         acquire_in_doubt(t, lock); /* it may have run */
-    } else if ((op == OP_LOCK || op == OP_TRYLOCK) &&
-               r->type == RESULT_ERROR && r->error == REPLY_LOCKLOST &&
-               t->believed[lock] > 0) {
+    } else if ((op == OP_LOCK || op == OP_TRYLOCK) && r->type == RESULT_ERROR &&
+               r->error == REPLY_LOCKLOST && t->believed[lock] > 0) {
         hold_end(t, lock, fake_clock.now_ms, true);
     }
 }
@@ -620,28 +838,56 @@ static void on_done(void *ctx, const struct lock_result *r)
     thread_result(ctx, r);
 }
 
+/* What the call gives or takes: a semaphore's acquire 1 or 2 permits,
+ * its release all it holds (or owes), a count-down 1, a latch's set a
+ * count of 1 to 3; a lock 1. */
+static long long amount_of(const struct thread *t, enum op op, int lock)
+{
+    if (op == OP_COUNTDOWN)
+        return -1;
+    if (op == OP_LATCHSET)
+        return 1 + below(3);
+    if (mode != MODE_SEMAPHORE)
+        return 1;
+    if (op == OP_UNLOCK)
+        return t->cleaning ? 1 : t->believed[lock];
+    return 1 + below(2);
+}
+
 static void start(struct thread *t, enum op op, int lock)
 {
     static const enum lock_request_op request_of[] = {
-        [OP_LOCK] = LOCK_REQUEST_ACQUIRE,   [OP_TRYLOCK] = LOCK_REQUEST_ACQUIRE,
-        [OP_UNLOCK] = LOCK_REQUEST_RELEASE, [OP_COUNT] = LOCK_REQUEST_HOLD_COUNT,
-        [OP_FORCE] = LOCK_REQUEST_FORCE_RELEASE};
-    struct lock_request req = {.kind = lock_kinds[LOCK_KIND_RLOCK],
+        [OP_LOCK] = LOCK_REQUEST_ACQUIRE,
+        [OP_TRYLOCK] = LOCK_REQUEST_ACQUIRE,
+        [OP_UNLOCK] = LOCK_REQUEST_RELEASE,
+        [OP_COUNT] = LOCK_REQUEST_HOLD_COUNT,
+        [OP_FORCE] = LOCK_REQUEST_FORCE_RELEASE,
+        [OP_AWAIT] = LOCK_REQUEST_ACQUIRE,
+        [OP_COUNTDOWN] = LOCK_REQUEST_ADD,
+        [OP_LATCHSET] = LOCK_REQUEST_TRY_SET};
+    struct lock_request req = {.kind = thread_kind(t),
                                .op = request_of[op],
                                .name = lock_names[lock],
                                .name_len = 2,
-                               .thread_id = (uint64_t)t->index + 1,
+                               .thread_id =
+                                   permit_mode() ? 0 : (uint64_t)t->index + 1,
                                .wait_ms = -1,
-                               .lease_ms = -1};
+                               .lease_ms = -1,
+                               .permit_id = t->permit[lock]};
     struct lock_call *call;
 
-    if (op == OP_TRYLOCK)
+    if (op == OP_TRYLOCK || (op == OP_AWAIT && chance(50)))
         req.wait_ms = below(3) * 50;
     if ((op == OP_LOCK || op == OP_TRYLOCK) && chance(40))
         req.lease_ms = 50 + below(LEASE_MAX_MS - 50);
     if (op == OP_FORCE)
         net.last_fault = fake_clock.now_ms;
-    if (op == OP_LOCK || op == OP_TRYLOCK) {
+    if ((op == OP_LOCK || op == OP_TRYLOCK) && mode == MODE_EXPIRABLE)
+        snprintf(t->permit[lock], sizeof(t->permit[lock]), "%02d%02d%02d%026u",
+                 t->client->index, t->index, lock, ++t->permits_asked);
+    t->amount = amount_of(t, op, lock);
+    req.amount = t->amount;
+    if (op == OP_LOCK || op == OP_TRYLOCK || op == OP_AWAIT) {
         t->lease_ms[lock] = req.lease_ms;
         t->asked_at[lock] = fake_clock.now_ms;
     }
@@ -687,10 +933,12 @@ static void on_joined(void *ctx, struct session *s, int err)
         stop_sections(c, c->broken_at + RESUME_GRACE_MS, true);
     } else if (c->resuming) {
         /* resumed: each hold is asked for (a Redis that lost data may
-         * have lost part of the record: 0 then says the lock is lost) */
-        for (int t = 0; t < THREADS; t++)
-            for (int l = 0; l < LOCKS; l++)
-                c->threads[t].in_doubt[l] |= c->threads[t].believed[l] > 0;
+         * have lost part of the record: 0 then says the lock is lost),
+         * and each name it may hold (one it gave back may have come
+         * back with the record, after a failover lost the release) */
+        for (int t = 0; t < (permit_mode() ? 1 : THREADS); t++)
+            for (int l = 0; l < LOCKS && mode != MODE_LATCH; l++)
+                acquire_in_doubt(&c->threads[t], l);
     }
     c->resuming = false;
 }
@@ -823,11 +1071,83 @@ static void rlockd_restart(bool sigterm)
 /* ---- the invariants --------------------------------------------------------- */
 
 static struct {
-    uint64_t orphan_since[LOCKS];
+    /* since when a field of the thread's in Redis is one it does not
+     * account for (0: none is) */
+    uint64_t orphan_since[CLIENTS][THREADS][LOCKS];
 } watch;
 
+#define MAX_OWNERS 16
+
+/* The owners Redis has of a lock, as its kind keeps them: RLock's one,
+ * the read-write lock's readers and writer, a semaphore's holders whose
+ * time has not run out (a latch has none). */
+struct owners {
+    size_t n;
+    const char *field[MAX_OWNERS];
+    long long count[MAX_OWNERS];
+};
+
+/* A semaphore's keys besides its count (kind_semaphore.c's naming). */
+static const char *const permit_owners[LOCKS] = {
+    "rlockd_permits:{L0}", "rlockd_permits:{L1}", "rlockd_permits:{L2}"};
+static const char *const permit_deadlines[LOCKS] = {
+    "rlockd_permits_deadline:{L0}", "rlockd_permits_deadline:{L1}",
+    "rlockd_permits_deadline:{L2}"};
+static const char *const permit_ids[LOCKS] = {"{L0}:timeout", "{L1}:timeout",
+                                              "{L2}:timeout"};
+
+static void redis_owners(int lock, struct owners *o)
+{
+    const char *name = lock_names[lock];
+
+    o->n = 0;
+    if (mode == MODE_RW) {
+        o->n = sim_redis_rw_owners(&net.redis, name, o->field, o->count,
+                                   MAX_OWNERS);
+    } else if (permit_mode()) {
+        o->n = sim_redis_permit_holders(&net.redis, permit_owners[lock],
+                                        permit_deadlines[lock],
+                                        permit_ids[lock], fake_clock.now_ms,
+                                        o->field, o->count, MAX_OWNERS);
+    } else if (mode != MODE_LATCH &&
+               sim_redis_lock(&net.redis, name, &o->field[0], &o->count[0])) {
+        o->n = 1;
+    }
+}
+
+/* Whether the thread's field of lock is among its owners o. */
+static bool owned_by(const struct owners *o, const struct thread *t, int lock)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (strcmp(o->field[i], field_of(t, lock)) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the thread's field of lock is still in Redis although it holds
+ * nothing: a read hold whose lease ran out stays in the hash while other
+ * readers keep it, and a semaphore's record keeps an owner past its
+ * deadline; a session record a failover brought back resumes either. */
+static bool field_stays(const struct thread *t, int lock)
+{
+    const char *key = permit_mode() ? permit_owners[lock] : lock_names[lock];
+
+    return mode != MODE_LATCH && mode != MODE_EXPIRABLE &&
+           sim_redis_has_field(&net.redis, key, field_of(t, lock));
+}
+
+/* Whose field it is: an expirable permit's id names its client and
+ * thread in its first digits (start). */
 static struct thread *thread_of_field(const char *field)
 {
+    if (mode == MODE_EXPIRABLE) {
+        int c = (field[0] - '0') * 10 + field[1] - '0';
+        int t = (field[2] - '0') * 10 + field[3] - '0';
+
+        return c >= 0 && c < CLIENTS && t >= 0 && t < THREADS
+                   ? &clients[c].threads[t]
+                   : NULL;
+    }
     for (int i = 0; i < CLIENTS; i++)
         for (int t = 0; t < THREADS; t++)
             if (strcmp(clients[i].threads[t].field, field) == 0)
@@ -836,11 +1156,14 @@ static struct thread *thread_of_field(const char *field)
 }
 
 /* Whether the thread may still account for its field: it believes it, a
- * call is in flight or in doubt, or its session may come back. */
-static bool accounted(const struct thread *t, int lock)
+ * call is in flight or in doubt, or its session may come back. An
+ * expirable permit: the one it holds or asks for. */
+static bool accounted(const struct thread *t, int lock, const char *field)
 {
     const struct client *c = t->client;
 
+    if (mode == MODE_EXPIRABLE && strcmp(field, t->permit[lock]) != 0)
+        return t->op != OP_NONE && t->lock == lock;
     return t->believed[lock] > 0 || t->op != OP_NONE || t->in_doubt[lock] ||
            t->cleanup[lock] > 0 || c->resuming || c->join != NULL;
 }
@@ -853,15 +1176,9 @@ static bool accounted(const struct thread *t, int lock)
  * built on TTLs can prevent (the holder is told at its UNLOCK, if it
  * comes to one).
  */
-static void check_held(struct thread *t, int lock)
+static void check_held(struct thread *t, int lock, const struct owners *o)
 {
-    const char *owner;
-    long long count;
-    bool present;
-
-    present = sim_redis_lock(&net.redis, lock_names[lock], &owner, &count) &&
-              strcmp(owner, t->field) == 0;
-    if (present) {
+    if (owned_by(o, t, lock)) {
         t->seen[lock] = true;
         return;
     }
@@ -878,66 +1195,144 @@ static void check_held(struct thread *t, int lock)
         history.holds[t->hold[lock]].fault_lost = true;
     else
         fail("I5: %s of %s expired, no fault since %llu", lock_names[lock],
-             t->field, (unsigned long long)net.last_fault);
+             field_of(t, lock), (unsigned long long)net.last_fault);
+}
+
+/* I3 and I4 for one owner Redis has of lock; true if it is an orphan. */
+static bool check_owner(int l, const char *field, long long count)
+{
+    struct thread *t = thread_of_field(field);
+    uint64_t *since;
+
+    if (t == NULL)
+        fail("a lock field of nobody: %s", field);
+    since = &watch.orphan_since[t->client->index][t->index][l];
+    if (accounted(t, l, field)) {
+        /* I4 */
+        if (t->op == OP_NONE && !t->in_doubt[l] && !t->retried[l] &&
+            !t->count_unknown[l] && t->believed[l] > 0 &&
+            t->client->connected && count != t->believed[l])
+            fail("I4: %s of %s is %lld in Redis, %lld believed", lock_names[l],
+                 field, count, t->believed[l]);
+        return false;
+    }
+    if (*since == 0)
+        *since = fake_clock.now_ms;
+    else if (fake_clock.now_ms - *since >
+             (*since > net.last_amnesia + ORPHAN_MAX_MS ? ORPHAN_FREED_MS
+                                                        : ORPHAN_MAX_MS))
+        fail("I3: %s held by %s, which nobody accounts for, for %llu ms",
+             lock_names[l], field,
+             (unsigned long long)(fake_clock.now_ms - *since));
+    return true;
+}
+
+/* L1: once a latch is open, every AWAIT of it is answered within
+ * LATCH_STRANDED_MS, a fault aside. */
+static void check_awaits(void)
+{
+    for (int i = 0; i < CLIENTS; i++)
+        for (int k = 0; k < THREADS; k++) {
+            const struct thread *t = &clients[i].threads[k];
+            uint64_t since;
+
+            if (t->op != OP_AWAIT || latches.open_since[t->lock] == 0)
+                continue;
+            since = latches.open_since[t->lock];
+            since = since > t->asked_at[t->lock] ? since : t->asked_at[t->lock];
+            since = since > net.last_fault ? since : net.last_fault;
+            if (fake_clock.now_ms > since + LATCH_STRANDED_MS)
+                fail("L1: AWAIT %s by c%d.%d stranded: open since %llu",
+                     lock_names[t->lock], i, k,
+                     (unsigned long long)latches.open_since[t->lock]);
+        }
 }
 
 static void check_step(void)
 {
+    bool orphan[CLIENTS][THREADS][LOCKS] = {{{false}}};
+    struct owners o[LOCKS];
+
+    for (int l = 0; l < LOCKS; l++)
+        redis_owners(l, &o[l]);
     for (int i = 0; i < CLIENTS; i++)
         for (int t = 0; t < THREADS; t++)
             for (int l = 0; l < LOCKS; l++) {
                 struct thread *th = &clients[i].threads[t];
 
                 if (th->believed[l] > 0)
-                    check_held(th, l);
+                    check_held(th, l, &o[l]);
             }
     for (int l = 0; l < LOCKS; l++) {
-        const char *owner;
-        long long count;
-        struct thread *t;
+        for (size_t k = 0; k < o[l].n; k++)
+            if (check_owner(l, o[l].field[k], o[l].count[k])) {
+                const struct thread *t = thread_of_field(o[l].field[k]);
 
-        if (!sim_redis_lock(&net.redis, lock_names[l], &owner, &count)) {
-            watch.orphan_since[l] = 0;
-            continue;
-        }
-        t = thread_of_field(owner);
-        if (t == NULL)
-            fail("a lock field of nobody: %s", owner);
-        if (accounted(t, l)) {
-            watch.orphan_since[l] = 0;
-            /* I4 */
-            if (t->op == OP_NONE && !t->in_doubt[l] && !t->retried[l] &&
-                !t->count_unknown[l] && t->believed[l] > 0 &&
-                t->client->connected && count != t->believed[l])
-                fail("I4: %s of %s is %lld in Redis, %lld believed",
-                     lock_names[l], owner, count, t->believed[l]);
-            continue;
-        }
-        if (watch.orphan_since[l] == 0)
-            watch.orphan_since[l] = fake_clock.now_ms;
-        else if (fake_clock.now_ms - watch.orphan_since[l] >
-                 (watch.orphan_since[l] > net.last_amnesia + ORPHAN_MAX_MS
-                      ? ORPHAN_FREED_MS
-                      : ORPHAN_MAX_MS))
-            fail("I3: %s held by %s, which nobody accounts for, for %llu ms",
-                 lock_names[l], owner,
-                 (unsigned long long)(fake_clock.now_ms -
-                                      watch.orphan_since[l]));
+                orphan[t->client->index][t->index][l] = true;
+            }
     }
+    for (int i = 0; i < CLIENTS; i++)
+        for (int t = 0; t < THREADS; t++)
+            for (int l = 0; l < LOCKS; l++) {
+                struct thread *th = &clients[i].threads[t];
+
+                if (!orphan[i][t][l])
+                    watch.orphan_since[i][t][l] = 0;
+                /* a count a failover may have undone is known again once
+                 * the field is gone: not at the hold's end, since the
+                 * failover may have brought back a session record the
+                 * client gave back, which its next CLIENTID resumes */
+                if (!owned_by(&o[l], th, l) && !field_stays(th, l))
+                    th->count_unknown[l] = false;
+            }
+    note_latches();
+    check_awaits();
 }
 
-/* I1, once every hold is closed. */
+/* Whether two holds overlapping is allowed: both a read-write lock's
+ * reads, or one of them lost (told, or in a fault). */
+static bool may_overlap(const struct hold_log *x, const struct hold_log *y)
+{
+    return (x->shared && y->shared) || x->told || y->told || x->fault_lost ||
+           y->fault_lost;
+}
+
+/* P1: the permits held at the start of hold x, its own with those of
+ * every hold it overlaps, are no more than the semaphore has. */
+static void check_permits_at(const struct hold_log *x)
+{
+    long long held = 0;
+
+    if (x->told || x->fault_lost)
+        return;
+    for (size_t b = 0; b < history.n; b++) {
+        const struct hold_log *y = &history.holds[b];
+
+        if (y->lock == x->lock && y->start <= x->start && x->start < y->end &&
+            !y->told && !y->fault_lost)
+            held += y->permits;
+    }
+    if (held > PERMITS)
+        fail("P1: %lld permits of %s held at %llu, of %d", held,
+             lock_names[x->lock], (unsigned long long)x->start, PERMITS);
+}
+
+/* I1 (P1 for a semaphore), once every hold is closed. */
 static void check_exclusion(void)
 {
-    for (size_t a = 0; a < history.n; a++)
+    for (size_t a = 0; a < history.n; a++) {
+        if (permit_mode()) {
+            check_permits_at(&history.holds[a]);
+            continue;
+        }
         for (size_t b = a + 1; b < history.n; b++) {
-            const struct hold_log *x = &history.holds[a], *y = &history.holds[b];
+            const struct hold_log *x = &history.holds[a],
+                                  *y = &history.holds[b];
 
             if (x->lock != y->lock ||
                 (x->client == y->client && x->thread == y->thread))
                 continue;
-            if (x->start < y->end && y->start < x->end && !x->told &&
-                !y->told && !x->fault_lost && !y->fault_lost)
+            if (x->start < y->end && y->start < x->end && !may_overlap(x, y))
                 fail("I1: c%d.%d held %s over [%llu, %llu], c%d.%d over "
                      "[%llu, %llu], neither told",
                      x->client, x->thread, lock_names[x->lock],
@@ -945,6 +1340,23 @@ static void check_exclusion(void)
                      y->client, y->thread, (unsigned long long)y->start,
                      (unsigned long long)y->end);
         }
+    }
+}
+
+/* P2, once everyone has left and every holder's time ran out: no permit
+ * is held, and the semaphore has every one it had. */
+static void check_permits_back(void)
+{
+    for (int l = 0; l < LOCKS && permit_mode(); l++) {
+        struct owners o;
+        long long total = sim_redis_permits_total(
+            &net.redis, lock_names[l], permit_owners[l], permit_ids[l]);
+
+        redis_owners(l, &o);
+        if (o.n > 0 || total != PERMITS)
+            fail("P2: %s has %lld permits of %d, %zu holder(s) left",
+                 lock_names[l], total, PERMITS, o.n);
+    }
 }
 
 /* ---- the schedule ---------------------------------------------------------- */
@@ -970,13 +1382,20 @@ static void thread_act(struct thread *t)
         if (t->believed[l] > 0)
             held = l;
     }
-    if (held >= 0 && chance(70)) {
-        start(t, chance(80) ? OP_UNLOCK : OP_LOCK, held);
+    /* a semaphore's holder gives back what it holds before it takes more */
+    if (held >= 0 && (permit_mode() || chance(70))) {
+        start(t, permit_mode() || chance(80) ? OP_UNLOCK : OP_LOCK, held);
         return;
     }
-    if (chance(2))
+    if (mode == MODE_LATCH)
+        start(t,
+              chance(15)  ? OP_COUNTDOWN
+              : chance(8) ? OP_LATCHSET
+                          : OP_AWAIT,
+              lock);
+    else if (chance(2) && !permit_mode())
         start(t, OP_FORCE, lock);
-    else if (chance(10))
+    else if (chance(10) && mode != MODE_EXPIRABLE)
         start(t, OP_COUNT, lock);
     else
         start(t, chance(60) ? OP_LOCK : OP_TRYLOCK, lock);
@@ -985,7 +1404,8 @@ static void thread_act(struct thread *t)
 static bool waiting(const struct client *c)
 {
     for (int i = 0; i < THREADS; i++)
-        if (c->threads[i].op == OP_LOCK || c->threads[i].op == OP_TRYLOCK)
+        if (c->threads[i].op == OP_LOCK || c->threads[i].op == OP_TRYLOCK ||
+            c->threads[i].op == OP_AWAIT)
             return true;
     return false;
 }
@@ -994,6 +1414,8 @@ static void client_tick(struct client *c)
 {
     uint64_t now = fake_clock.now_ms;
 
+    if (clients_quiet)
+        return;
     if (!c->connected) {
         if (c->join == NULL && now >= c->reconnect_at)
             client_connect(c);
@@ -1012,12 +1434,24 @@ static void client_tick(struct client *c)
         trace("c%d: pauses", c->index);
         return;
     }
-    for (int i = 0; i < THREADS; i++)
+    for (int i = 0; i < (permit_mode() ? 1 : THREADS); i++)
         if (c->threads[i].op == OP_NONE && chance(6))
             thread_act(&c->threads[i]);
 }
 
 static bool faults_on = true;
+
+/* The counts the run starts with: each semaphore's permits, each latch's
+ * count (1 to 3); after a Redis restart the semaphores get theirs again,
+ * as an operator would set them. */
+static void counts_set(bool latches_too)
+{
+    for (int l = 0; l < LOCKS; l++)
+        if (permit_mode())
+            sim_redis_set_integer(&net.redis, lock_names[l], PERMITS);
+        else if (mode == MODE_LATCH && latches_too)
+            sim_redis_set_integer(&net.redis, lock_names[l], 1 + below(3));
+}
 
 static void fault_tick(void)
 {
@@ -1032,6 +1466,7 @@ static void fault_tick(void)
         trace("redis: restart, every key lost");
         drop_connection(below(100));
         sim_redis_flush(&net.redis);
+        counts_set(false);
         net.last_fault = fake_clock.now_ms;
         net.last_amnesia = fake_clock.now_ms;
     } else if (roll < 22) {
@@ -1068,7 +1503,7 @@ static void tick(void)
         net.ready = true;
         trace("net: connected");
         for (size_t i = 0; i < net.nlisteners; i++)
-            queue_message(net.channels[i], true);
+            queue_message(net.channels[i], "", true);
         lock_engine_backend_ready();
     }
     while (net.npending > 0 && pending_at(0)->at <= fake_clock.now_ms) {
@@ -1096,6 +1531,8 @@ static void world_init(uint64_t seed)
 {
     rng_state = seed;
     seed_now = seed;
+    mode = only_mode >= 0 ? (enum sim_mode)only_mode
+                          : (enum sim_mode)(seed % MODE_COUNT);
     memset(&trace_log.lines, 0, sizeof(trace_log.lines));
     trace_log.next = 0;
     /* (not memset: the rings are megabytes, and need no clearing) */
@@ -1104,6 +1541,8 @@ static void world_init(uint64_t seed)
     net.last_amnesia = 0;
     memset(&history, 0, sizeof(history));
     memset(&watch, 0, sizeof(watch));
+    memset(&tokens, 0, sizeof(tokens));
+    memset(&latches, 0, sizeof(latches));
     memset(&stats, 0, sizeof(stats));
     sim_redis_init(&net.redis, on_publish, NULL);
     fake_clock_init(1000);
@@ -1118,10 +1557,18 @@ static void world_init(uint64_t seed)
         for (int t = 0; t < THREADS; t++) {
             c->threads[t].client = c;
             c->threads[t].index = t;
-            snprintf(c->threads[t].field, sizeof(c->threads[t].field),
-                     "c%d:%d", i, t + 1);
+            /* a semaphore's owner is the session: its first thread (the
+             * second one's field is never used) */
+            if (permit_mode())
+                snprintf(c->threads[t].field, sizeof(c->threads[t].field),
+                         "c%d:%s", i, t == 0 ? "0" : "-");
+            else
+                snprintf(c->threads[t].field, sizeof(c->threads[t].field),
+                         "c%d:%d%s", i, t + 1,
+                         thread_kind(&c->threads[t])->field_suffix);
         }
     }
+    counts_set(true);
     engine_start();
 }
 
@@ -1129,6 +1576,17 @@ static void world_init(uint64_t seed)
 static void world_drain(void)
 {
     faults_on = false;
+    for (int l = 0; l < LOCKS && mode == MODE_LATCH; l++) {
+        char channel[SIM_STR];
+
+        /* another program counts each latch down: every waiter goes */
+        snprintf(channel, sizeof(channel),
+                 "redisson_countdownlatch__channel__{%s}", lock_names[l]);
+        if (!latch_open(l)) {
+            sim_redis_set_integer(&net.redis, lock_names[l], 0);
+            on_publish(channel, "0", NULL);
+        }
+    }
     for (int round = 0; round < 20000; round++) {
         bool busy = !net.ready || net.npending > 0;
 
@@ -1177,6 +1635,17 @@ static void world_end(void)
     lock_engine_free();
 }
 
+/* Nobody does anything for ms: what nobody accounts for runs out. */
+static void world_rest(uint64_t ms)
+{
+    faults_on = false;
+    clients_quiet = true;
+    for (uint64_t i = 0; i < ms; i++)
+        tick();
+    clients_quiet = false;
+    faults_on = true;
+}
+
 static void run_seed(uint64_t seed, unsigned steps)
 {
     world_init(seed);
@@ -1184,6 +1653,13 @@ static void run_seed(uint64_t seed, unsigned steps)
         tick();
     world_drain();
     check_exclusion();
+    if (permit_mode()) { /* everyone leaves */
+        for (int i = 0; i < CLIENTS; i++)
+            if (clients[i].connected)
+                client_disconnect(&clients[i]);
+        world_rest(ORPHAN_MAX_MS);
+        check_permits_back();
+    }
     world_end();
 }
 
@@ -1198,19 +1674,36 @@ int main(void)
 {
     unsigned long seeds = env_number("SIM_SEEDS", 1000),
                   steps = env_number("SIM_STEPS", 3000),
-                  one = env_number("SIM_SEED", 0);
+                  one = env_number("SIM_SEED", 0),
+                  first = env_number("SIM_FIRST", 1);
 
+    const char *kind = getenv("SIM_KIND");
+    /* once: the signal's default action is back for the raise */
+    struct sigaction crash = {.sa_handler = on_crash, .sa_flags = SA_RESETHAND};
+
+    sigaction(SIGSEGV, &crash, NULL);
+    sigaction(SIGABRT, &crash, NULL);
     config_set_defaults(&cfg);
     cfg.watchdog_timeout_ms = WATCHDOG_MS;
     log_set_level(LOG_LEVEL_ERROR);
+    for (int m = 0; kind != NULL && *kind && m < MODE_COUNT; m++)
+        if (strcmp(kind, mode_names[m]) == 0)
+            only_mode = m;
+    if (kind != NULL && *kind && only_mode < 0) {
+        fprintf(stderr, "sim: SIM_KIND is one of rlock, fair, fenced, rw, "
+                        "semaphore, expirable, latch\n");
+        return 2;
+    }
     if (one != 0) {
         trace_log.print = true;
         run_seed(one, (unsigned)steps);
         printf("sim: seed %lu passed\n", one);
         return 0;
     }
-    for (unsigned long s = 1; s <= seeds; s++)
+    for (unsigned long s = first; s <= seeds; s++)
         run_seed(s, (unsigned)steps);
-    printf("sim: %lu seeds of %lu steps passed\n", seeds, steps);
+    printf("sim: seeds %lu..%lu of %lu steps passed%s%s\n", first, seeds, steps,
+           only_mode >= 0 ? ", all " : "",
+           only_mode >= 0 ? mode_names[only_mode] : "");
     return 0;
 }

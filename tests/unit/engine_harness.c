@@ -173,8 +173,7 @@ int join_with(const char *id, const char *secret, struct session **out)
     join_start(&j, id, secret, false);
     if (!j.done) {
         snprintf(key, sizeof(key), "rlockd_session:{%s}", id);
-        answer("HGETALL", key,
-               &(struct backend_value){.type = VALUE_ARRAY, .elements = 0});
+        answer_record_of(key, -2, NULL, 0);
     }
     join_end(&j);
     *out = j.session;
@@ -414,6 +413,18 @@ void answer_integer(const char *name, const char *key, long long value)
     struct backend_value reply = integer_reply(value);
 
     answer(name, key, &reply);
+}
+
+void answer_record_of(const char *key, long long pttl,
+                      const struct backend_value *flat, size_t n)
+{
+    struct backend_value pair[2] = {
+        {.type = VALUE_INTEGER, .integer = pttl},
+        {.type = VALUE_ARRAY, .elements = n, .element = flat}};
+
+    answer("rlockd_session_read", key,
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = 2, .element = pair});
 }
 
 void answer_renewal(struct fake_eval *e, size_t count, const long long *results)

@@ -149,6 +149,10 @@ void answer(const char *name, const char *key,
             const struct backend_value *reply);
 void answer_nil(const char *name, const char *key);
 void answer_integer(const char *name, const char *key, long long value);
+/* A session record's read (session_store_read): its PTTL and its n
+ * fields and values, flat. */
+void answer_record_of(const char *key, long long pttl,
+                      const struct backend_value *flat, size_t n);
 /* A renewal's reply: one result (1 renewed, 0 gone) per hold. */
 void answer_renewal(struct fake_eval *e, size_t count,
                     const long long *results);

@@ -16,6 +16,7 @@
     X(client_id_suite)                                                         \
     X(config_suite)                                                            \
     X(digest_suite)                                                            \
+    X(log_suite)                                                               \
     X(glob_suite)                                                              \
     X(acl_suite)                                                               \
     X(waiter_queue_suite)                                                      \
@@ -26,6 +27,7 @@
     X(lock_engine_suite)                                                       \
     X(lock_kinds_suite)                                                        \
     X(semaphores_suite)                                                        \
+    X(record_keys_suite)                                                       \
     X(watchdog_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);

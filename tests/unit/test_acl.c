@@ -274,7 +274,7 @@ static const struct {
     {"[user aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\nH\n",
      ":2: section name longer than 48 characters"},
     {"[user a\x01]\nH\n", ":2: [user a\x01]: a user name is printable"},
-    {"[users]\nH\n", ":2: unknown key 'password_sha256' in section [users]"},
+    {"[users]\nH\n", ":2: unknown section [users] (did you mean [user NAME]?)"},
     {"[server]\nmax_auth_failures = 0\n",
      ":2: max_auth_failures: 0 is out of range [1, 100]"},
 };

@@ -165,7 +165,11 @@ static const struct {
     const char *expect; /* substring of the message, after "FILE:" */
 } bad_files[] = {
     {"[server]\nnope = 1\n", ":2: unknown key 'nope' in section [server]"},
-    {"[nosuch]\nlisten = x\n", ":2: unknown key 'listen' in section [nosuch]"},
+    {"[nosuch]\nlisten = x\n", ":2: unknown section [nosuch]"},
+    {"[sever]\nlisten = x\n",
+     ":2: unknown section [sever] (did you mean [server]?)"},
+    {"[lock]\nmax_waiters = 1\nmax_waiters = 2\n",
+     ":3: duplicate key 'max_waiters' in section [lock] (first set on line 2)"},
     {"[redis]\n\nport = 0\n", ":3: port: 0 is out of range [1, 65535]"},
     {"[redis]\nport = 70000\n", ":2: port: 70000 is out of range"},
     {"[redis]\nport = 12ab\n", ":2: port: '12ab' is not an integer"},

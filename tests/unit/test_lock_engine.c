@@ -499,25 +499,29 @@ START_TEST(queries_read_their_element_of_the_inspect_reply)
 }
 END_TEST
 
-/* OWNERS reads {pttl, field, count...} whoever holds the lock, and a
- * malformed pair is a bad reply, not an owner. */
+/* OWNERS reads {pttl, kind, field, count...} whoever holds the lock, and
+ * a malformed pair is a bad reply, not an owner. */
 START_TEST(owners_reads_every_owner_and_the_pttl)
 {
     struct session *a = join("a");
     struct test_call *c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
-    const struct backend_value held[3] = {
+    const struct backend_value held[4] = {
         {.type = VALUE_INTEGER, .integer = 4200},
+        {.type = VALUE_STRING, .str = "lock", .len = 4},
         {.type = VALUE_STRING, .str = "java-uuid:7", .len = 11},
         {.type = VALUE_INTEGER, .integer = 2}};
-    const struct backend_value bad[2] = {
+    const struct backend_value bad[3] = {
         {.type = VALUE_INTEGER, .integer = 4200},
+        {.type = VALUE_STRING, .str = "lock", .len = 4},
         {.type = VALUE_STRING, .str = "x:1", .len = 3}};
-    const struct backend_value none = {.type = VALUE_INTEGER, .integer = -2};
+    const struct backend_value none[2] = {
+        {.type = VALUE_INTEGER, .integer = -2},
+        {.type = VALUE_STRING, .str = "none", .len = 4}};
 
     expect_args(expect_eval(OWNERS, "L"), 1, "L");
     answer(OWNERS, "L",
            &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = 3, .element = held});
+               .type = VALUE_ARRAY, .elements = 4, .element = held});
     ck_assert_int_eq(c->result.type, RESULT_OWNERS);
     ck_assert_int_eq(c->result.integer, 4200);
     ck_assert_uint_eq(c->result.owner_count, 1);
@@ -526,14 +530,14 @@ START_TEST(owners_reads_every_owner_and_the_pttl)
     c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
     answer(OWNERS, "L",
            &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = 1, .element = &none});
+               .type = VALUE_ARRAY, .elements = 2, .element = none});
     ck_assert_int_eq(c->result.type, RESULT_OWNERS);
     ck_assert_int_eq(c->result.integer, -2);
     ck_assert_uint_eq(c->result.owner_count, 0);
     c = request(a, LOCK_REQUEST_OWNERS, "L", 0);
     answer(OWNERS, "L",
            &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = 2, .element = bad});
+               .type = VALUE_ARRAY, .elements = 3, .element = bad});
     ck_assert_int_eq(c->result.type, RESULT_ERROR);
 }
 END_TEST
@@ -1185,7 +1189,7 @@ static const char *secret_hex(void)
     return hex;
 }
 
-/* Answers the HGETALL of s's record with fields and values. */
+/* Answers the read of s's record with fields and values (a TTL). */
 static void answer_record(const char *const *flat, size_t n)
 {
     struct backend_value element[16];
@@ -1193,9 +1197,7 @@ static void answer_record(const char *const *flat, size_t n)
     ck_assert_uint_le(n, 16);
     for (size_t i = 0; i < n; i++)
         element[i] = string_value(flat[i]);
-    answer("HGETALL", RECORD_OF_S,
-           &(struct backend_value){
-               .type = VALUE_ARRAY, .elements = n, .element = element});
+    answer_record_of(RECORD_OF_S, n > 0 ? 60000 : -2, element, n);
 }
 
 /* Answers the inspect of lock name by s:<thread> with count. */
@@ -1342,6 +1344,41 @@ START_TEST(a_record_is_resumed_only_with_its_secret)
 }
 END_TEST
 
+/* A record rlockd did not write (a lock's hash, no TTL, a secret or a
+ * field of the wrong form, a string) is -EBADMSG, never -EPERM, read
+ * once and not again, and counted. */
+START_TEST(a_record_rlockd_did_not_write_is_refused_as_foreign_not_noperm)
+{
+    const char *lock[] = {"other-client:1", "1"};
+    const char *short_secret[] = {"secret", "abc", "rlock:1:L", "watchdog"};
+    const char *bad_field[] = {"secret", secret_hex(), "rlock:x:L", "watchdog"};
+    const char *good[] = {"secret", secret_hex(), "rlock:1:L", "watchdog"};
+    const char *const *records[] = {lock, short_secret, bad_field, good};
+    const size_t sizes[] = {2, 4, 4, 4};
+    struct backend_value element[4];
+    struct test_join j;
+
+    for (size_t r = 0; r < 4; r++) {
+        for (size_t i = 0; i < sizes[r]; i++)
+            element[i] = string_value(records[r][i]);
+        join_start(&j, "s", SECRET, false);
+        /* the good record without a TTL is not rlockd's either */
+        answer_record_of(RECORD_OF_S, r < 3 ? 60000 : -1, element, sizes[r]);
+        join_end(&j);
+        ck_assert_int_eq(j.err, -EBADMSG);
+    }
+    join_start(&j, "s", SECRET, false);
+    answer("rlockd_session_read", RECORD_OF_S,
+           &(struct backend_value){.type = VALUE_ERROR,
+                                   .str = "WRONGTYPE a string, not a hash"});
+    join_end(&j);
+    ck_assert_int_eq(j.err, -EBADMSG);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.foreign_records, 5);
+    ck_assert_uint_eq(stats.client_sessions, 0);
+}
+END_TEST
+
 /* RESUME: no record is -ENOENT, and no session is started. */
 START_TEST(a_resume_without_a_record_is_enoent)
 {
@@ -1375,8 +1412,7 @@ START_TEST(a_join_while_redis_cannot_be_read_waits_up_to_retry_timeout)
     fake_backend.eval_error = 0;
     fake_backend.ready = true;
     advance(100);
-    answer("HGETALL", "rlockd_session:{t}",
-           &(struct backend_value){.type = VALUE_ARRAY, .elements = 0});
+    answer_record_of("rlockd_session:{t}", -2, NULL, 0);
     join_end(&j);
     ck_assert_int_eq(j.err, 0);
 }
@@ -1548,6 +1584,9 @@ Suite *lock_engine_suite(void)
         sessions, a_resumed_session_gets_its_holds_back_and_the_lost_ones_lost);
     tcase_add_test(sessions, a_record_is_resumed_only_with_its_secret);
     tcase_add_test(sessions, a_resume_without_a_record_is_enoent);
+    tcase_add_test(
+        sessions,
+        a_record_rlockd_did_not_write_is_refused_as_foreign_not_noperm);
     tcase_add_test(sessions,
                    a_join_while_redis_cannot_be_read_waits_up_to_retry_timeout);
     tcase_add_test(shutdown, shutdown_under_keep_leaves_every_lock_and_record);

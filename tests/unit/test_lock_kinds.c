@@ -9,6 +9,7 @@
  * follows; the harness (engine_harness.h) checks after every test that
  * nothing leaked and that each call was answered exactly once.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine_harness.h"
@@ -52,7 +53,7 @@ static struct test_call *request_as(const struct lock_kind *kind,
     return start_kind(s, kind, op, name, thread_id, 0, 0);
 }
 
-/* {first, second}: the fenced acquire's {1, token} or {0, pttl}. */
+/* The fenced acquire's refusal {0, pttl}. */
 static void answer_pair(struct fake_eval *e, long long first, long long second)
 {
     const struct backend_value element[2] = {
@@ -61,6 +62,21 @@ static void answer_pair(struct fake_eval *e, long long first, long long second)
 
     fake_eval_answer(e, &(struct backend_value){.type = VALUE_ARRAY,
                                                 .elements = 2,
+                                                .element = element});
+}
+
+/* The fenced acquire's grant {1, token, was}: was -1, the counter was
+ * not behind this daemon's floor; else what it held before the script
+ * raised it. */
+static void answer_grant(struct fake_eval *e, long long token, long long was)
+{
+    const struct backend_value element[3] = {
+        {.type = VALUE_INTEGER, .integer = 1},
+        {.type = VALUE_INTEGER, .integer = token},
+        {.type = VALUE_INTEGER, .integer = was}};
+
+    fake_eval_answer(e, &(struct backend_value){.type = VALUE_ARRAY,
+                                                .elements = 3,
                                                 .element = element});
 }
 
@@ -108,7 +124,7 @@ static void take_as(const struct lock_kind *kind, struct session *s,
     struct fake_eval *e = expect_eval(acquire_script_of(kind), name);
 
     if (kind == &lock_kind_fenced) {
-        answer_pair(e, 1, 1);
+        answer_grant(e, 1, -1);
         expect_integer(c, 1);
     } else {
         fake_eval_answer(e, &nil_reply);
@@ -131,7 +147,8 @@ static struct test_call *queue_as(const struct lock_kind *kind, const char *id,
 /* ---- FENCED ------------------------------------------------------------- */
 
 /* A grant answers the token (RESULT_INTEGER, not GRANTED), reentrant
- * ones too; the call carries the token key. */
+ * ones too; the call carries the token key, and the highest token handed
+ * out for the name (0: none yet) as the floor of the next. */
 START_TEST(fenced_grant_answers_its_token_as_an_integer)
 {
     struct session *a = join("a");
@@ -139,16 +156,16 @@ START_TEST(fenced_grant_answers_its_token_as_an_integer)
     struct fake_eval *e = expect_eval(FENCED_ACQUIRE, "L");
 
     ck_assert_int_eq(e->nkeys, 2);
-    expect_args(e, 5, "L", TOKEN_OF_L, "10000", "a:1", "0");
-    answer_pair(e, 1, 7);
+    expect_args(e, 6, "L", TOKEN_OF_L, "10000", "a:1", "0", "0");
+    answer_grant(e, 7, -1);
     expect_integer(c, 7);
     ck_assert_uint_eq(stats.held_locks, 1);
     ck_assert_uint_eq(stats.fenced_locks_acquired, 1);
 
     c = acquire_as(&lock_kind_fenced, a, "L", 1, 0);
     e = expect_eval(FENCED_ACQUIRE, "L");
-    expect_args(e, 5, "L", TOKEN_OF_L, "10000", "a:1", "1");
-    answer_pair(e, 1, 8);
+    expect_args(e, 6, "L", TOKEN_OF_L, "10000", "a:1", "1", "7");
+    answer_grant(e, 8, -1);
     expect_integer(c, 8);
     ck_assert_uint_eq(stats.held_locks, 1);
     ck_assert_uint_eq(stats.fenced_locks_acquired, 2);
@@ -175,7 +192,7 @@ START_TEST(fenced_refusal_reads_the_pttl_from_the_pair)
     advance(3999);
     expect_nothing_pending();
     advance(1);
-    answer_pair(expect_eval(FENCED_ACQUIRE, "L"), 1, 3);
+    answer_grant(expect_eval(FENCED_ACQUIRE, "L"), 3, -1);
     expect_integer(c, 3);
     ck_assert_uint_eq(stats.fenced_locks_acquired, 1);
 }
@@ -190,8 +207,12 @@ START_TEST(fenced_acquire_reply_of_another_shape_is_an_error)
                                               .integer = 1};
     const struct backend_value short_pair = {
         .type = VALUE_ARRAY, .elements = 1, .element = &one_element};
+    const struct backend_value granted_pair[2] = {one_element, one_element};
+    const struct backend_value grant_without_was = {
+        .type = VALUE_ARRAY, .elements = 2, .element = granted_pair};
     const struct backend_value pttl = {.type = VALUE_INTEGER, .integer = 4000};
-    const struct backend_value *bad[] = {&nil_reply, &pttl, &short_pair};
+    const struct backend_value *bad[] = {&nil_reply, &pttl, &short_pair,
+                                         &grant_without_was};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct test_call *c =
@@ -202,6 +223,59 @@ START_TEST(fenced_acquire_reply_of_another_shape_is_an_error)
     }
     ck_assert_uint_eq(stats.held_locks, 0);
     ck_assert_uint_eq(stats.waiting_clients, 0);
+}
+END_TEST
+
+/* Acquires name FENCED as a:1 (reentrantly once held), expects the
+ * floor the call carries, and grants it token. */
+static void fenced_grant_over(struct session *a, const char *name,
+                              const char *floor, long long token)
+{
+    struct test_call *c = acquire_as(&lock_kind_fenced, a, name, 1, 0);
+    struct fake_eval *e = expect_eval(FENCED_ACQUIRE, name);
+
+    ck_assert_str_eq(fake_eval_arg(e, 5), floor);
+    answer_grant(e, token, -1);
+    expect_integer(c, token);
+}
+
+/* A grant whose script found Redis's counter behind the floor (it lost
+ * data) answers the token it raised it to, and counts it. */
+START_TEST(fenced_grant_over_a_counter_behind_is_counted)
+{
+    struct session *a = join("a");
+    struct test_call *c;
+    struct fake_eval *e;
+
+    fenced_grant_over(a, "L", "0", 41);
+    c = acquire_as(&lock_kind_fenced, a, "L", 1, 0);
+    e = expect_eval(FENCED_ACQUIRE, "L");
+    ck_assert_str_eq(fake_eval_arg(e, 5), "41");
+    answer_grant(e, 42, 0); /* the counter was gone */
+    expect_integer(c, 42);
+    ck_assert_uint_eq(stats.fence_tokens_raised, 1);
+    fenced_grant_over(a, "L", "42", 43);
+    ck_assert_uint_eq(stats.fence_tokens_raised, 1);
+}
+END_TEST
+
+/* At most fence_memory_names names are remembered: the least recently
+ * granted one is forgotten (its floor is 0 again), a grant counts as a
+ * use, and a remembered floor only rises. */
+START_TEST(fenced_floors_are_remembered_for_the_most_recent_names)
+{
+    struct session *a = join("a");
+
+    engine_cfg.fence_memory_names = 2;
+    fenced_grant_over(a, "A", "0", 5);
+    fenced_grant_over(a, "B", "0", 6);
+    fenced_grant_over(a, "A", "5", 7);  /* A is the most recent now */
+    fenced_grant_over(a, "C", "0", 9);  /* B goes */
+    fenced_grant_over(a, "B", "0", 10); /* A goes */
+    fenced_grant_over(a, "C", "9", 11);
+    fenced_grant_over(a, "A", "0", 12);
+    fenced_grant_over(a, "A", "12", 3); /* a lower token: the floor stays */
+    fenced_grant_over(a, "A", "12", 13);
 }
 END_TEST
 
@@ -226,8 +300,8 @@ END_TEST
 /* ---- FAIR --------------------------------------------------------------- */
 
 /* The acquire names the queue keys, the place's wait (WAIT, else
- * fair_wait_timeout_ms) and whether a refusal queues (never without
- * WAIT). */
+ * fair_wait_timeout_ms), whether a refusal queues (never without WAIT)
+ * and how long a new place lives unrenewed (watchdog_timeout_ms). */
 START_TEST(fair_acquire_sends_its_queue_keys_wait_and_enqueue_flag)
 {
     struct session *a = join("a");
@@ -237,23 +311,23 @@ START_TEST(fair_acquire_sends_its_queue_keys_wait_and_enqueue_flag)
     c = acquire_as(&lock_kind_fair, a, "L", 1, WAIT_FOREVER);
     e = expect_eval(FAIR_ACQUIRE, "L");
     ck_assert_int_eq(e->nkeys, 3);
-    expect_args(e, 8, "L", QUEUE_OF_L, TIMEOUT_OF_L, "10000", "a:1", "0",
-                "300000", "1");
+    expect_args(e, 9, "L", QUEUE_OF_L, TIMEOUT_OF_L, "10000", "a:1", "0",
+                "300000", "1", "30000");
     fake_eval_answer(e, &nil_reply);
     expect_result(c, RESULT_GRANTED);
     ck_assert_uint_eq(stats.fair_locks_acquired, 1);
     expect_nothing_pending(); /* a grant leaves no queue place to give up */
 
     c = acquire_as(&lock_kind_fair, a, "M", 1, 5000);
-    expect_args(expect_eval(FAIR_ACQUIRE, "M"), 8, "M",
+    expect_args(expect_eval(FAIR_ACQUIRE, "M"), 9, "M",
                 "redisson_lock_queue:{M}", "redisson_lock_timeout:{M}", "10000",
-                "a:1", "0", "5000", "1");
+                "a:1", "0", "5000", "1", "30000");
     answer_nil(FAIR_ACQUIRE, "M");
 
     c = acquire_as(&lock_kind_fair, a, "N", 1, 0);
-    expect_args(expect_eval(FAIR_ACQUIRE, "N"), 8, "N",
+    expect_args(expect_eval(FAIR_ACQUIRE, "N"), 9, "N",
                 "redisson_lock_queue:{N}", "redisson_lock_timeout:{N}", "10000",
-                "a:1", "0", "300000", "0");
+                "a:1", "0", "300000", "0", "30000");
     answer_integer(FAIR_ACQUIRE, "N", 5000);
     expect_result(c, RESULT_NOT_GRANTED);
     expect_nothing_pending(); /* never queued in Redis: nothing to leave */
@@ -338,15 +412,15 @@ START_TEST(fair_only_the_local_head_runs_the_acquire_script)
 }
 END_TEST
 
-/* Expects the one pending leave-queue call of L, by field, keeping its
- * place's wait; and answers it (1: it left). */
-static void expect_left_queue(const char *field, const char *wait)
+/* Expects the one pending leave-queue call of L, by field; and answers
+ * it (1: it left). */
+static void expect_left_queue(const char *field)
 {
     struct fake_eval *e = expect_eval(FAIR_LEAVE, "L");
 
     ck_assert_uint_eq(fake_backend_count(FAIR_LEAVE, NULL), 1);
     ck_assert_int_eq(e->nkeys, 3);
-    expect_args(e, 5, "L", QUEUE_OF_L, TIMEOUT_OF_L, field, wait);
+    expect_args(e, 4, "L", QUEUE_OF_L, TIMEOUT_OF_L, field);
     fake_eval_answer(e, &one_reply);
 }
 
@@ -362,7 +436,7 @@ START_TEST(fair_waiter_whose_wait_runs_out_leaves_the_redis_queue)
     expect_nothing_pending();
     advance(1);
     expect_result(b, RESULT_NOT_GRANTED);
-    expect_left_queue("b:1", "3000");
+    expect_left_queue("b:1");
     expect_nothing_pending();
 }
 END_TEST
@@ -380,7 +454,7 @@ START_TEST(fair_waiter_that_cancels_or_disconnects_leaves_the_redis_queue)
     wc = queue_as(&lock_kind_fair, "c", "c:1");
     abandon(wb);
     leave(b);
-    expect_left_queue("b:1", "300000");
+    expect_left_queue("b:1");
     fake_eval_answer(acquire_of_l_by(FAIR_ACQUIRE, "c:1"), &nil_reply);
     expect_result(wc, RESULT_GRANTED);
     expect_nothing_pending();
@@ -402,7 +476,7 @@ START_TEST(fair_leave_without_a_reply_is_sent_again_when_redis_answers)
     expect_nothing_pending();
     fake_backend.ready = true;
     lock_engine_backend_ready();
-    expect_left_queue("b:1", "300000");
+    expect_left_queue("b:1");
     expect_nothing_pending();
 }
 END_TEST
@@ -421,8 +495,7 @@ START_TEST(fair_attempt_abandoned_in_flight_leaves_the_redis_queue)
     ck_assert_uint_eq(fake_backend_count(FAIR_LEAVE, "L"), 1);
     answer_integer(FAIR_ACQUIRE, "L", 5000); /* it did queue */
     while ((leave_call = fake_backend_find(FAIR_LEAVE, "L")) != NULL) {
-        expect_args(leave_call, 5, "L", QUEUE_OF_L, TIMEOUT_OF_L, "b:1",
-                    "300000");
+        expect_args(leave_call, 4, "L", QUEUE_OF_L, TIMEOUT_OF_L, "b:1");
         fake_eval_answer(leave_call, &one_reply);
     }
     expect_nothing_pending();
@@ -435,7 +508,110 @@ START_TEST(fair_waiter_answered_at_shutdown_leaves_the_redis_queue)
 
     lock_engine_shutdown();
     expect_error(b, REPLY_SHUTDOWN);
-    expect_left_queue("b:1", "300000");
+    expect_left_queue("b:1");
+}
+END_TEST
+
+/* The script that moves this daemon's waiters' places forward. */
+#define FAIR_RENEW_PLACES "fair_renew_places"
+/* A PTTL no test here waits out: a refused waiter sleeps until a message
+ * or a renewal's news wakes it. */
+#define LONG_PTTL 3600000
+
+/* Queues the acquire of name by a new session id, thread 1 (owner field
+ * "<id>:1"), refused with LONG_PTTL: it has a place in Redis's queue. */
+static struct test_call *queue_fair(const char *id, const char *name)
+{
+    struct test_call *c =
+        acquire_as(&lock_kind_fair, join(id), name, 1, WAIT_FOREVER);
+    char field[16];
+
+    snprintf(field, sizeof(field), "%s:1", id);
+    refuse(expect_eval_with(FAIR_ACQUIRE, name, field), LONG_PTTL);
+    expect_open(c);
+    return c;
+}
+
+/* Every waiter's place is renewed a third into watchdog_timeout_ms, all
+ * in one call per round (places of several locks, of one key group,
+ * together), with watchdog_timeout_ms and its wait (fair_wait_timeout_ms
+ * or WAIT); and again each round. */
+START_TEST(fair_places_are_renewed_together_each_third_of_the_watchdog_timeout)
+{
+    struct fake_eval *e;
+
+    queue_fair("b", "L");
+    queue_fair("c", "L");
+    queue_fair("d", "M");
+    advance(RENEW_EVERY_MS - 1);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    e = expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L);
+    ck_assert_int_eq(e->nkeys, 6);
+    expect_args(e, 15, QUEUE_OF_L, TIMEOUT_OF_L, QUEUE_OF_L, TIMEOUT_OF_L,
+                "redisson_lock_queue:{M}", "redisson_lock_timeout:{M}", "b:1",
+                "30000", "300000", "c:1", "30000", "300000", "d:1", "30000",
+                "300000");
+    ck_assert_uint_eq(stats.watchdog_batches, 1);
+    ck_assert_uint_eq(stats.fair_place_renewals, 3);
+    ck_assert_uint_eq(stats.watchdog_renewals, 0);
+    answer_renewal(e, 3, (const long long[]){1, 1, 1});
+    expect_nothing_pending(); /* renewed: nobody asks */
+    advance(RENEW_EVERY_MS);
+    answer_renewal(expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L), 3,
+                   (const long long[]){1, 1, 1});
+    ck_assert_uint_eq(stats.watchdog_batches, 2);
+
+    engine_cfg.renew_batch_size = 2;
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(FAIR_RENEW_PLACES, NULL), 2);
+}
+END_TEST
+
+/* A waiter whose place the renewal found gone (a script dropped it) asks
+ * again at once, which takes a new place; the others sleep on. */
+START_TEST(fair_waiter_whose_place_is_found_gone_asks_again)
+{
+    struct test_call *b = queue_fair("b", "L");
+    struct test_call *c = queue_fair("c", "L");
+
+    advance(RENEW_EVERY_MS);
+    answer_renewal(expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L), 2,
+                   (const long long[]){1, 0});
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    refuse(expect_eval_with(FAIR_ACQUIRE, "L", "c:1"), LONG_PTTL);
+    expect_open(b);
+    expect_open(c);
+    expect_nothing_pending();
+}
+END_TEST
+
+/* A waiter granted, or gone, is renewed no more; a round in flight when
+ * it left is not acted on (a place found gone then asks nothing). */
+START_TEST(fair_places_of_waiters_that_left_are_not_renewed)
+{
+    struct test_call *b = queue_fair("b", "L");
+    struct fake_eval *e;
+
+    queue_fair("c", "L");
+    advance(RENEW_EVERY_MS);
+    e = expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L);
+    fake_backend_publish(FAIR_CHANNEL_OF_L_BY("b:1"), "0");
+    answer_nil(FAIR_ACQUIRE, "L");
+    expect_result(b, RESULT_GRANTED);
+    answer_renewal(e, 2, (const long long[]){0, 1});
+    expect_nothing_pending();
+    advance(RENEW_EVERY_MS); /* c, the head now, looks at b's lease's end */
+    refuse(expect_eval_with(FAIR_ACQUIRE, "L", "c:1"), LONG_PTTL);
+    e = expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L);
+    ck_assert_int_eq(e->nkeys, 2);
+    expect_args(e, 5, QUEUE_OF_L, TIMEOUT_OF_L, "c:1", "30000", "300000");
+    fake_eval_answer(e, NULL); /* unanswered: the next round renews it */
+    expect_nothing_pending();
+    advance(RENEW_EVERY_MS);
+    answer_renewal(expect_eval(FAIR_RENEW_PLACES, QUEUE_OF_L), 1,
+                   (const long long[]){1});
 }
 END_TEST
 
@@ -700,19 +876,30 @@ END_TEST
 
 /* ---- the kind word is part of a lock's identity --------------------------- */
 
-/* A FAIR hold is not the plain lock of the same name: the plain kind
- * knows no hold of it (ISHELD answers 0 unasked); an UNLOCK or LOCK of
- * another kind stored in the same hash is refused unsent; the FAIR hold
- * stays until UNLOCK FAIR releases it. */
+/* A FAIR hold is not the plain lock of the same name: an UNLOCK or LOCK
+ * of another kind stored in the same hash is refused unsent; the FAIR
+ * hold stays until UNLOCK FAIR releases it. ISHELD without a kind word
+ * reports the hold whatever its kind, so it asks Redis; of an owner that
+ * holds the name under no kind, it answers 0 unasked. */
 START_TEST(unlock_with_another_kind_word_does_not_release_the_hold)
 {
     struct session *a = join("a");
     struct test_call *c;
+    const struct backend_value held[3] = {
+        {.type = VALUE_INTEGER, .integer = 1},
+        {.type = VALUE_INTEGER, .integer = 1},
+        {.type = VALUE_INTEGER, .integer = LEASE_MS}};
 
     take_as(&lock_kind_fair, a, "L", 1, LEASE_MS);
     expect_integer(
-        request_as(&lock_kind_rlock, a, LOCK_REQUEST_IS_HELD, "L", 1), 0);
+        request_as(&lock_kind_rlock, a, LOCK_REQUEST_IS_HELD, "L", 2), 0);
     expect_nothing_pending();
+    c = request_as(&lock_kind_rlock, a, LOCK_REQUEST_IS_HELD, "L", 1);
+    expect_args(expect_eval(INSPECT, "L"), 2, "L", "a:1");
+    answer(INSPECT, "L",
+           &(struct backend_value){
+               .type = VALUE_ARRAY, .elements = 3, .element = held});
+    expect_integer(c, 1);
 
     /* One field in Redis: a plain UNLOCK or LOCK would change the FAIR
      * hold behind its back, so neither is sent. */
@@ -797,6 +984,80 @@ START_TEST(the_watchdog_renews_each_kind_with_its_own_script)
 }
 END_TEST
 
+/* A leased read hold taken again in watchdog mode is renewed at once: its
+ * first acquire's own timeout key keeps only its lease otherwise, and a
+ * release by another reader after it ran out would delete the lock while
+ * its holder believes the watchdog keeps it (found by the simulation). */
+START_TEST(a_leased_hold_taken_again_in_watchdog_mode_is_renewed_at_once)
+{
+    struct session *a = join("a");
+
+    take_as(&lock_kind_read, a, "N", 1, LEASE_MS);
+    take_as(&lock_kind_read, a, "N", 1, WATCHDOG_MODE);
+    advance(0);
+    expect_args(expect_eval(RW_RENEW, "N"), 3, "N", "a:1", "30000");
+    answer_renewal(expect_eval(RW_RENEW, "N"), 1, (const long long[]){1});
+    ck_assert_uint_eq(stats.watchdog_locks, 1);
+}
+END_TEST
+
+/* ---- the kind table ------------------------------------------------------ */
+
+/*
+ * Every kind x op: an op the engine sends on its own (lock_kind.h,
+ * lock_kind_op_required) has its build and read; an optional one has
+ * both or neither; and what the engine calls for every kind, or for
+ * every kind that holds something, is there.
+ */
+START_TEST(every_kinds_row_has_each_op_the_engine_can_reach)
+{
+    for (int k = 0; k < LOCK_KIND_COUNT; k++) {
+        const struct lock_kind *kind = lock_kinds[k];
+
+        ck_assert_ptr_nonnull(kind);
+        for (int op = 0; op < LOCK_OP_COUNT; op++) {
+            const struct lock_kind_op *o = &kind->ops[op];
+
+            ck_assert_ptr_nonnull(lock_op_names[op]);
+            ck_assert_msg(!lock_kind_op_required(kind, op) || o->build != NULL,
+                          "the %s kind has no %s build", kind->name,
+                          lock_op_names[op]);
+            ck_assert_msg((o->build == NULL) == (o->read == NULL),
+                          "the %s kind's %s has a build or a read alone",
+                          kind->name, lock_op_names[op]);
+        }
+        ck_assert_ptr_nonnull(kind->channel.affix);
+        ck_assert_ptr_nonnull(kind->on_message);
+        ck_assert_ptr_nonnull(kind->scripts);
+        if (kind->holds == HOLDS_NOTHING)
+            continue;
+        ck_assert_msg(kind->renewal.script != NULL &&
+                          kind->renewal.add != NULL &&
+                          kind->renewal.renewed != NULL,
+                      "the %s kind's holds cannot be renewed", kind->name);
+    }
+}
+END_TEST
+
+/* The definition itself: what a latch's wait may leave out, and what a
+ * lock may not. */
+START_TEST(a_kind_that_holds_nothing_needs_no_release_or_settle)
+{
+    static const enum lock_op held_ops[] = {
+        LOCK_OP_RELEASE, LOCK_OP_RELEASE_OWNER, LOCK_OP_SETTLE};
+
+    for (size_t i = 0; i < sizeof(held_ops) / sizeof(held_ops[0]); i++) {
+        ck_assert(!lock_kind_op_required(&lock_kind_latch, held_ops[i]));
+        ck_assert(lock_kind_op_required(&lock_kind_expirable, held_ops[i]));
+        ck_assert(lock_kind_op_required(&lock_kind_rlock, held_ops[i]));
+    }
+    ck_assert(lock_kind_op_required(&lock_kind_latch, LOCK_OP_ACQUIRE));
+    ck_assert(lock_kind_op_required(&lock_kind_semaphore, LOCK_OP_HOLD_COUNT));
+    ck_assert(!lock_kind_op_required(&lock_kind_expirable, LOCK_OP_HOLD_COUNT));
+    ck_assert(!lock_kind_op_required(&lock_kind_rlock, LOCK_OP_TOKEN));
+}
+END_TEST
+
 Suite *lock_kinds_suite(void)
 {
     Suite *s = suite_create("lock_kinds");
@@ -804,10 +1065,14 @@ Suite *lock_kinds_suite(void)
     TCase *fair = tcase_create("fair");
     TCase *rwlock = tcase_create("read_write");
     TCase *identity = tcase_create("identity_and_watchdog");
+    TCase *table = tcase_create("kind_table");
 
     tcase_add_test(fenced, fenced_grant_answers_its_token_as_an_integer);
     tcase_add_test(fenced, fenced_refusal_reads_the_pttl_from_the_pair);
     tcase_add_test(fenced, fenced_acquire_reply_of_another_shape_is_an_error);
+    tcase_add_test(fenced, fenced_grant_over_a_counter_behind_is_counted);
+    tcase_add_test(fenced,
+                   fenced_floors_are_remembered_for_the_most_recent_names);
     tcase_add_test(fenced,
                    fenced_token_asks_the_token_script_and_answers_its_integer);
 
@@ -826,6 +1091,11 @@ Suite *lock_kinds_suite(void)
                    fair_attempt_abandoned_in_flight_leaves_the_redis_queue);
     tcase_add_test(fair,
                    fair_waiter_answered_at_shutdown_leaves_the_redis_queue);
+    tcase_add_test(
+        fair,
+        fair_places_are_renewed_together_each_third_of_the_watchdog_timeout);
+    tcase_add_test(fair, fair_waiter_whose_place_is_found_gone_asks_again);
+    tcase_add_test(fair, fair_places_of_waiters_that_left_are_not_renewed);
 
     tcase_add_test(rwlock, read_and_write_send_their_own_scripts_and_fields);
     tcase_add_test(rwlock,
@@ -849,10 +1119,16 @@ Suite *lock_kinds_suite(void)
                    unlock_with_another_kind_word_does_not_release_the_hold);
     tcase_add_test(identity, waiters_of_two_kinds_of_one_name_are_two_queues);
     tcase_add_test(identity, the_watchdog_renews_each_kind_with_its_own_script);
+    tcase_add_test(
+        identity,
+        a_leased_hold_taken_again_in_watchdog_mode_is_renewed_at_once);
 
     engine_suite_add(s, fenced);
     engine_suite_add(s, fair);
     engine_suite_add(s, rwlock);
     engine_suite_add(s, identity);
+    tcase_add_test(table, every_kinds_row_has_each_op_the_engine_can_reach);
+    tcase_add_test(table, a_kind_that_holds_nothing_needs_no_release_or_settle);
+    suite_add_tcase(s, table);
     return s;
 }

@@ -193,6 +193,42 @@ START_TEST(a_latch_wait_holds_nothing)
 }
 END_TEST
 
+/* A latch's AWAIT with a wait, its caller gone while Redis did not
+ * answer: nothing was held, so nothing is settled once Redis answers
+ * again (a settle has no call for a latch). */
+START_TEST(a_latch_wait_left_unanswered_leaves_nothing_to_settle)
+{
+    struct test_call *c =
+        start_kind(join("a"), &lock_kind_latch, LOCK_REQUEST_ACQUIRE, "L", 0,
+                   5000, WATCHDOG_MODE);
+
+    fake_backend.ready = false; /* Redis stalls past command_timeout_ms */
+    abandon(c);                 /* and the caller leaves */
+    answer(AWAIT, "L", NULL);
+    fake_backend.ready = true;
+    lock_engine_backend_ready();
+    expect_nothing_pending();
+}
+END_TEST
+
+/* The same with the caller still waiting when the reply is lost: its
+ * wait, in doubt, is let go at the leaving without a settle. */
+START_TEST(a_latch_wait_in_doubt_when_its_caller_leaves_settles_nothing)
+{
+    struct test_call *c =
+        start_kind(join("a"), &lock_kind_latch, LOCK_REQUEST_ACQUIRE, "L", 0,
+                   5000, WATCHDOG_MODE);
+
+    fake_backend.ready = false;
+    answer(AWAIT, "L", NULL);
+    expect_open(c);
+    abandon(c);
+    fake_backend.ready = true;
+    lock_engine_backend_ready();
+    expect_nothing_pending();
+}
+END_TEST
+
 Suite *semaphores_suite(void)
 {
     Suite *s = suite_create("semaphores");
@@ -204,6 +240,9 @@ Suite *semaphores_suite(void)
     tcase_add_test(tc, a_refused_waiter_looks_again_when_the_script_says);
     tcase_add_test(tc, an_expirable_permit_is_its_id);
     tcase_add_test(tc, a_latch_wait_holds_nothing);
+    tcase_add_test(tc, a_latch_wait_left_unanswered_leaves_nothing_to_settle);
+    tcase_add_test(
+        tc, a_latch_wait_in_doubt_when_its_caller_leaves_settles_nothing);
     engine_suite_add(s, tc);
     return s;
 }

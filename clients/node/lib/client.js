@@ -27,7 +27,10 @@
 
 const { EventEmitter } = require("events");
 const crypto = require("crypto");
+const os = require("os");
+const path = require("path");
 const Redis = require("ioredis");
+const { Semaphore, CountDownLatch } = require("./sync");
 const errors = require("./errors");
 
 const { RlockError, LockLost, NotOwner, Unavailable, ConnectionLost, NotAcquired, fromRedis } =
@@ -126,6 +129,13 @@ class Lock {
     return this._client._unlock(this);
   }
 
+  /** `await using lock = await client.lock(...)` releases it at the
+   *  block's end (explicit resource management; Node 24 and TypeScript 5.2
+   *  have the syntax). A lock released or lost already is left alone. */
+  async [Symbol.asyncDispose]() {
+    if (!this.released && !this.lost) await this.unlock();
+  }
+
   _markLost(reason) {
     if (this.lost) return false;
     this.lost = true;
@@ -143,23 +153,36 @@ async function call(redis, args) {
   }
 }
 
+/** "<host>/<program>/<pid>": the script's name, else node's; a character a
+ *  client name may not hold (space, control) becomes "_". */
+function defaultClientName() {
+  const program = process.argv[1] ? path.basename(process.argv[1]) : path.basename(process.argv[0]);
+  return `${os.hostname()}/${program}/${process.pid}`.replace(/[^\x21-\x7e]/g, "_");
+}
+
 class Client extends EventEmitter {
   /**
-   * address: "host:port" or "unix:/path" (default 127.0.0.1:7379).
-   * options: clientId, username, password, heartbeatMs (0: none),
+   * address: "host:port" or "unix:/path" (default $RLOCK_ADDR, else
+   * 127.0.0.1:7379).
+   * options: clientId, username, password (default $RLOCK_USER and
+   * $RLOCK_PASSWORD, else $RLOCK_AUTH, rlockd's auth_token), heartbeatMs
+   * (0: none),
    * lostEvents (default true), poolSize (idle wait connections kept,
    * default 4), maxConnections (wait connections at once, default 32),
    * connectTimeoutMs (default 2000), commandTimeoutMs (default 10000),
    * tls (tls.connect() options for rlockd's [server] tls_listen: ca,
    * cert, key, servername; ioredis's `tls`).
+   * clientName: what CLIENT LIST, OWNERS ... WITHNAMES and rlockd's log
+   * call its connections (default "<host>/<program>/<pid>"; "": none).
    * Call connect() (or use Client.connect()) before anything else.
    */
-  constructor(address = "127.0.0.1:7379", options = {}) {
+  constructor(address, options = {}) {
     super();
     if (typeof address === "object" && address !== null) {
       options = address;
-      address = options.address || "127.0.0.1:7379";
+      address = options.address;
     }
+    address = address || process.env.RLOCK_ADDR || "127.0.0.1:7379";
     this.clientId = options.clientId || crypto.randomUUID();
     this._secret = crypto.randomBytes(24).toString("hex");
     this.heartbeatMs = options.heartbeatMs === undefined ? DEFAULT_HEARTBEAT_MS : options.heartbeatMs || 0;
@@ -169,8 +192,6 @@ class Client extends EventEmitter {
     this.commandTimeoutMs = options.commandTimeoutMs || 10000;
     this._redisOptions = {
       ...parseAddress(address),
-      username: options.username,
-      password: options.password,
       connectTimeout: options.connectTimeoutMs || 2000,
       lazyConnect: true,
       enableReadyCheck: false,       // rlockd's INFO is not Redis's
@@ -185,6 +206,21 @@ class Client extends EventEmitter {
       // rlockd's [server] tls_listen: tls.connect() options, as ioredis takes them
       ...(options.tls ? { tls: options.tls } : {}),
     };
+    // AUTH is sent by _dial, not by ioredis, whose refused AUTH closes
+    // the connection without saying why
+    // without username and password: $RLOCK_USER and $RLOCK_PASSWORD (a
+    // login), else $RLOCK_AUTH (the auth_token), as the rlock command
+    let { username, password } = options;
+    if (username === undefined && password === undefined) {
+      username = process.env.RLOCK_USER || undefined;
+      password = (username ? process.env.RLOCK_PASSWORD : process.env.RLOCK_AUTH) || undefined;
+    }
+    this._login = password === undefined ? null
+      : username === undefined ? ["AUTH", password]
+        : ["AUTH", username, password];
+    // HELLO 2 SETNAME after the login: every user may run HELLO
+    this._naming = options.clientName === "" ? null
+      : ["HELLO", "2", "SETNAME", options.clientName === undefined ? defaultClientName() : options.clientName];
     this._holds = new Map();         // key -> Lock held
     this._nextThreadId = 1;
     this._idle = [];                 // wait connections free
@@ -284,6 +320,32 @@ class Client extends EventEmitter {
     return this._query("PTTL", name, kind);
   }
 
+  /** Who holds the lock: { pttlMs (-2: no lock), kind ("lock": a plain,
+   *  fair or fenced lock; "read", "write"; "none"), owners: [{ owner,
+   *  holds }] }. Without kind, the lock whatever its kind. */
+  async owners(name, kind) {
+    const [pttlMs, pairs, held] = await this._query("OWNERS", name, kind);
+    const owners = [];
+    for (let i = 0; i < pairs.length; i += 2) owners.push({ owner: String(pairs[i]), holds: pairs[i + 1] });
+    return { pttlMs, kind: held === undefined ? undefined : String(held), owners };
+  }
+
+  /** Redisson's RSemaphore of that name (lib/sync.js). */
+  semaphore(name) {
+    return new Semaphore(this, name);
+  }
+
+  /** Redisson's RCountDownLatch of that name (lib/sync.js). */
+  latch(name) {
+    return new CountDownLatch(this, name);
+  }
+
+  /** `await using client = await rlockd.connect()` closes it at the
+   *  block's end. */
+  async [Symbol.asyncDispose]() {
+    await this.close();
+  }
+
   /** The latest fencing token of FENCED lock name (0: none). */
   async token(name) {
     return this._command(["TOKEN", name]);
@@ -353,6 +415,23 @@ class Client extends EventEmitter {
         throw signal.reason;
       }
       if (e instanceof ConnectionLost) this._settle(name, threadId, kind);
+      throw e;
+    } finally {
+      if (signal) signal.removeEventListener("abort", onAbort);
+      this._giveWaitConn(redis);
+    }
+  }
+
+  /** A command that may wait (ACQUIRE, AWAIT) on a wait connection of its
+   *  own; an abort closes that connection, so rlockd drops the waiter. */
+  async _blocking(args, signal) {
+    const redis = await this._takeWaitConn(signal);
+    const onAbort = () => redis.disconnect();
+    if (signal) signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await call(redis, args);
+    } catch (e) {
+      if (signal && signal.aborted) throw signal.reason;
       throw e;
     } finally {
       if (signal) signal.removeEventListener("abort", onAbort);
@@ -446,6 +525,8 @@ class Client extends EventEmitter {
     redis.once("end", () => this._open.delete(redis));
     try {
       await redis.connect();
+      if (this._login) await call(redis, this._login);
+      if (this._naming) await call(redis, this._naming);
       await this._identify(redis);
     } catch (e) {
       redis.disconnect();
@@ -641,4 +722,5 @@ class Client extends EventEmitter {
   }
 }
 
-module.exports = { Client, Lock, LostEvent, kindWord, parseAddress, parseLostMessage };
+module.exports = { Client, Lock, LostEvent, Semaphore, CountDownLatch, defaultClientName, kindWord, parseAddress,
+  parseLostMessage };

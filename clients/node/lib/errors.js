@@ -38,10 +38,17 @@ const ShuttingDown = define("ShuttingDown", "SHUTDOWN");
 const WrongType = define("WrongType", "WRONGTYPE");
 /** -NOREPLICAS: no Redis replica acknowledged the acquire; not held. */
 const NoReplicas = define("NoReplicas", "NOREPLICAS");
-/** -NOAUTH: rlockd wants AUTH first (give the client a password). */
+/** -NOAUTH: rlockd wants a login and none was given, or refused the one
+ *  given (a wrong user, password or token: rlockd's -ERR for it). */
 const NoAuth = define("NoAuth", "NOAUTH");
+NoAuth.hint = "log in with the username and password options (a [user NAME] of rlockd), " +
+  "or password alone (its auth_token)";
 /** -NOPERM: not allowed, or the client-id is another session's. */
 const NoPermission = define("NoPermission", "NOPERM");
+NoPermission.hint = "the user lacks the command or the name: see its commands and names in " +
+  "rlockd's [user NAME]";
+/** rlockd's -ERR texts for a refused AUTH: a login error, as -NOAUTH is. */
+const REFUSED_LOGINS = ["ERR invalid username-password pair", "ERR invalid auth token"];
 /** rlockd could not be reached, or the connection broke during the call:
  *  its outcome is unknown. */
 const ConnectionLost = define("ConnectionLost", null);
@@ -56,8 +63,11 @@ const BY_CODE = new Map(
 function fromReply(text) {
   const space = text.indexOf(" ");
   const code = space < 0 ? text : text.slice(0, space);
+  if (REFUSED_LOGINS.includes(text)) return new NoAuth(`${text}: ${NoAuth.hint}`);
   const cls = BY_CODE.get(code);
   if (!cls) return new RlockError(text, code);
+  // a client-id in use is a NOPERM too, but no user's rules: no hint
+  if (cls.hint && !text.includes("client-id in use")) return new cls(`${text}: ${cls.hint}`);
   return new cls(text);
 }
 

@@ -200,3 +200,85 @@ test("errors are rlockd's codes", async () => {
   assert.equal(err.code, "WRONGTYPE");
   assert.ok(err instanceof rlockd.RlockError);
 });
+
+test("Symbol.asyncDispose (await using) releases a held lock once, and leaves a released one", async () => {
+  const name = env.name("dispose");
+  const lock = await client.lock(name, { kind: "write" });
+  assert.equal(typeof lock[Symbol.asyncDispose], "function");
+  await lock[Symbol.asyncDispose]();
+  assert.equal(lock.released, true);
+  assert.equal(await client.isLocked(name), false);
+  await lock[Symbol.asyncDispose](); // released already: nothing sent, no NotOwner
+});
+
+test("owners() reports the lock whatever its kind, with its kind; semaphores and the latch", async () => {
+  const name = env.name("owners");
+  assert.deepEqual(await client.owners(name), { pttlMs: -2, kind: "none", owners: [] });
+  const lock = await client.lock(name, { kind: "read" });
+  const seen = await client.owners(name);
+  assert.equal(seen.kind, "read");
+  assert.deepEqual(seen.owners, [{ owner: lock.owner, holds: 1 }]);
+  await lock.unlock();
+  const sem = client.semaphore(env.name("sem"));
+  assert.equal(await sem.trySetPermits(1), true);
+  assert.equal(await sem.tryAcquire(), true);
+  assert.equal(await sem.tryAcquire(1, { waitMs: 100 }), false);
+  await sem.release();
+  assert.equal(await sem.availablePermits(), 1);
+  const latch = client.latch(env.name("latch"));
+  assert.equal(await latch.trySetCount(1), true);
+  assert.equal(await latch.await({ waitMs: 50 }), false);
+  assert.equal(await latch.countDown(), 0);
+  assert.equal(await latch.await({ waitMs: 1000 }), true);
+});
+
+test("connections are named <host>/<program>/<pid>, shown by CLIENT LIST and OWNERS WITHNAMES", async () => {
+  const want = `${require("os").hostname()}/${require("path").basename(process.argv[1])}/${process.pid}`;
+  const name = env.name("named");
+  const lock = await client.lock(name);
+  try {
+    const admin = await env.client();
+    assert.ok((await admin.call("CLIENT", "LIST")).includes(`name=${want} `), "CLIENT LIST");
+    const owners = await admin.call("OWNERS", name, "WITHNAMES");
+    assert.deepEqual(owners[3].filter((_, i) => i % 2 === 1), [want]);
+  } finally {
+    await lock.unlock();
+  }
+  const named = await rlockd.connect(env.address, { clientName: "jobs-7", heartbeatMs: 0, lostEvents: false });
+  try {
+    await named.isLocked(name);
+    assert.ok((await (await env.client()).call("CLIENT", "LIST")).includes("name=jobs-7 "));
+  } finally {
+    await named.close();
+  }
+});
+
+test("login errors name what to set", async () => {
+  const crypto = require("crypto");
+  const users = new Env({ server: { auth_token: "admin-token" },
+    "user worker": { password_sha256: crypto.createHash("sha256").update("worker-pw").digest("hex"),
+      commands: "+@lock", names: "orders-*" } });
+  await users.start();
+  try {
+    const options = { heartbeatMs: 0, lostEvents: false };
+    for (const login of [{}, { username: "worker", password: "wrong" }]) {
+      const err = await rlockd.connect(users.address, { ...options, ...login })
+        .then((c) => c.isLocked("orders-1").finally(() => c.close())).catch((e) => e);
+      assert.ok(err instanceof rlockd.NoAuth, `${JSON.stringify(login)}: ${err}`);
+      assert.ok(err.message.endsWith(": log in with the username and password options (a [user NAME] of rlockd), " +
+        "or password alone (its auth_token)"), err.message);
+    }
+    const worker = await rlockd.connect(users.address, { ...options, username: "worker", password: "worker-pw" });
+    try {
+      assert.equal(await worker.isLocked("orders-1"), false);
+      const err = await worker.isLocked("payroll").catch((e) => e);
+      assert.ok(err instanceof rlockd.NoPermission, String(err));
+      assert.ok(err.message.endsWith(": the user lacks the command or the name: see its commands and names " +
+        "in rlockd's [user NAME]"), err.message);
+    } finally {
+      await worker.close();
+    }
+  } finally {
+    await users.stop();
+  }
+});

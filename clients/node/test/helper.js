@@ -102,8 +102,9 @@ async function until(pred, timeoutMs, what) {
 
 /** A raw ioredis connection to port (no reconnects), for the tests' own
  *  commands: another client of rlockd, or Redis itself. */
-function raw(port) {
-  const r = new Redis({ host: HOST, port, enableReadyCheck: false, disableClientInfo: true,
+/** A plain connection; password: AUTH with it (an rlockd with auth_token). */
+function raw(port, password) {
+  const r = new Redis({ host: HOST, port, password, enableReadyCheck: false, disableClientInfo: true,
     retryStrategy: () => null, maxRetriesPerRequest: 0, lazyConnect: true });
   r.on("error", () => {});
   return r;
@@ -163,7 +164,7 @@ class Env {
     try {
       await until(async () => {
         if (this.rlockd.exitCode !== null) throw new Error(`rlockd exited:\n${tail(this.logPath)}`);
-        const r = raw(this.port);
+        const r = raw(this.port, (this.config.server || {}).auth_token);
         try {
           await r.connect();
           return /redis_connected:1/.test(await r.call("INFO"));
@@ -182,7 +183,7 @@ class Env {
 
   /** Another client of rlockd: a plain connection, closed by stop(). */
   async client() {
-    const r = raw(this.port);
+    const r = raw(this.port, (this.config.server || {}).auth_token);
     await r.connect();
     this.raws.push(r);
     return r;

@@ -119,10 +119,10 @@ class AsyncClient:
     """The asyncio client; the arguments are Client's. Start it with
     `async with AsyncClient(...) as client:` or `await client.start()`."""
 
-    def __init__(self, address="127.0.0.1:7379", *, client_id=None, username=None,
+    def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
-                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, tls=False,
-                 tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
+                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None,
+                 tls=False, tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
         self.identity = Identity.new(client_id)
         self.command_timeout = command_timeout
         self.heartbeat_ms = heartbeat_ms or 0
@@ -130,7 +130,7 @@ class AsyncClient:
         self.book = HoldBook(self.identity, asyncio.Event, self._tell_lost)
         self._callbacks = [on_lost] if on_lost else []
         self._kwargs, transport = core.connection_kwargs(
-            address, username, password, connect_timeout, command_timeout,
+            address, username, password, connect_timeout, command_timeout, client_name,
             core.tls_settings(tls, tls_ca_file, tls_cert_file, tls_key_file))
         self._cls = CONNECTION_CLASSES[transport]
         self._idle = []                              # connections free for a command
@@ -183,12 +183,19 @@ class AsyncClient:
 
     # -- the API: Client's, awaited
 
-    def lock(self, name, *, kind=None, lease_ms=None, wait_ms=None):
-        return AsyncLock(self, name, kind, lease_ms, wait_ms)
+    def lock(self, name, *, kind=None, timeout=None, lease=None, lease_ms=None, wait_ms=None):
+        return AsyncLock(self, name, kind, core.ms_of(lease, lease_ms, "lease"),
+                         core.ms_of(timeout, wait_ms, "timeout"))
 
-    async def try_lock(self, name, *, kind=None, lease_ms=None, wait_ms=0):
-        lock = AsyncLock(self, name, kind, lease_ms, wait_ms)
+    async def try_lock(self, name, *, kind=None, timeout=None, lease=None, lease_ms=None,
+                       wait_ms=None):
+        wait_ms = core.ms_of(timeout, wait_ms, "timeout")
+        lock = AsyncLock(self, name, kind, core.ms_of(lease, lease_ms, "lease"),
+                         0 if wait_ms is None else wait_ms)
         return lock if await lock.acquire() else None
+
+    async def owners(self, name, kind=None):
+        return core.parse_owners(await self._query("OWNERS", name, kind))
 
     async def force_unlock(self, name, kind=None):
         return await self._query("FORCEUNLOCK", name, kind) == 1

@@ -9,6 +9,7 @@ outcome is unknown: the caller decides, as with librlock); sends a lock
 command on a connection that has not said CLIENTID.
 """
 
+import functools
 import itertools
 import logging
 import threading
@@ -20,6 +21,7 @@ import redis
 from . import core
 from .core import HoldBook, Identity, Request
 from .errors import ConnectionLost, NotAcquired, RlockError, from_redis
+from .sync import CountDownLatch, Semaphore
 
 log = logging.getLogger("rlockd")
 
@@ -137,22 +139,26 @@ class Client:
     heartbeat_ms: CLIENT HEARTBEAT interval (None or 0: none); rlockd ends
     the session of a process that is hung that long. on_lost: called with
     a LostEvent for every hold lost while held (from another thread).
-    lost_events=False: no lock-lost channel listener. tls=True: TLS to
-    rlockd's [server] tls_listen, its certificate verified for the
-    address's host against tls_ca_file (None: the system's trust store);
-    tls_cert_file and tls_key_file: a client certificate."""
+    lost_events=False: no lock-lost channel listener. username and
+    password: a [user NAME] of rlockd (password alone: its auth_token).
+    client_name: what CLIENT LIST, OWNERS ... WITHNAMES and rlockd's log
+    call this client's connections (None: "<host>/<program>/<pid>"; "":
+    no name). tls=True: TLS to rlockd's [server] tls_listen, its
+    certificate verified for the address's host against tls_ca_file
+    (None: the system's trust store); tls_cert_file and tls_key_file: a
+    client certificate."""
 
-    def __init__(self, address="127.0.0.1:7379", *, client_id=None, username=None,
+    def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
-                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, tls=False,
-                 tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
+                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None,
+                 tls=False, tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
         self.identity = Identity.new(client_id)
         self.command_timeout = command_timeout
         self.heartbeat_ms = heartbeat_ms or 0
         self.book = HoldBook(self.identity, threading.Event, self._tell_lost)
         self._callbacks = [on_lost] if on_lost else []
         kwargs, transport = core.connection_kwargs(
-            address, username, password, connect_timeout, command_timeout,
+            address, username, password, connect_timeout, command_timeout, client_name,
             core.tls_settings(tls, tls_ca_file, tls_cert_file, tls_key_file))
         cls = CONNECTION_CLASSES[transport]
         self._new_conn = lambda: cls(rlockd_client=self, **kwargs)
@@ -187,17 +193,47 @@ class Client:
 
     # -- the API
 
-    def lock(self, name, *, kind=None, lease_ms=None, wait_ms=None):
+    def lock(self, name, *, kind=None, timeout=None, lease=None, lease_ms=None, wait_ms=None):
         """A Lock; `with client.lock(name):` holds it for the block.
-        lease_ms None: kept alive by rlockd's watchdog while this client
-        lives; else it expires after lease_ms. wait_ms None: wait as long
-        as it takes; else at most that long (0: one attempt)."""
-        return Lock(self, name, kind, lease_ms, wait_ms)
+        lease (seconds) or lease_ms, None: kept alive by rlockd's watchdog
+        while this client lives; else it expires after that. timeout
+        (seconds) or wait_ms, None: wait as long as it takes; else at most
+        that long (0: one attempt)."""
+        return Lock(self, name, kind, core.ms_of(lease, lease_ms, "lease"),
+                    core.ms_of(timeout, wait_ms, "timeout"))
 
-    def try_lock(self, name, *, kind=None, lease_ms=None, wait_ms=0):
-        """The acquired Lock, or None when wait_ms ran out."""
-        lock = Lock(self, name, kind, lease_ms, wait_ms)
+    def try_lock(self, name, *, kind=None, timeout=None, lease=None, lease_ms=None, wait_ms=None):
+        """The acquired Lock, or None when the timeout (default 0: one
+        attempt) ran out."""
+        wait_ms = core.ms_of(timeout, wait_ms, "timeout")
+        lock = Lock(self, name, kind, core.ms_of(lease, lease_ms, "lease"),
+                    0 if wait_ms is None else wait_ms)
         return lock if lock.acquire() else None
+
+    def locked(self, name, **options):
+        """A decorator: the function runs holding the lock (lock()'s
+        options), released when it returns or raises; NotAcquired when the
+        timeout ran out first."""
+        def decorate(fn):
+            @functools.wraps(fn)
+            def run(*args, **kwargs):
+                with self.lock(name, **options):
+                    return fn(*args, **kwargs)
+            return run
+        return decorate
+
+    def owners(self, name, kind=None):
+        """Who holds the lock, an Owners; without kind, the lock whatever
+        its kind."""
+        return core.parse_owners(self._query("OWNERS", name, kind))
+
+    def semaphore(self, name):
+        """Redisson's RSemaphore of that name (rlockd.sync.Semaphore)."""
+        return Semaphore(self, name)
+
+    def latch(self, name):
+        """Redisson's RCountDownLatch of that name."""
+        return CountDownLatch(self, name)
 
     def force_unlock(self, name, kind=None):
         """Deletes the lock whoever holds it; True if there was one."""

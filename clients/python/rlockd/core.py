@@ -13,7 +13,11 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
+import re
 import secrets
+import socket
+import sys
 import threading
 import time
 import uuid
@@ -29,6 +33,34 @@ KINDS = {"": "", "LOCK": "", "PLAIN": "", "FAIR": "FAIR", "READ": "READ",
 
 # Requests that may wait for a lock carry how long: FOREVER, or a WAIT.
 FOREVER = -1
+DEFAULT_ADDRESS = "127.0.0.1:7379"
+
+
+def ms_of(seconds, ms, what):
+    """A duration given in seconds (float) or in ms, as ms (None: none
+    given); both at once is a mistake."""
+    if seconds is not None and ms is not None:
+        raise ValueError("give %s in seconds or %s_ms, not both" % (what, what))
+    return ms if seconds is None else int(round(seconds * 1000))
+
+
+@dataclasses.dataclass(frozen=True)
+class Owners:
+    """OWNERS' answer: the lock's PTTL in ms (-2: no lock), the kind it is
+    held as ("lock": a plain, fair or fenced lock; "read", "write";
+    "none"; None from an older rlockd) and (owner, holds) pairs."""
+
+    pttl_ms: int
+    kind: str
+    owners: list
+
+
+def parse_owners(reply):
+    pairs = reply[1]
+    if isinstance(pairs, dict):  # RESP3
+        pairs = [x for kv in pairs.items() for x in kv]
+    return Owners(reply[0], reply[2] if len(reply) > 2 else None,
+                  [(pairs[i], int(pairs[i + 1])) for i in range(0, len(pairs), 2)])
 
 
 def kind_word(kind):
@@ -54,16 +86,35 @@ def parse_address(address):
     return "tcp", host, int(port)
 
 
+def default_client_name():
+    """"<host>/<program>/<pid>", the name rlockd's CLIENT LIST, OWNERS ...
+    WITHNAMES and log show for this process's connections; a character a
+    client name may not hold (space, control) becomes "_"."""
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    name = "%s/%s/%d" % (socket.gethostname(), program, os.getpid())
+    return re.sub(r"[^\x21-\x7e]", "_", name)
+
+
 def connection_kwargs(address, username, password, connect_timeout, command_timeout,
-                      tls=None):
+                      client_name=None, tls=None):
     """redis-py connection arguments for an rlockd address, and its
     transport ("tcp", "tls" or "unix": which connection class takes them).
-    tls: None, or (ca_file, cert_file, key_file) for rlockd's [server]
-    tls_listen: its certificate verified, for the address's host, against
-    ca_file (None: the system's trust store)."""
+    address None: $RLOCK_ADDR, else 127.0.0.1:7379; no username and no
+    password: $RLOCK_USER and $RLOCK_PASSWORD (a login), else $RLOCK_AUTH
+    (rlockd's auth_token), as the rlock command. client_name None:
+    default_client_name(); "": none. tls: None, or (ca_file, cert_file,
+    key_file) for rlockd's [server] tls_listen: its certificate verified,
+    for the address's host, against ca_file (None: the system's trust
+    store)."""
+    address = address or os.environ.get("RLOCK_ADDR") or DEFAULT_ADDRESS
+    if username is None and password is None:
+        username = os.environ.get("RLOCK_USER") or None
+        password = (os.environ.get("RLOCK_PASSWORD") if username
+                    else os.environ.get("RLOCK_AUTH")) or None
     transport, where, port = parse_address(address)
     kwargs = dict(username=username, password=password, socket_timeout=command_timeout,
-                  socket_connect_timeout=connect_timeout, decode_responses=True)
+                  socket_connect_timeout=connect_timeout, decode_responses=True,
+                  client_name=default_client_name() if client_name is None else client_name or None)
     if transport == "unix":
         if tls is not None:
             raise ValueError("TLS needs a host:port address, not %r" % address)

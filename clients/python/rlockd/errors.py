@@ -69,9 +69,12 @@ class NoReplicas(RlockError):
 
 
 class NoAuth(RlockError):
-    """-NOAUTH: rlockd wants AUTH first (give the client a password)."""
+    """-NOAUTH: rlockd wants a login and none was given, or it refused the
+    one given (a wrong user, password or token)."""
 
     code = "NOAUTH"
+    hint = ("log in with username= and password= (a [user NAME] of rlockd), or password= "
+            "alone (its auth_token)")
 
 
 class NoPermission(RlockError):
@@ -79,6 +82,7 @@ class NoPermission(RlockError):
     session whose secret this client does not have."""
 
     code = "NOPERM"
+    hint = "the user lacks the command or the name: see its commands and names in rlockd's [user NAME]"
 
 
 class ConnectionLost(RlockError):
@@ -97,6 +101,19 @@ _BY_CODE = {
 }
 
 
+# rlockd's -ERR texts for a refused AUTH (a wrong user, password or token):
+# a login error, as -NOAUTH is.
+_REFUSED_LOGINS = ("invalid username-password pair", "invalid auth token")
+
+
+def _hinted(cls, text):
+    """A login error, its text followed by what to set. A client-id in use
+    is a NOPERM too, but no user's rules: it has no hint."""
+    if "client-id in use" in text:
+        return cls(text)
+    return cls("%s: %s" % (text, cls.hint))
+
+
 def from_reply(text):
     """The exception for an error reply's text, "CODE message"; a code
     this version does not know is a plain RlockError carrying it."""
@@ -106,6 +123,8 @@ def from_reply(text):
         err = RlockError(text)
         err.code = code
         return err
+    if cls in (NoAuth, NoPermission):
+        return _hinted(cls, message or text)
     return cls(message or text)
 
 
@@ -114,13 +133,15 @@ def from_redis(exc):
     a few replies and turns them into classes of its own (NOAUTH, NOPERM,
     and -ERR, whose "ERR " it drops); the others keep "CODE text"."""
     if isinstance(exc, redis.exceptions.NoPermissionError):
-        return NoPermission(str(exc))
+        return _hinted(NoPermission, str(exc))
     if isinstance(exc, redis.exceptions.AuthenticationError):
-        return NoAuth(str(exc))
+        return _hinted(NoAuth, str(exc))
     if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
         return ConnectionLost(str(exc) or type(exc).__name__)
     if isinstance(exc, redis.exceptions.ResponseError):
         text = str(exc)
+        if text.partition("ERR ")[2] in _REFUSED_LOGINS or text in _REFUSED_LOGINS:
+            return _hinted(NoAuth, text)
         if text.partition(" ")[0] in _BY_CODE:
             return from_reply(text)
         return InvalidRequest(text)

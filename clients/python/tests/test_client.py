@@ -1,5 +1,8 @@
 """The threaded client against a real rlockd and redis-server."""
 
+import hashlib
+import os
+import socket
 import threading
 import time
 
@@ -7,7 +10,7 @@ import pytest
 
 import harness
 import rlockd
-from conftest import address, lost_channel_or_skip
+from conftest import address, lost_channel_or_skip, start_env
 
 
 def other_client(env):
@@ -198,3 +201,50 @@ def test_lost_lock_raises_the_event_within_a_second(env, client, lost, name):
     for lock in (leased, forced):
         with pytest.raises(rlockd.LockLost):
             lock.release()
+
+
+def test_connections_are_named_host_program_pid_for_client_list_and_owners(env, name):
+    """The default name, "<host>/<program>/<pid>", on every connection;
+    OWNERS ... WITHNAMES shows it for the lock's owner."""
+    want = rlockd.core.default_client_name()
+    assert want.startswith(socket.gethostname() + "/") and want.endswith("/%d" % os.getpid())
+    c = rlockd.Client(address(env), heartbeat_ms=0, lost_events=False)
+    try:
+        with c.lock(name):
+            assert ("name=%s " % want) in env.admin().call("CLIENT", "LIST")
+            owners = env.admin().call("OWNERS", name, "WITHNAMES")
+            assert owners[2] == "lock" and list(owners[3])[1::2] == [want]
+    finally:
+        c.close()
+    c = rlockd.Client(address(env), heartbeat_ms=0, lost_events=False, client_name="jobs-7")
+    try:
+        c.is_locked(name)
+        assert "name=jobs-7 " in env.admin().call("CLIENT", "LIST")
+    finally:
+        c.close()
+
+
+USERS = {"server": {"auth_token": "admin-token"},
+         "user worker": {"password_sha256": hashlib.sha256(b"worker-pw").hexdigest(),
+                         "commands": "+@lock", "names": "orders-*"}}
+
+
+def test_login_errors_name_what_to_set():
+    env = start_env(USERS)
+    try:
+        for kwargs in ({}, {"username": "worker", "password": "wrong"}):
+            with pytest.raises(rlockd.NoAuth) as e:
+                rlockd.Client(address(env), heartbeat_ms=0, lost_events=False, **kwargs).is_locked("orders-1")
+            assert str(e.value).endswith(": log in with username= and password= (a [user NAME] of rlockd), "
+                                         "or password= alone (its auth_token)"), str(e.value)
+        c = rlockd.Client(address(env), heartbeat_ms=0, lost_events=False, username="worker", password="worker-pw")
+        try:
+            assert c.is_locked("orders-1") is False
+            with pytest.raises(rlockd.NoPermission) as e:
+                c.is_locked("payroll")
+            assert str(e.value).endswith(": the user lacks the command or the name: see its commands and "
+                                         "names in rlockd's [user NAME]"), str(e.value)
+        finally:
+            c.close()
+    finally:
+        env.close()
