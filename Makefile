@@ -16,7 +16,8 @@
 CC      ?= cc
 BUILD   ?= build
 # libcrypto (OpenSSL): SHA-256 of secrets (server/base/digest.c);
-# libssl: TLS (server/base/tls.c).
+# libssl: TLS to Redis (server/base/tls.c) and on the client listener
+# (server/base/tls_server.c).
 # libmicrohttpd: the metrics and health endpoint (server/front/http.c).
 PKGS     = libuv hiredis inih libsystemd libssl libcrypto libmicrohttpd
 CFLAGS  ?= -O2 -g
@@ -54,7 +55,7 @@ SIM_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/sim/*.c)) \
 # shared library and the static one; the `rlock` command (cli/) and the
 # client tests link the static one, so they run from the build tree as
 # installed.
-RLOCK_SO_VERSION = 0.3.0
+RLOCK_SO_VERSION = 0.4.0
 RLOCK_SONAME     = librlock.so.0
 CLIENT_CFLAGS    = -Iclient-lib -pthread $(HIREDIS_CFLAGS)
 CLIENT_LIB_SRC   = $(wildcard client-lib/*.c)
@@ -62,7 +63,7 @@ CLIENT_LIB_OBJ   = $(patsubst %.c,$(BUILD)/pic/%.o,$(CLIENT_LIB_SRC))
 CLI_OBJ          = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c))
 CLIENT_TEST_SRC  = $(wildcard tests/client/*.c)
 CLIENT_TEST_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_TEST_SRC))
-CLIENT_LIBS      = $(shell pkg-config --libs hiredis 2>/dev/null) -pthread
+CLIENT_LIBS      = $(shell pkg-config --libs hiredis libssl libcrypto 2>/dev/null) -pthread
 CLIENT_ALL       = $(BUILD)/librlock.so $(BUILD)/librlock.a $(BUILD)/rlock \
                    $(BUILD)/rlock.pc
 

@@ -77,6 +77,14 @@ static const char usage_text[] =
     "                      available (rlockd, as Redisson, keeps only the\n"
     "                      number available, not the limit). No KIND, no -l;\n"
     "                      not with status or force-unlock\n"
+    "  --tls               TLS to rlockd's [server] tls_listen, its "
+    "certificate\n"
+    "                      verified for HOST (or --sni)\n"
+    "  --cacert FILE       with --tls: the CA that signs rlockd's certificate\n"
+    "                      (default: the system's trust store)\n"
+    "  --cert FILE, --key FILE\n"
+    "                      with --tls: a client certificate and its key\n"
+    "  --sni NAME          with --tls: the name sent as SNI and verified\n"
     "  --user NAME         log in to rlockd as its [user NAME] (default:\n"
     "                      $RLOCK_USER), with the password on the first line\n"
     "                      of --password-file FILE (default: $RLOCK_PASSWORD)\n"
@@ -152,6 +160,8 @@ static const char usage_text[] =
     "  RLOCK_AUTH  the token sent with AUTH, for an rlockd with\n"
     "              [server] auth_token set (an environment variable, so\n"
     "              that it never shows in ps)\n"
+    "  RLOCK_TLS (1: --tls), RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
+    "  RLOCK_TLS_SNI  the TLS options' defaults\n"
     "  RLOCK_USER, RLOCK_PASSWORD\n"
     "              the [user NAME] to log in as, and its password\n"
     "COMMAND gets, in place of any it inherited:\n"
@@ -164,7 +174,16 @@ static const char usage_text[] =
 
 /* The values of long options that have no short one lie past every
  * character; the kinds: OPT_KIND plus the enum rlock_kind. */
-enum { OPT_VERSION = 256, OPT_PERMITS, OPT_KIND };
+enum {
+    OPT_VERSION = 256,
+    OPT_PERMITS,
+    OPT_TLS,
+    OPT_CACERT,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_SNI,
+    OPT_KIND
+};
 enum { OPT_USER = 512, OPT_PASSWORD_FILE };
 
 static const struct option long_options[] = {
@@ -187,6 +206,11 @@ static const struct option long_options[] = {
     {"fair", no_argument, NULL, OPT_KIND + RLOCK_FAIR},
     {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"sni", required_argument, NULL, OPT_SNI},
     {"user", required_argument, NULL, OPT_USER},
     {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
     {NULL, 0, NULL, 0},
@@ -309,6 +333,17 @@ struct given {
     bool short_s;       /* -s, which was the address in earlier versions */
 };
 
+/* Where --cacert, --cert, --key or --sni goes. */
+static const char **tls_option(struct options *o, int opt)
+{
+    rlock_tls_options *t = &o->tls_options;
+
+    return opt == OPT_CACERT ? &t->ca_file
+           : opt == OPT_CERT ? &t->cert_file
+           : opt == OPT_KEY  ? &t->key_file
+                             : &t->server_name;
+}
+
 /* --password-file: its first line, without the newline, is the
  * password (a file, so that it never shows in ps). */
 static int read_password_file(struct options *o, const char *path)
@@ -371,6 +406,15 @@ static int parse_option(struct options *o, struct given *g, int opt,
         exit(0);
     case OPT_PERMITS:
         return parse_number(name, optarg, 1, COMMAND_MAX_COUNT, &o->permits);
+    case OPT_TLS:
+        o->tls = true;
+        return 0;
+    case OPT_CACERT:
+    case OPT_CERT:
+    case OPT_KEY:
+    case OPT_SNI:
+        *tls_option(o, opt) = optarg;
+        return 0;
     case OPT_USER:
         o->user = optarg;
         return 0;
@@ -467,6 +511,18 @@ static const char *env_value(const char *name)
     return value != NULL && *value != '\0' ? value : NULL;
 }
 
+/* The RLOCK_TLS* variables: the TLS options' defaults. */
+static void tls_from_env(struct options *o)
+{
+    const char *tls = env_value("RLOCK_TLS");
+
+    o->tls = tls != NULL && strcmp(tls, "0") != 0;
+    o->tls_options.ca_file = env_value("RLOCK_TLS_CACERT");
+    o->tls_options.cert_file = env_value("RLOCK_TLS_CERT");
+    o->tls_options.key_file = env_value("RLOCK_TLS_KEY");
+    o->tls_options.server_name = env_value("RLOCK_TLS_SNI");
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
     const char *env_addr = getenv("RLOCK_ADDR");
@@ -485,6 +541,7 @@ int options_parse(int argc, char **argv, struct options *o)
         .user = env_value("RLOCK_USER"),
         .password = env_value("RLOCK_PASSWORD"),
     };
+    tls_from_env(o);
     while (err == 0 && (opt = getopt_long(argc, argv, short_options,
                                           long_options, &long_index)) != -1) {
         if (opt == '?')
@@ -509,6 +566,10 @@ int options_parse(int argc, char **argv, struct options *o)
         err = check_permits(o, &g);
     if (err == 0 && o->name[0] == '\0')
         err = usage_error("empty lock NAME");
+    if (err == 0 && !o->tls &&
+        (o->tls_options.ca_file || o->tls_options.cert_file ||
+         o->tls_options.key_file || o->tls_options.server_name))
+        err = usage_error("--cacert, --cert, --key and --sni go with --tls");
     if (err == 0 && o->user != NULL && o->password == NULL)
         err = usage_error("--user (or RLOCK_USER) needs a password: "
                           "--password-file FILE or RLOCK_PASSWORD");

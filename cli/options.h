@@ -6,6 +6,8 @@
 #ifndef RLOCK_CLI_OPTIONS_H
 #define RLOCK_CLI_OPTIONS_H
 
+#include <stdbool.h>
+
 #include "rlock.h"
 
 enum mode { MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_FORCE_UNLOCK };
@@ -26,6 +28,10 @@ struct options {
     long long lease_ms;
     int kill_grace_ms;
     int heartbeat_ms; /* as rlock_options wants it */
+    /* --tls, or RLOCK_TLS; its files and name, --cacert ... or the
+     * RLOCK_TLS_* variables */
+    bool tls;
+    rlock_tls_options tls_options;
     /* --user or RLOCK_USER, and --password-file's first line or
      * RLOCK_PASSWORD (NULL: none), as rlock_options wants them */
     const char *user;

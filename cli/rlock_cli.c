@@ -482,7 +482,8 @@ int main(int argc, char **argv)
     connect_opts.password = o.password;
     if (o.password != NULL) /* the user's, or the default user's */
         connect_opts.auth_token = NULL;
-    c = rlock_connect(o.addr, &connect_opts, &err);
+    c = rlock_connect_tls(o.addr, &connect_opts, o.tls ? &o.tls_options : NULL,
+                          &err);
     if (c == NULL)
         return fail(err, "rlockd at %s", o.addr);
     if (o.mode == MODE_STATUS)

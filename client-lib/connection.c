@@ -9,6 +9,7 @@
  */
 #include "connection.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +18,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
 
 #include "client_id.h"
 #include "command.h" /* COMMAND_HEARTBEAT_MIN_MS, _MAX_MS */
@@ -32,6 +36,8 @@
 #define DEFAULT_HEARTBEAT_MS 10000
 /* rlock_conn.timeout_ms until the first command sets one. */
 #define TIMEOUT_UNSET (-1)
+/* Bytes of a TLS reply read at a time. */
+#define TLS_READ_SIZE 16384
 
 /* ---- the target ------------------------------------------------------ */
 
@@ -124,12 +130,41 @@ static int target_identity(struct rlock_target *target,
     return target->client_name != NULL ? RLOCK_OK : RLOCK_ESYSTEM;
 }
 
-int rlock_target_init(struct rlock_target *target, const char *addr,
-                      const rlock_options *opts)
+/* The TLS context every connection of the target shares: rlockd's
+ * certificate verified (TLS 1.2 or later), the client's own loaded. A
+ * file that cannot be read is a bad argument. */
+static int tls_target_init(struct rlock_target *target,
+                           const rlock_tls_options *tls)
 {
-    int err;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    const char *name = tls->server_name ? tls->server_name : target->host;
 
+    if (target->unix_path != NULL)
+        return RLOCK_EINVAL;
+    target->tls_ctx = ctx;
+    if (ctx == NULL || (target->tls_name = strdup(name)) == NULL)
+        return RLOCK_ESYSTEM;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if ((tls->ca_file != NULL
+             ? SSL_CTX_load_verify_locations(ctx, tls->ca_file, NULL)
+             : SSL_CTX_set_default_verify_paths(ctx)) != 1 ||
+        (tls->cert_file != NULL &&
+         SSL_CTX_use_certificate_chain_file(ctx, tls->cert_file) != 1) ||
+        (tls->key_file != NULL &&
+         SSL_CTX_use_PrivateKey_file(ctx, tls->key_file, SSL_FILETYPE_PEM) !=
+             1)) {
+        ERR_clear_error();
+        return RLOCK_EINVAL;
+    }
+    return RLOCK_OK;
+}
+
+int rlock_target_init(struct rlock_target *target, const char *addr,
+                      const rlock_options *opts, const rlock_tls_options *tls)
+{
     const rlock_options defaults = {0};
+    int err;
 
     memset(target, 0, sizeof *target);
     if (opts == NULL)
@@ -161,7 +196,10 @@ int rlock_target_init(struct rlock_target *target, const char *addr,
         return RLOCK_ESYSTEM;
     if ((err = target_identity(target, opts)) != RLOCK_OK)
         return err;
-    return parse_address(target, addr);
+    err = parse_address(target, addr);
+    if (err != RLOCK_OK || tls == NULL)
+        return err;
+    return tls_target_init(target, tls);
 }
 
 void rlock_target_free(struct rlock_target *target)
@@ -170,6 +208,8 @@ void rlock_target_free(struct rlock_target *target)
     free(target->unix_path);
     free(target->auth_user);
     free(target->auth_token);
+    free(target->tls_name);
+    SSL_CTX_free(target->tls_ctx);
     free(target->client_name);
 }
 
@@ -273,13 +313,65 @@ static int transport_error(const redisContext *ctx, int saved_errno)
     return RLOCK_ECONNLOST;
 }
 
+/* Why a TLS read or write returned n: the connection is unusable. */
+static int tls_error(struct rlock_conn *conn, int n)
+{
+    int e = SSL_get_error(conn->tls, n), saved_errno = errno;
+
+    ERR_clear_error();
+    conn->ctx->err = REDIS_ERR_IO;
+    switch (e) {
+    case SSL_ERROR_WANT_READ: /* SO_RCVTIMEO or SO_SNDTIMEO ran out */
+    case SSL_ERROR_WANT_WRITE:
+        return RLOCK_ETIMEOUT;
+    case SSL_ERROR_SYSCALL:
+        return saved_errno == EAGAIN || saved_errno == EWOULDBLOCK
+                   ? RLOCK_ETIMEOUT
+                   : RLOCK_ECONNLOST;
+    case SSL_ERROR_SSL: /* a refused handshake, or a bad record */
+        return RLOCK_ETLS;
+    }
+    return RLOCK_ECONNLOST;
+}
+
+/* redisCommandArgv over TLS: the command formatted by hiredis, its reply
+ * parsed by the context's reader. */
+static int tls_command(struct rlock_conn *conn, int argc, const char **argv,
+                       const size_t *lens, redisReply **reply)
+{
+    redisReader *reader = conn->ctx->reader;
+    char *cmd, buf[TLS_READ_SIZE];
+    void *r = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, lens), n;
+
+    if (len < 0)
+        return RLOCK_ESYSTEM;
+    n = SSL_write(conn->tls, cmd, len);
+    redisFreeCommand(cmd);
+    if (n <= 0)
+        return tls_error(conn, n);
+    while (redisReaderGetReply(reader, &r) == REDIS_OK && r == NULL) {
+        n = SSL_read(conn->tls, buf, sizeof buf);
+        if (n <= 0)
+            return tls_error(conn, n);
+        if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK)
+            break;
+    }
+    if (r == NULL) {
+        conn->ctx->err = REDIS_ERR_PROTOCOL;
+        return RLOCK_EPROTOCOL;
+    }
+    *reply = r;
+    return RLOCK_OK;
+}
+
 int rlock_conn_command(struct rlock_conn *conn, int argc, const char **argv,
                        const size_t *lens, long long timeout_ms,
                        redisReply **reply)
 {
     struct sigpipe_guard guard;
-    redisReply *r;
-    int saved_errno, err;
+    redisReply *r = NULL;
+    int saved_errno, err = RLOCK_OK;
 
     /* setsockopt only when the timeout changes, not on every command */
     if (conn->timeout_ms != timeout_ms) {
@@ -288,9 +380,14 @@ int rlock_conn_command(struct rlock_conn *conn, int argc, const char **argv,
         conn->timeout_ms = timeout_ms;
     }
     sigpipe_block(&guard);
-    r = redisCommandArgv(conn->ctx, argc, argv, lens);
+    if (conn->tls != NULL)
+        err = tls_command(conn, argc, argv, lens, &r);
+    else
+        r = redisCommandArgv(conn->ctx, argc, argv, lens);
     saved_errno = errno;
     sigpipe_restore(&guard);
+    if (err != RLOCK_OK)
+        return err;
     if (r == NULL)
         return transport_error(conn->ctx, saved_errno);
     if (r->type == REDIS_REPLY_ERROR) {
@@ -365,6 +462,37 @@ static int set_client_name(struct rlock_conn *conn,
  * Close-on-exec (hiredis 0.14 does not set it): a program the caller
  * starts must not inherit the socket, or it would keep the session, and
  * so the caller's locks, alive after the caller is gone. */
+/* The TLS handshake on the connected socket, within the connect
+ * timeout: rlockd's certificate must have target->tls_name (an IP
+ * address is matched against the certificate's IP names, and is not sent
+ * as SNI, per RFC 6066). */
+static int tls_open(struct rlock_conn *conn, const struct rlock_target *target)
+{
+    X509_VERIFY_PARAM *param;
+    const char *name = target->tls_name;
+    unsigned char ip[sizeof(struct in6_addr)];
+    struct sigpipe_guard guard;
+    bool is_ip =
+        inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+    int n;
+
+    conn->tls = SSL_new(target->tls_ctx);
+    if (conn->tls == NULL ||
+        redisSetTimeout(conn->ctx, ms_to_timeval(target->connect_timeout_ms)) !=
+            REDIS_OK ||
+        SSL_set_fd(conn->tls, conn->ctx->fd) != 1)
+        return RLOCK_ESYSTEM;
+    param = SSL_get0_param(conn->tls);
+    if (!(is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, name)
+                : SSL_set_tlsext_host_name(conn->tls, name) == 1 &&
+                      X509_VERIFY_PARAM_set1_host(param, name, 0)))
+        return RLOCK_ESYSTEM;
+    sigpipe_block(&guard);
+    n = SSL_connect(conn->tls);
+    sigpipe_restore(&guard);
+    return n == 1 ? RLOCK_OK : tls_error(conn, n);
+}
+
 int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
                     bool resume)
 {
@@ -372,6 +500,7 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
     int err;
 
     conn->timeout_ms = TIMEOUT_UNSET;
+    conn->tls = NULL;
     conn->ctx = target->unix_path
                     ? redisConnectUnixWithTimeout(target->unix_path, tv)
                     : redisConnectWithTimeout(target->host, target->port, tv);
@@ -387,6 +516,8 @@ int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,
         err = RLOCK_ESYSTEM;
         goto fail;
     }
+    if (target->tls_ctx != NULL && (err = tls_open(conn, target)) != RLOCK_OK)
+        goto fail;
     if (target->auth_token != NULL) {
         err = target->auth_user != NULL
                   ? rlock_conn_exchange_ok(conn, target, 3,
@@ -418,6 +549,8 @@ fail:
 
 void rlock_conn_close(struct rlock_conn *conn)
 {
+    SSL_free(conn->tls); /* the socket is the context's */
+    conn->tls = NULL;
     if (conn->ctx != NULL)
         redisFree(conn->ctx);
     conn->ctx = NULL;

@@ -10,6 +10,7 @@
 #define RLOCK_CONNECTION_H
 
 #include <hiredis.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
 
 #include "client_id.h"
@@ -33,18 +34,25 @@ struct rlock_target {
     char client_id[CLIENT_ID_MAX_LEN + 1];
     /* the session's SECRET: a random UUID, 122 random bits */
     char secret[CLIENT_ID_RANDOM_SIZE];
+    SSL_CTX *tls_ctx; /* NULL: plain; shared by every connection */
+    char *tls_name;   /* the name rlockd's certificate must have */
 };
 
+/* Over TLS, hiredis still connects the socket and parses replies (its
+ * context's reader), but the bytes go through tls: hiredis 0.14 has no
+ * TLS of its own. */
 struct rlock_conn {
     redisContext *ctx;    /* NULL: not open */
+    SSL *tls;             /* NULL: plain */
     long long timeout_ms; /* what the socket's reply timeout is set to */
 };
 
 /* Checks and copies the address and options (NULL: defaults), making up a
- * client-id if none is given. RLOCK_OK, RLOCK_EINVAL or RLOCK_ESYSTEM;
- * rlock_target_free() is due either way. */
+ * client-id if none is given, and loads the TLS files (tls NULL: plain).
+ * RLOCK_OK, RLOCK_EINVAL or RLOCK_ESYSTEM; rlock_target_free() is due
+ * either way. */
 int rlock_target_init(struct rlock_target *target, const char *addr,
-                      const rlock_options *opts);
+                      const rlock_options *opts, const rlock_tls_options *tls);
 void rlock_target_free(struct rlock_target *target);
 
 /* The longest client name rlock_options.client_name may give. */

@@ -226,6 +226,7 @@ static const char *const error_texts[] = {
     [-RLOCK_EWRONGTYPE] = "the name's key holds something that is not a lock",
     [-RLOCK_ENOREPLICAS] = "no Redis replica acknowledged the lock in time",
     [-RLOCK_ENOPERM] = "the user logged in as may not do this",
+    [-RLOCK_ETLS] = "TLS handshake with rlockd failed",
 };
 
 /* ---- the table of threads ------------------------------------------- */
@@ -784,13 +785,19 @@ static void store_token(enum rlock_kind kind, long long reply, long long *token)
 rlock_client *rlock_connect(const char *addr, const rlock_options *opts,
                             int *err)
 {
+    return rlock_connect_tls(addr, opts, NULL, err);
+}
+
+rlock_client *rlock_connect_tls(const char *addr, const rlock_options *opts,
+                                const rlock_tls_options *tls, int *err)
+{
     rlock_client *c = calloc(1, sizeof *c);
     struct thread_state *t;
     int e = RLOCK_ESYSTEM;
 
     if (c != NULL) {
         pthread_mutex_init(&c->mutex, NULL);
-        e = rlock_target_init(&c->target, addr, opts);
+        e = rlock_target_init(&c->target, addr, opts, tls);
     }
     if (e == RLOCK_OK)
         e = thread_state_get(c, &t);

@@ -52,7 +52,7 @@ extern "C" {
 #endif
 
 #define RLOCK_VERSION_MAJOR 0
-#define RLOCK_VERSION_MINOR 3
+#define RLOCK_VERSION_MINOR 4
 #define RLOCK_VERSION_PATCH 0
 
 /* lease_ms: keep the lock alive with rlockd's watchdog until unlocked. */
@@ -115,6 +115,9 @@ enum rlock_error {
      * name (-NOPERM: its [user NAME] commands and names rules in rlockd's
      * configuration). */
     RLOCK_ENOPERM = -15,
+    /* The TLS handshake with rlockd failed: its certificate did not
+     * verify (unknown CA, expired, another name), or it refused ours. */
+    RLOCK_ETLS = -16,
 };
 
 typedef struct rlock_client rlock_client;
@@ -147,6 +150,21 @@ typedef struct rlock_options {
     const char *client_name;
 } rlock_options;
 
+/* TLS to rlockd's [server] tls_listen, for rlock_connect_tls(). rlockd's
+ * certificate is verified against ca_file (NULL: the system's trust
+ * store) and for server_name (NULL: the host of the address), which is
+ * also sent as SNI when it is not an IP address. cert_file and key_file
+ * (PEM): a client certificate, for rlockd's tls_client_certs and a
+ * [user] tls_subject; NULL: none. A struct of its own, not fields of
+ * rlock_options, so that programs built against an older rlock.h keep
+ * working with this library. */
+typedef struct rlock_tls_options {
+    const char *ca_file;
+    const char *cert_file;
+    const char *key_file;
+    const char *server_name;
+} rlock_tls_options;
+
 #define RLOCK_NO_HEARTBEAT (-1)
 
 /* Opens the calling thread's connection to rlockd at addr ("host:port",
@@ -157,6 +175,15 @@ typedef struct rlock_options {
  * NULL. */
 RLOCK_API rlock_client *rlock_connect(const char *addr,
                                       const rlock_options *opts, int *err);
+/* rlock_connect() over TLS (tls NULL: without, as rlock_connect()), for
+ * a "host:port" addr only. Besides rlock_connect()'s errors:
+ * RLOCK_EINVAL for a file that cannot be loaded or a unix: addr, and
+ * RLOCK_ETLS when the handshake fails (rlockd's certificate not verified,
+ * or ours refused). */
+RLOCK_API rlock_client *rlock_connect_tls(const char *addr,
+                                          const rlock_options *opts,
+                                          const rlock_tls_options *tls,
+                                          int *err);
 
 /* Closes every connection of the client and frees it. The session ends in
  * rlockd: locks still held are released or expire per its on_disconnect. */

@@ -37,12 +37,13 @@
 #include "base/service.h"
 #include "base/stats.h"
 #include "base/tls.h"
+#include "base/tls_server.h"
 #include "base/version.h"
 #include "engine/lock_engine.h"
 #include "front/client.h"
 #include "front/commands.h"
-#include "front/info.h"
 #include "front/http.h"
+#include "front/info.h"
 #include "front/listener.h"
 #include "front/pubsub.h"
 
@@ -116,6 +117,20 @@ static void on_signal(uv_signal_t *handle, int signum)
     uv_timer_start(&rlockd.shutdown_timer, shutdown_poll, 0, SHUTDOWN_POLL_MS);
 }
 
+/* Certificate rotation: the TLS files are read again at every reload,
+ * changed or not; a bad one fails the reload (fresh is then freed). */
+static int tls_reload(struct config *fresh, char *err, size_t size)
+{
+    char why[400];
+
+    if (!tls_server_configured(fresh) ||
+        tls_server_load(fresh, why, sizeof(why)) == 0)
+        return 0;
+    snprintf(err, size, "%s: %s", rlockd.config_path, why);
+    config_free(fresh);
+    return -1;
+}
+
 static void on_sighup(uv_signal_t *handle, int signum)
 {
     struct config fresh;
@@ -131,7 +146,8 @@ static void on_sighup(uv_signal_t *handle, int signum)
         return;
     }
     service_reloading();
-    if (config_load(&fresh, rlockd.config_path, err, sizeof(err)) != 0) {
+    if (config_load(&fresh, rlockd.config_path, err, sizeof(err)) != 0 ||
+        tls_reload(&fresh, err, sizeof(err)) != 0) {
         stats.config_reload_failures++;
         log_error("reload failed, keeping the running configuration: %s", err);
         service_reloaded(false);
@@ -198,8 +214,8 @@ static void on_backend_change(void)
         service_ready();
 }
 
-static const struct redis_backend_events backend_events = {
-    on_backend_change, lock_engine_recheck};
+static const struct redis_backend_events backend_events = {on_backend_change,
+                                                           lock_engine_recheck};
 
 /* Descriptors besides clients: stdio, the loop's own, signals, log, the
  * listeners (at most 8), a few spare. */
@@ -242,6 +258,7 @@ static void fit_open_files_limit(void)
 static int start(void)
 {
     uint8_t seed[16];
+    char why[400];
     int err;
 
     if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
@@ -267,6 +284,11 @@ static int start(void)
     commands_init(&rlockd.cfg);
     lock_engine_on_loss(pubsub_on_loss); /* lock-lost events */
     info_init(&rlockd.cfg, rlockd.config_path, loop_now_ms);
+    if (tls_server_configured(&rlockd.cfg) &&
+        tls_server_load(&rlockd.cfg, why, sizeof(why)) != 0) {
+        log_error("%s", why);
+        return UV_EINVAL;
+    }
     if ((err = listener_start(&rlockd.loop, &rlockd.cfg)) != 0 ||
         (err = http_start(&rlockd.loop, &rlockd.cfg)) != 0)
         return err;
@@ -317,7 +339,9 @@ int main(int argc, char **argv)
     if (check_only &&
         (listener_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
          http_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
-         tls_client_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0)) {
+         tls_client_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0 ||
+         (tls_server_configured(&rlockd.cfg) &&
+          tls_server_check(&rlockd.cfg, err_text, sizeof(err_text)) != 0))) {
         fprintf(stderr, "rlockd: %s: %s\n",
                 rlockd.config_path ? rlockd.config_path : "(defaults)",
                 err_text);
@@ -358,6 +382,7 @@ int main(int argc, char **argv)
     lock_engine_free();
     redis_backend_free();
     commands_free();
+    tls_server_free();
     config_free(&rlockd.cfg);
     err = uv_loop_close(&rlockd.loop);
     if (err != 0)

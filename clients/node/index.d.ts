@@ -26,6 +26,9 @@ export interface ClientOptions {
   connectTimeoutMs?: number;
   /** Reply timeout of the non-blocking commands. Default 10000. */
   commandTimeoutMs?: number;
+  /** TLS to rlockd's [server] tls_listen: tls.connect() options (ca, cert, key,
+   *  servername, ...), passed to ioredis as its `tls`. */
+  tls?: import("tls").ConnectionOptions;
 }
 
 export interface LockOptions {

@@ -30,19 +30,17 @@ static const struct acl_category {
     uint64_t commands;
 } acl_categories[] = {
     {"all", ALL_COMMANDS},
-    {"lock", COMMAND_BIT(LOCK) | COMMAND_BIT(TRYLOCK) | COMMAND_BIT(UNLOCK) |
-                 COMMAND_BIT(ISLOCKED) | COMMAND_BIT(ISHELD) |
-                 COMMAND_BIT(HOLDCOUNT) | COMMAND_BIT(PTTL) |
-                 COMMAND_BIT(OWNERS) | COMMAND_BIT(TOKEN) |
-                 COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT) |
-                 COMMAND_BIT(SUBSCRIBE) | COMMAND_BIT(UNSUBSCRIBE) |
-                 COMMAND_BIT(PSUBSCRIBE) | COMMAND_BIT(PUNSUBSCRIBE) |
-                 COMMAND_BIT(SSUBSCRIBE) | COMMAND_BIT(SUNSUBSCRIBE) |
-                 COMMAND_BIT(SETPERMITS) | COMMAND_BIT(ADDPERMITS) |
-                 COMMAND_BIT(PERMITS) | COMMAND_BIT(ACQUIRE) |
-                 COMMAND_BIT(RELEASE) | COMMAND_BIT(LATCHSET) |
-                 COMMAND_BIT(COUNTDOWN) | COMMAND_BIT(LATCHCOUNT) |
-                 COMMAND_BIT(AWAIT)},
+    {"lock",
+     COMMAND_BIT(LOCK) | COMMAND_BIT(TRYLOCK) | COMMAND_BIT(UNLOCK) |
+         COMMAND_BIT(ISLOCKED) | COMMAND_BIT(ISHELD) | COMMAND_BIT(HOLDCOUNT) |
+         COMMAND_BIT(PTTL) | COMMAND_BIT(OWNERS) | COMMAND_BIT(TOKEN) |
+         COMMAND_BIT(CLIENTID) | COMMAND_BIT(CLIENT) | COMMAND_BIT(SUBSCRIBE) |
+         COMMAND_BIT(UNSUBSCRIBE) | COMMAND_BIT(PSUBSCRIBE) |
+         COMMAND_BIT(PUNSUBSCRIBE) | COMMAND_BIT(SSUBSCRIBE) |
+         COMMAND_BIT(SUNSUBSCRIBE) | COMMAND_BIT(SETPERMITS) |
+         COMMAND_BIT(ADDPERMITS) | COMMAND_BIT(PERMITS) | COMMAND_BIT(ACQUIRE) |
+         COMMAND_BIT(RELEASE) | COMMAND_BIT(LATCHSET) | COMMAND_BIT(COUNTDOWN) |
+         COMMAND_BIT(LATCHCOUNT) | COMMAND_BIT(AWAIT)},
     {"admin", COMMAND_BIT(FORCEUNLOCK) | COMMAND_BIT(INFO)},
     {"connection", COMMAND_BIT(CLIENT) | COMMAND_BIT(SELECT) |
                        COMMAND_BIT(ECHO) | COMMAND_BIT(COMMAND) |
@@ -66,6 +64,18 @@ const struct acl_user *acl_find(const struct acl *acl, const char *name,
         const struct acl_user *u = acl->users[i];
 
         if (strlen(u->name) == len && memcmp(u->name, name, len) == 0)
+            return u;
+    }
+    return NULL;
+}
+
+const struct acl_user *acl_find_tls_subject(const struct acl *acl,
+                                            const char *cn)
+{
+    for (size_t i = 0; acl != NULL && i < acl->count; i++) {
+        const struct acl_user *u = acl->users[i];
+
+        if (u->tls_subject != NULL && strcmp(u->tls_subject, cn) == 0)
             return u;
     }
     return NULL;
@@ -216,6 +226,18 @@ static int set_password(struct acl_user *u, const char *value, char *err,
     return 0;
 }
 
+static int set_tls_subject(struct acl_user *u, const char *value, char *err,
+                           size_t err_size)
+{
+    if (u->tls_subject != NULL)
+        return acl_error(err, err_size, "tls_subject given twice");
+    if (value[0] == '\0')
+        return acl_error(err, err_size, "tls_subject: empty");
+    u->tls_subject = strdup(value);
+    return u->tls_subject != NULL ? 0
+                                  : acl_error(err, err_size, "out of memory");
+}
+
 int acl_set(struct acl **acl, const char *user, const char *key,
             const char *value, int line, bool starts_section, char *err,
             size_t err_size)
@@ -243,6 +265,8 @@ int acl_set(struct acl **acl, const char *user, const char *key,
         return apply_command_rules(u, value, err, err_size);
     if (strcmp(key, "names") == 0)
         return add_names(u, value, err, err_size);
+    if (strcmp(key, "tls_subject") == 0)
+        return set_tls_subject(u, value, err, err_size);
     return acl_error(err, err_size, "unknown key '%s' in section [user %s]",
                      key, user);
 }
@@ -250,11 +274,18 @@ int acl_set(struct acl **acl, const char *user, const char *key,
 int acl_validate(const struct acl *acl, int *line, char *err, size_t err_size)
 {
     for (size_t i = 0; acl != NULL && i < acl->count; i++) {
-        if (!acl->users[i]->has_password) {
-            *line = acl->users[i]->line;
-            return acl_error(err, err_size, "[user %s] has no password_sha256",
-                             acl->users[i]->name);
-        }
+        const struct acl_user *u = acl->users[i], *same;
+
+        *line = u->line;
+        if (!u->has_password && u->tls_subject == NULL)
+            return acl_error(err, err_size,
+                             "[user %s] has no password_sha256 or tls_subject",
+                             u->name);
+        same = u->tls_subject ? acl_find_tls_subject(acl, u->tls_subject) : u;
+        if (same != u)
+            return acl_error(err, err_size,
+                             "[user %s] has the tls_subject of [user %s]",
+                             u->name, same->name);
     }
     return 0;
 }
@@ -266,6 +297,7 @@ void acl_free(struct acl *acl)
     for (size_t i = 0; i < acl->count; i++) {
         free(acl->users[i]->name);
         free(acl->users[i]->names);
+        free(acl->users[i]->tls_subject);
         free(acl->users[i]);
     }
     free(acl->users);
@@ -275,7 +307,10 @@ void acl_free(struct acl *acl)
 static bool user_same(const struct acl_user *a, const struct acl_user *b)
 {
     return memcmp(a->password, b->password, DIGEST_SIZE) == 0 &&
-           a->commands == b->commands && strcmp(a->names, b->names) == 0;
+           a->has_password == b->has_password && a->commands == b->commands &&
+           strcmp(a->names, b->names) == 0 &&
+           strcmp(a->tls_subject ? a->tls_subject : "",
+                  b->tls_subject ? b->tls_subject : "") == 0;
 }
 
 static size_t acl_count(const struct acl *acl)
@@ -329,8 +364,10 @@ acl_authenticate(const struct acl *acl, const char *auth_token,
         want = token;
     } else {
         user = acl_find(acl, username, username_len);
-        if (user != NULL)
+        if (user != NULL && user->has_password) /* else: tls_subject only */
             want = user->password;
+        else
+            user = NULL;
     }
     return digest_equal(guess, want) && user != NULL ? user : NULL;
 }

@@ -35,7 +35,10 @@ struct acl_user {
     bool has_password;
     uint64_t commands; /* bit (1 << enum command_id) per command allowed */
     char *names;       /* blank-separated glob patterns; "" allows none */
-    int line;          /* its first key's line in the file, for errors */
+    /* The CN of a verified TLS client certificate that is this user
+     * without AUTH (Redis 7.2's tls-auth-clients-user CN); NULL: none. */
+    char *tls_subject;
+    int line; /* its first key's line in the file, for errors */
 };
 
 struct acl {
@@ -56,8 +59,9 @@ extern const struct acl_user acl_default_user;
 int acl_set(struct acl **acl, const char *user, const char *key,
             const char *value, int line, bool starts_section, char *err,
             size_t err_size);
-/* What acl_set cannot see row by row: every user has a password. 0, or
- * -EINVAL with *line and err naming the first user without one. */
+/* What acl_set cannot see row by row: every user has a password or a
+ * tls_subject, and no two users the same tls_subject. 0, or -EINVAL with
+ * *line and err naming the first user at fault. */
 int acl_validate(const struct acl *acl, int *line, char *err, size_t err_size);
 void acl_free(struct acl *acl);
 /* Logs which users a reload adds, removes or changes; the number. */
@@ -66,6 +70,11 @@ int acl_log_changes(const struct acl *old, const struct acl *fresh);
 /* Lookup by name (binary-safe); NULL for none, or for a NULL table. */
 const struct acl_user *acl_find(const struct acl *acl, const char *name,
                                 size_t len);
+
+/* The user whose tls_subject is the verified certificate's CN cn, or
+ * NULL. */
+const struct acl_user *acl_find_tls_subject(const struct acl *acl,
+                                            const char *cn);
 
 /*
  * AUTH: the user that username (NULL: the default user) and password

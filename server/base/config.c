@@ -40,8 +40,8 @@ enum config_kind {
     KIND_STRING,
     KIND_ENUM,
     KIND_ADDR,
-    KIND_GLOBS, /* glob patterns (base/glob.h), space-separated */
-    KIND_ADDRS, /* host:port, comma-separated */
+    KIND_GLOBS,    /* glob patterns (base/glob.h), space-separated */
+    KIND_ADDRS,    /* host:port, comma-separated */
     KIND_AUTO_INT, /* "auto" (SYNC_REPLICAS_AUTO) or an integer */
 };
 
@@ -68,6 +68,9 @@ static const char *const redis_mode_names[] = {"standalone", "sentinel",
 static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
                                            NULL};
 static const char *const no_yes_names[] = {"no", "yes", NULL};
+static const char *const tls_client_certs_names[] = {"no", "optional",
+                                                     "required", NULL};
+static const char *const tls_min_version_names[] = {"TLSv1.2", "TLSv1.3", NULL};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug",
                                               NULL};
 static const char *const log_format_names[] = {"text", "json", NULL};
@@ -89,7 +92,7 @@ static const char *const log_format_names[] = {"text", "json", NULL};
     }
 #define AUTO_INT_ROW(sec, name, flags, field, def, lo, hi)                     \
     {                                                                          \
-        sec, name, KIND_AUTO_INT, flags, offsetof(struct config, field), 0,   \
+        sec, name, KIND_AUTO_INT, flags, offsetof(struct config, field), 0,    \
             def, lo, hi, NULL                                                  \
     }
 #define ENUM_ROW(sec, name, flags, field, def, list)                           \
@@ -106,8 +109,8 @@ static const struct config_row config_rows[] = {
     MODE_ROW("server", "unix_socket_mode", 0, unix_socket_mode, "0666"),
     /* The metrics and health endpoint (front/http.h); "" is off. */
     STR_ROW("server", "http_listen", 0, http_listen, "", KIND_ADDR),
-    INT_ROW("server", "http_max_connections", 0, http_max_connections, "16",
-            1, 1024),
+    INT_ROW("server", "http_max_connections", 0, http_max_connections, "16", 1,
+            1024),
     /* From a connection's start or last answer to its next answer: a
      * probe is one short request, sent at once. */
     INT_ROW("server", "http_request_timeout_ms", 0, http_request_timeout_ms,
@@ -150,6 +153,17 @@ static const struct config_row config_rows[] = {
             "1024", 1, 1000000),
     INT_ROW("server", "max_name_length", LIVE, max_name_length, "1024", 1,
             65536),
+    /* TLS on the client listener. The files and the policy are LIVE: a
+     * reload reads them again (certificate rotation) for the connections
+     * accepted from then on; a bad file keeps the old ones. */
+    STR_ROW("server", "tls_listen", 0, tls_listen, "", KIND_ADDR),
+    STR_ROW("server", "tls_cert_file", LIVE, tls_cert_file, "", KIND_STRING),
+    STR_ROW("server", "tls_key_file", LIVE, tls_key_file, "", KIND_STRING),
+    STR_ROW("server", "tls_ca_file", LIVE, tls_ca_file, "", KIND_STRING),
+    ENUM_ROW("server", "tls_client_certs", LIVE, tls_client_certs, "no",
+             tls_client_certs_names),
+    ENUM_ROW("server", "tls_min_version", LIVE, tls_min_version, "TLSv1.2",
+             tls_min_version_names),
     STR_ROW("redis", "host", 0, redis_host, "127.0.0.1", KIND_STRING),
     INT_ROW("redis", "port", 0, redis_port, "6379", 1, 65535),
     STR_ROW("redis", "unix_socket", 0, redis_unix_socket, "", KIND_STRING),
@@ -227,8 +241,7 @@ static const struct config_row config_rows[] = {
      * CLUSTER NODES lists for the key's master in cluster mode, none in
      * standalone mode (one server). */
     AUTO_INT_ROW("lock", "sync_replicas", LIVE, sync_replicas, "auto", 0, 64),
-    INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1,
-            60000),
+    INT_ROW("lock", "sync_timeout_ms", LIVE, sync_timeout_ms, "1000", 1, 60000),
     ENUM_ROW("log", "level", LIVE, log_level, "info", log_level_names),
     /* Applies at the next line logged. */
     ENUM_ROW("log", "format", LIVE, log_format, "text", log_format_names),
@@ -285,8 +298,7 @@ int config_split_host_port(const char *addr, char *host, size_t host_size,
     return 0;
 }
 
-int config_next_addr(const char **list, char *host, size_t host_size,
-                     int *port)
+int config_next_addr(const char **list, char *host, size_t host_size, int *port)
 {
     const char *s = *list + strspn(*list, " \t,");
     size_t len = strcspn(s, ",");
@@ -672,24 +684,41 @@ static int config_ini_line(void *user, const char *section, const char *key,
 static bool config_conflict(const struct config *cfg, char *why, size_t size)
 {
     if (cfg->min_heartbeat_ms > cfg->max_heartbeat_ms)
-        snprintf(why, size, "min_heartbeat_ms %lld is above max_heartbeat_ms "
+        snprintf(why, size,
+                 "min_heartbeat_ms %lld is above max_heartbeat_ms "
                  "%lld",
                  (long long)cfg->min_heartbeat_ms,
                  (long long)cfg->max_heartbeat_ms);
+    else if (cfg->tls_listen[0] != '\0' &&
+             (cfg->tls_cert_file[0] == '\0' || cfg->tls_key_file[0] == '\0'))
+        snprintf(why, size,
+                 "[server] tls_listen needs tls_cert_file and "
+                 "tls_key_file");
+    else if (cfg->tls_client_certs != TLS_CLIENT_CERTS_NO &&
+             cfg->tls_ca_file[0] == '\0')
+        snprintf(why, size,
+                 "[server] tls_client_certs = %s needs tls_ca_file "
+                 "(the CA that signs client certificates)",
+                 cfg->tls_client_certs == TLS_CLIENT_CERTS_REQUIRED
+                     ? "required"
+                     : "optional");
     else if (cfg->redis_mode == REDIS_MODE_SENTINEL &&
              (cfg->sentinels[0] == '\0' || cfg->master_name[0] == '\0'))
-        snprintf(why, size, "[redis] mode = sentinel needs sentinels and "
+        snprintf(why, size,
+                 "[redis] mode = sentinel needs sentinels and "
                  "master_name");
     else if (cfg->redis_mode == REDIS_MODE_CLUSTER &&
              cfg->cluster_nodes[0] == '\0')
         snprintf(why, size, "[redis] mode = cluster needs nodes");
     else if (cfg->redis_mode != REDIS_MODE_CLUSTER &&
              (cfg->pubsub == PUBSUB_SHARDED || cfg->pubsub == PUBSUB_BOTH))
-        snprintf(why, size, "[redis] pubsub = %s needs mode = cluster "
+        snprintf(why, size,
+                 "[redis] pubsub = %s needs mode = cluster "
                  "(Redisson uses sharded pub/sub only there)",
                  cfg->pubsub == PUBSUB_SHARDED ? "sharded" : "both");
     else if (cfg->redis_mode == REDIS_MODE_CLUSTER && cfg->redis_db != 0)
-        snprintf(why, size, "[redis] db must be 0 in cluster mode (a cluster "
+        snprintf(why, size,
+                 "[redis] db must be 0 in cluster mode (a cluster "
                  "has one database)");
     /* WAIT, sent when there may be replicas to wait for, holds its
      * connection for up to sync_timeout_ms. */
@@ -697,7 +726,8 @@ static bool config_conflict(const struct config *cfg, char *why, size_t size)
               (cfg->sync_replicas == SYNC_REPLICAS_AUTO &&
                cfg->redis_mode != REDIS_MODE_STANDALONE)) &&
              cfg->sync_timeout_ms >= cfg->command_timeout_ms)
-        snprintf(why, size, "[lock] sync_timeout_ms %lld must be below [redis] "
+        snprintf(why, size,
+                 "[lock] sync_timeout_ms %lld must be below [redis] "
                  "command_timeout_ms %lld",
                  (long long)cfg->sync_timeout_ms,
                  (long long)cfg->command_timeout_ms);

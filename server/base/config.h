@@ -30,6 +30,14 @@ enum redis_mode {
 /* [redis] pubsub: what unlock messages travel by in a cluster (auto:
  * sharded when the cluster has it); elsewhere always global. */
 enum redis_pubsub { PUBSUB_AUTO, PUBSUB_SHARDED, PUBSUB_GLOBAL, PUBSUB_BOTH };
+/* [server] tls_client_certs: whether a TLS client is asked for a
+ * certificate, and whether one is needed */
+enum tls_client_certs {
+    TLS_CLIENT_CERTS_NO,
+    TLS_CLIENT_CERTS_OPTIONAL,
+    TLS_CLIENT_CERTS_REQUIRED
+};
+enum tls_min_version { TLS_MIN_1_2, TLS_MIN_1_3 };
 /* [lock] sync_replicas = auto */
 #define SYNC_REPLICAS_AUTO (-1)
 
@@ -59,6 +67,13 @@ struct config {
     int64_t max_output_buffer_bytes;
     int64_t max_commands_in_flight;
     int64_t max_name_length;
+    /* TLS on the client listener (base/tls_server.h); tls_listen "": none */
+    char tls_listen[128];
+    char tls_cert_file[1024];
+    char tls_key_file[1024];
+    char tls_ca_file[1024];   /* "": client certificates are not asked */
+    int64_t tls_client_certs; /* enum tls_client_certs */
+    int64_t tls_min_version;  /* enum tls_min_version */
     /* [redis] */
     char redis_host[256];
     int64_t redis_port;

@@ -92,10 +92,18 @@ void service_close(void)
     uv_close((uv_handle_t *)&service.status_timer, NULL);
 }
 
-int service_passed_sockets(int *first)
+int service_passed_sockets(int *first, char ***names)
 {
     *first = SD_LISTEN_FDS_START;
-    return sd_listen_fds(1);
+    *names = NULL;
+    return sd_listen_fds_with_names(1, names);
+}
+
+void service_free_names(char **names)
+{
+    for (size_t i = 0; names != NULL && names[i] != NULL; i++)
+        free(names[i]);
+    free(names);
 }
 
 int service_socket_kind(int fd)

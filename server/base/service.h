@@ -20,9 +20,13 @@ void service_close(void);
 /*
  * The sockets passed by socket activation are fds first .. first+n-1;
  * returns n (0: none), or a negative errno. The environment variables are
- * unset, so that nothing rlockd starts inherits them.
+ * unset, so that nothing rlockd starts inherits them. *names: each one's
+ * FileDescriptorName= (systemd.socket(5); "tls" marks a TLS listener),
+ * a NULL-terminated array the caller frees with service_free_names, or
+ * NULL when none is passed.
  */
-int service_passed_sockets(int *first);
+int service_passed_sockets(int *first, char ***names);
+void service_free_names(char **names);
 /* 1 a listening Unix stream socket, 0 a listening TCP one, -1 neither. */
 int service_socket_kind(int fd);
 

@@ -36,6 +36,8 @@ enum stats_section {
 #define STATS_LIST(X)                                                          \
     X(SERVER,  GAUGE,   socket_activated,                                      \
       "1 when listening on sockets passed by systemd")                        \
+    X(SERVER,  GAUGE,   tls_cert_not_after,                                    \
+      "when the listener's TLS certificate expires, in Unix seconds (0: none)") \
     X(CLIENTS, GAUGE,   connected_clients, "client connections open")         \
     X(CLIENTS, GAUGE,   blocked_clients,                                       \
       "connections whose LOCK or TRYLOCK waits for its lock")                  \
@@ -67,6 +69,14 @@ enum stats_section {
       "HTTP connections closed to make room for a new one")                   \
     X(COUNTS,  COUNTER, buffer_cap_disconnects,                                \
       "connections closed to keep under max_client_buffers_bytes")             \
+    X(COUNTS,  COUNTER, tls_handshakes,                                        \
+      "TLS handshakes completed on the client listener")                      \
+    X(COUNTS,  COUNTER, tls_handshake_failures,                                \
+      "TLS handshakes that failed or timed out (a plaintext client too)")     \
+    X(COUNTS,  COUNTER, tls_handshake_timeouts,                                \
+      "of them unfinished for request_timeout_ms")                            \
+    X(COUNTS,  COUNTER, tls_client_cert_refusals,                              \
+      "of them for a client certificate missing or not verified")             \
     X(COUNTS,  COUNTER, total_commands_processed, "commands run")              \
     X(COUNTS,  COUNTER, protocol_errors, "malformed requests")                 \
     X(COUNTS,  COUNTER, locks_acquired, "acquisitions, reentrant included")   \
@@ -195,7 +205,7 @@ extern struct latency latency;
 
 /* The Redis topology as INFO shows it; the Redis backend keeps it. */
 struct redis_status {
-    char master[1024]; /* the address in use ("" while none is known); in a
+    char master[1024];    /* the address in use ("" while none is known); in a
                         * cluster every master and its slot count */
     const char *topology; /* "ok", "discovering" or "unreachable" */
     uint64_t changed_ms;  /* when master or topology last changed */

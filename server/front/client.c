@@ -43,6 +43,7 @@
 #include "base/stats.h"
 #include "client_id.h"
 #include "engine/session.h"
+#include "front/client_tls.h"
 #include "front/peer.h"
 #include "reply.h"
 
@@ -367,6 +368,7 @@ static void on_closed(uv_handle_t *handle)
     struct client *c = handle->data;
 
     request_parser_free(&c->parser);
+    client_tls_free(c);
     buffer_free(&c->in);
     buffer_free(&c->out);
     free(c->name);
@@ -507,6 +509,10 @@ static void client_flush(struct client *c)
 
     if (c->closing || penalized(c))
         return;
+    if (c->tls != NULL && (err = client_tls_seal(c)) != 0) {
+        client_close(c, err == -ENOMEM ? "out of memory" : "TLS write failed");
+        return;
+    }
     if (c->out.len > 0 && c->writing == 0) {
         buf = uv_buf_init(c->out.data, (unsigned)c->out.len);
         err = uv_try_write(&c->io.stream, &buf, 1);
@@ -628,6 +634,14 @@ static void on_partial_timer(uv_timer_t *timer)
         if (c->partial_since_ms + (uint64_t)clients.cfg->request_timeout_ms >
             now)
             break;
+        if (c->tls != NULL && !client_tls_established(c)) {
+            stats.tls_handshake_failures++;
+            stats.tls_handshake_timeouts++;
+            log_debug("%s: TLS handshake unfinished for request_timeout_ms",
+                      client_label(c, label, sizeof(label)));
+            client_close(c, "TLS handshake timeout");
+            continue;
+        }
         stats.request_timeouts++;
         log_warn("%s: a request unfinished for request_timeout_ms; closing it",
                  client_label(c, label, sizeof(label)));
@@ -782,7 +796,7 @@ static void client_account(struct client *c)
     if (c->closing)
         return;
     held = c->in.cap + c->out.cap + c->writing + c->slot_bytes +
-           c->parser.arena.cap;
+           c->parser.arena.cap + c->tls_bytes;
     stats.client_buffers_bytes += held - c->accounted;
     c->accounted = held;
     if (over_buffers_cap())
@@ -1116,23 +1130,19 @@ static void on_alloc(uv_handle_t *handle, size_t hint, uv_buf_t *buf)
         uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+/* The client sent its last byte: what it sent runs, then it closes. */
+static void client_read_eof(struct client *c)
 {
-    struct client *c = stream->data;
+    c->half_closed = true;
+    uv_read_stop(&c->io.stream);
+    client_process(c);
+}
+
+/* Runs what came (c->in grew), and enforces max_input_buffer_bytes. */
+static void client_received(struct client *c)
+{
     struct buffer *out;
 
-    (void)buf;
-    if (nread == UV_EOF) {
-        c->half_closed = true;
-        uv_read_stop(stream);
-        client_process(c);
-        return;
-    }
-    if (nread < 0) {
-        client_close(c, uv_strerror((int)nread));
-        return;
-    }
-    c->in.len += (size_t)nread;
     c->heard_ms = uv_now(clients.loop);
     client_process(c);
     if (c->closing || c->quitting ||
@@ -1144,6 +1154,57 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
                     "unprocessed input over max_input_buffer_bytes");
     client_quit(c);
     client_flush(c);
+}
+
+/* Bytes read on a TLS connection, at c->in's end: the handshake's go
+ * on with it (its failure alert is sent before closing), the records'
+ * plaintext is received. */
+static void client_tls_received(struct client *c, size_t len)
+{
+    char label[CLIENT_LABEL_MAX];
+    const char *why = NULL;
+
+    switch (client_tls_read(c, len, clients.cfg->acl, &why)) {
+    case CLIENT_TLS_HANDSHAKING:
+        client_flush(c);
+        return;
+    case CLIENT_TLS_DATA:
+        client_received(c);
+        return;
+    case CLIENT_TLS_EOF:
+        client_read_eof(c);
+        return;
+    case CLIENT_TLS_FAILED:
+        break;
+    }
+    log_debug("%s: %s", client_label(c, label, sizeof(label)), why);
+    if (client_tls_established(c)) {
+        client_close(c, why);
+        return;
+    }
+    client_quit(c);
+    client_flush(c);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct client *c = stream->data;
+
+    (void)buf;
+    if (nread == UV_EOF) {
+        client_read_eof(c);
+        return;
+    }
+    if (nread < 0) {
+        client_close(c, uv_strerror((int)nread));
+        return;
+    }
+    if (c->tls != NULL) {
+        client_tls_received(c, (size_t)nread);
+        return;
+    }
+    c->in.len += (size_t)nread;
+    client_received(c);
 }
 
 static uint64_t max_clients(void)
@@ -1175,9 +1236,14 @@ static const char *accept_refusal(const struct client *c)
     return NULL;
 }
 
-static void client_refuse(struct client *c, const char *why)
+/* A TLS client could not read a plain refusal: it is only closed. */
+static void client_refuse(struct client *c, const char *why, bool tls)
 {
     stats.rejected_connections++;
+    if (tls) {
+        client_close(c, why);
+        return;
+    }
     reply_error(&c->out, clients.stopped ? REPLY_SHUTDOWN : REPLY_LIMIT, "%s",
                 why);
     client_quit(c);
@@ -1253,7 +1319,7 @@ int client_new_session(struct client *c)
     return 0;
 }
 
-void client_accept(uv_stream_t *server)
+void client_accept(uv_stream_t *server, bool tls)
 {
     const char *refusal;
     struct client *c;
@@ -1278,15 +1344,23 @@ void client_accept(uv_stream_t *server)
     }
     refusal = accept_refusal(c);
     if (refusal != NULL) {
-        client_refuse(c, refusal);
+        client_refuse(c, refusal, tls);
         return;
     }
     if (client_new_session(c) != 0) {
         client_close(c, "cannot make a session (out of memory or entropy)");
         return;
     }
+    if (tls && client_tls_start(c) != 0) {
+        client_close(c, "cannot start TLS (out of memory)");
+        return;
+    }
     if (server->type == UV_TCP)
         client_tune_tcp(c);
+    if (tls) { /* the handshake has request_timeout_ms, as a request */
+        client_note_partial(c, true);
+        client_account(c);
+    }
     uv_read_start(&c->io.stream, on_alloc, on_read);
 }
 

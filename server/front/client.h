@@ -61,6 +61,7 @@
 struct acl_user;
 struct peer;
 struct session;
+struct ssl_st;
 
 struct client {
     union {
@@ -70,6 +71,8 @@ struct client {
         uv_pipe_t pipe;
     } io;
     struct list_node link; /* all clients */
+    struct ssl_st *tls;    /* NULL: plain (see client_tls.h) */
+    size_t tls_bytes;      /* what the TLS state counts as holding */
     uint64_t id;
     struct session *session; /* NULL only while refused at accept */
     struct request_parser parser;
@@ -123,8 +126,9 @@ typedef enum client_run client_execute_fn(struct client *c, size_t argc,
 
 int client_init(uv_loop_t *loop, const struct config *cfg,
                 client_execute_fn *execute);
-/* Accepts one connection from a listening stream (TCP or pipe). */
-void client_accept(uv_stream_t *server);
+/* Accepts one connection from a listening stream (TCP or pipe); tls: it
+ * speaks TLS (a TLS listener's). */
+void client_accept(uv_stream_t *server, bool tls);
 
 /* Where the reply of a command answered now goes (behind any reply still
  * awaited); NULL when out of memory, and the client is then closing. */

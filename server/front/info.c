@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/stats.h"
@@ -56,6 +57,22 @@ static int print_unix_socket(char *out, size_t size)
 {
     return snprintf(out, size, "%s",
                     stats.socket_activated ? "" : info.cfg->unix_socket);
+}
+
+static int print_tls_listen(char *out, size_t size)
+{
+    return snprintf(out, size, "%s",
+                    stats.socket_activated ? "" : info.cfg->tls_listen);
+}
+
+/* Negative once expired; empty without a certificate. */
+static int print_tls_expires(char *out, size_t size)
+{
+    if (stats.tls_cert_not_after == 0)
+        return snprintf(out, size, "%s", "");
+    return snprintf(out, size, "%lld",
+                    (long long)stats.tls_cert_not_after -
+                        (long long)time(NULL));
 }
 
 static int print_config_file(char *out, size_t size)
@@ -150,6 +167,8 @@ static const struct info_setting {
     {STATS_SERVER, "uptime_in_seconds", print_uptime},
     {STATS_SERVER, "listen", print_listen},
     {STATS_SERVER, "unix_socket", print_unix_socket},
+    {STATS_SERVER, "tls_listen", print_tls_listen},
+    {STATS_SERVER, "tls_cert_expires_in_s", print_tls_expires},
     {STATS_SERVER, "config_file", print_config_file},
     {STATS_CLIENTS, "max_clients", print_max_clients},
     {STATS_CLIENTS, "max_client_buffers_bytes", print_max_client_buffers},

@@ -1,9 +1,11 @@
 /*
  * listener.c - bind, listen, accept.
  *
- * The listening sockets are either made here from [server] listen and
- * unix_socket, or, under socket activation, the ones systemd passed: then
- * both keys are ignored, since the socket unit says where to listen.
+ * The listening sockets are either made here from [server] listen,
+ * tls_listen and unix_socket, or, under socket activation, the ones
+ * systemd passed: then those keys are ignored, since the socket unit
+ * says where to listen, and a socket whose FileDescriptorName= is "tls"
+ * is a TLS listener.
  */
 #include "front/listener.h"
 
@@ -17,11 +19,14 @@
 #include "base/log.h"
 #include "base/service.h"
 #include "base/stats.h"
+#include "base/tls_server.h"
 #include "front/client.h"
 
 #define BACKLOG 511
 /* Sockets a socket unit may pass; more are refused at start-up. */
 #define LISTENER_MAX 8
+/* The FileDescriptorName= of a passed socket that speaks TLS. */
+#define TLS_SOCKET_NAME "tls"
 
 struct listen_socket {
     union {
@@ -30,6 +35,7 @@ struct listen_socket {
         uv_tcp_t tcp;
         uv_pipe_t pipe;
     } io;
+    bool tls; /* its clients speak TLS */
     /* a socket file of ours, removed on close */
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
@@ -45,7 +51,7 @@ static void on_connection(uv_stream_t *server, int status)
         log_warn("accept: %s", uv_strerror(status));
         return;
     }
-    client_accept(server);
+    client_accept(server, ((struct listen_socket *)server->data)->tls);
 }
 
 /* The next free slot, or NULL. Its handle counts (and is closed by
@@ -56,9 +62,12 @@ static struct listen_socket *next_socket(void)
                                          : NULL;
 }
 
-static void listener_added(void)
+static void listener_added(bool tls)
 {
-    listener.count++;
+    struct listen_socket *ls = &listener.sockets[listener.count++];
+
+    ls->io.handle.data = ls;
+    ls->tls = tls;
 }
 
 static int start_listening(struct listen_socket *ls, const char *what)
@@ -81,9 +90,8 @@ int listener_address(const char *addr, struct sockaddr_storage *sa)
         return UV_EINVAL;
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)sa) == 0)
         return 0;
-    return uv_ip6_addr(host, port, (struct sockaddr_in6 *)sa) == 0
-               ? 0
-               : UV_EINVAL;
+    return uv_ip6_addr(host, port, (struct sockaddr_in6 *)sa) == 0 ? 0
+                                                                   : UV_EINVAL;
 }
 
 int listener_check(const struct config *cfg, char *why, size_t size)
@@ -97,15 +105,21 @@ int listener_check(const struct config *cfg, char *why, size_t size)
         snprintf(why, size,
                  "[server] listen %s: not a numeric IPv4 or IPv6 host:port",
                  cfg->listen);
+    else if (cfg->tls_listen[0] != '\0' &&
+             listener_address(cfg->tls_listen, &sa) != 0)
+        snprintf(why, size,
+                 "[server] tls_listen %s: not a numeric IPv4 or IPv6 host:port",
+                 cfg->tls_listen);
     else
         return 0;
     return -1;
 }
 
-static int listen_tcp(uv_loop_t *loop, const char *addr)
+static int listen_tcp(uv_loop_t *loop, const char *addr, bool tls)
 {
     struct listen_socket *ls = next_socket();
     struct sockaddr_storage sa;
+    char what[160];
     int err;
 
     if (listener_address(addr, &sa) != 0)
@@ -113,13 +127,16 @@ static int listen_tcp(uv_loop_t *loop, const char *addr)
     err = uv_tcp_init(loop, &ls->io.tcp);
     if (err != 0)
         return err;
-    listener_added();
+    listener_added(tls);
     err = uv_tcp_bind(&ls->io.tcp, (const struct sockaddr *)&sa, 0);
     if (err != 0) {
         log_error("listen %s: %s", addr, uv_strerror(err));
         return err;
     }
-    return start_listening(ls, addr);
+    if (!tls)
+        return start_listening(ls, addr);
+    snprintf(what, sizeof(what), "%s (TLS)", addr);
+    return start_listening(ls, what);
 }
 
 /* A socket file nobody accepts on is left over from a crash: remove it.
@@ -183,7 +200,7 @@ static int listen_unix(uv_loop_t *loop, const char *path, mode_t mode)
         log_error("unix socket %s: %s", path, uv_strerror(err));
         return err;
     }
-    listener_added();
+    listener_added(false);
     err = uv_pipe_bind(&ls->io.pipe, path);
     if (err == 0) {
         snprintf(ls->unix_path, sizeof(ls->unix_path), "%s", path);
@@ -196,12 +213,15 @@ static int listen_unix(uv_loop_t *loop, const char *path, mode_t mode)
     return start_listening(ls, what);
 }
 
-/* Adopts one socket systemd passed. Its file, if any, is systemd's. */
-static int adopt_socket(uv_loop_t *loop, int fd)
+/* Adopts one socket systemd passed, named name. Its file, if any, is
+ * systemd's. */
+static int adopt_socket(uv_loop_t *loop, const struct config *cfg, int fd,
+                        const char *name)
 {
     struct listen_socket *ls = next_socket();
     int kind = service_socket_kind(fd), err;
-    char what[32];
+    bool tls = name != NULL && strcmp(name, TLS_SOCKET_NAME) == 0;
+    char what[48];
 
     if (ls == NULL) {
         log_error("socket activation: more than %d sockets", LISTENER_MAX);
@@ -213,18 +233,24 @@ static int adopt_socket(uv_loop_t *loop, int fd)
                   fd);
         return UV_EINVAL;
     }
+    if (tls && !tls_server_configured(cfg)) {
+        log_error("socket activation: fd %d is named \"%s\" but [server] "
+                  "tls_cert_file is not set",
+                  fd, TLS_SOCKET_NAME);
+        return UV_EINVAL;
+    }
     err = kind ? uv_pipe_init(loop, &ls->io.pipe, 0)
                : uv_tcp_init(loop, &ls->io.tcp);
     if (err != 0)
         return err;
-    listener_added();
+    listener_added(tls);
     err = kind ? uv_pipe_open(&ls->io.pipe, fd) : uv_tcp_open(&ls->io.tcp, fd);
     if (err != 0) {
         log_error("socket activation: fd %d: %s", fd, uv_strerror(err));
         return err;
     }
-    snprintf(what, sizeof(what), "passed %s socket (fd %d)",
-             kind ? "unix" : "TCP", fd);
+    snprintf(what, sizeof(what), "passed %s socket (fd %d)%s",
+             kind ? "unix" : "TCP", fd, tls ? " (TLS)" : "");
     return start_listening(ls, what);
 }
 
@@ -238,7 +264,9 @@ static int listen_configured(uv_loop_t *loop, const struct config *cfg)
         return UV_EINVAL;
     }
     if (cfg->listen[0] != '\0')
-        err = listen_tcp(loop, cfg->listen);
+        err = listen_tcp(loop, cfg->listen, false);
+    if (err == 0 && cfg->tls_listen[0] != '\0')
+        err = listen_tcp(loop, cfg->tls_listen, true);
     if (err == 0 && cfg->unix_socket[0] != '\0')
         err =
             listen_unix(loop, cfg->unix_socket, (mode_t)cfg->unix_socket_mode);
@@ -247,7 +275,8 @@ static int listen_configured(uv_loop_t *loop, const struct config *cfg)
 
 int listener_start(uv_loop_t *loop, const struct config *cfg)
 {
-    int first, n = service_passed_sockets(&first), err = 0;
+    char **names;
+    int first, n = service_passed_sockets(&first, &names), err = 0;
 
     if (n < 0) {
         log_error("socket activation: %s", strerror(-n));
@@ -256,11 +285,12 @@ int listener_start(uv_loop_t *loop, const struct config *cfg)
     if (n == 0)
         return listen_configured(loop, cfg);
     stats.socket_activated = 1;
-    log_info("socket activation: %d socket(s) passed; [server] listen and "
-             "unix_socket are not used",
+    log_info("socket activation: %d socket(s) passed; [server] listen, "
+             "tls_listen and unix_socket are not used",
              n);
     for (int i = 0; i < n && err == 0; i++)
-        err = adopt_socket(loop, first + i);
+        err = adopt_socket(loop, cfg, first + i, names ? names[i] : NULL);
+    service_free_names(names);
     return err;
 }
 

@@ -3,8 +3,11 @@
  * (server/base/config.c): every key's setter, and the address-list walker
  * [redis] sentinels goes through, with operator text of any bytes.
  *
- * Input layout: byte 0 picks a key of the settings table (modulo its
- * size); the rest, NUL-terminated, is the value. Besides memory safety,
+ * Input layout: byte 0 picks a key of the settings table, or past its
+ * end a key of a [user NAME] section (acl_set: password_sha256,
+ * commands, names, tls_subject); the rest, NUL-terminated, is the value.
+ * A user row that acl_set accepts must leave a table acl_validate can
+ * judge, and a tls_subject accepted must find its user again. Besides memory safety,
  * it checks that a value config_set accepts for [redis] sentinels walks
  * to its end with config_next_addr without an error, and that every
  * address it yields is one config_split_host_port accepts again. A broken
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/acl.h"
 #include "base/config.h"
 #include "fuzz_check.h"
 
@@ -45,6 +49,24 @@ static void check_addr_list(const char *value)
     CHECK(n == 0);
 }
 
+static const char *const user_keys[] = {"password_sha256", "commands", "names",
+                                        "tls_subject"};
+#define USER_KEYS (sizeof(user_keys) / sizeof(user_keys[0]))
+
+static void check_user_row(const char *key, const char *value)
+{
+    struct acl *acl = NULL;
+    char err[256];
+    int line;
+
+    if (acl_set(&acl, "u", key, value, 1, true, err, sizeof(err)) == 0) {
+        (void)acl_validate(acl, &line, err, sizeof(err));
+        if (strcmp(key, "tls_subject") == 0)
+            CHECK(acl_find_tls_subject(acl, value) == acl_find(acl, "u", 1));
+    }
+    acl_free(acl);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct config cfg;
@@ -56,12 +78,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (keys == 0)
         keys = key_count();
-    k = data[0] % keys;
+    k = data[0] % (keys + USER_KEYS);
     value = malloc(size);
     if (value == NULL)
         return 0;
     memcpy(value, data + 1, size - 1);
     value[size - 1] = '\0';
+    if (k >= keys) {
+        check_user_row(user_keys[k - keys], value);
+        free(value);
+        return 0;
+    }
     config_set_defaults(&cfg);
     if (config_set(&cfg, config_key_section(k), config_key_name(k), value, err,
                    sizeof(err)) == 0 &&

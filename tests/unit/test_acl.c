@@ -148,8 +148,9 @@ START_TEST(command_rules_apply_left_to_right)
                     BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT) | BIT(SUBSCRIBE) |
                     BIT(UNSUBSCRIBE) | BIT(PSUBSCRIBE) | BIT(PUNSUBSCRIBE) |
                     BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE) | BIT(SETPERMITS) |
-                    BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) | BIT(RELEASE) |
-                    BIT(LATCHSET) | BIT(COUNTDOWN) | BIT(LATCHCOUNT) | BIT(AWAIT);
+                    BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) |
+                    BIT(RELEASE) | BIT(LATCHSET) | BIT(COUNTDOWN) |
+                    BIT(LATCHCOUNT) | BIT(AWAIT);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);
@@ -242,7 +243,13 @@ static const struct {
     const char *text;
     const char *expect;
 } bad_users[] = {
-    {"[user a]\ncommands = +@lock\n", ":2: [user a] has no password_sha256"},
+    {"[user a]\ncommands = +@lock\n",
+     ":2: [user a] has no password_sha256 or tls_subject"},
+    {"[user a]\ntls_subject = svc\ntls_subject = svc\n",
+     ":3: tls_subject given twice"},
+    {"[user a]\ntls_subject =\n", ":2: tls_subject: empty"},
+    {"[user a]\ntls_subject = svc\n[user b]\nH\ntls_subject = svc\n",
+     ":4: [user b] has the tls_subject of [user a]"},
     {"[user a]\npassword_sha256 = 12ab\n",
      ":2: password_sha256: not 64 hex digits"},
     {"[user a]\npassword_sha256 = "
@@ -271,6 +278,26 @@ static const struct {
     {"[server]\nmax_auth_failures = 0\n",
      ":2: max_auth_failures: 0 is out of range [1, 100]"},
 };
+
+/* A tls_subject user needs no password, is found by its CN, and cannot
+ * be logged in as with AUTH. */
+START_TEST(tls_subject_user)
+{
+    struct config cfg;
+    char err[256] = "";
+
+    ck_assert_msg(load_text("[user svc]\ntls_subject = orders-service\n"
+                            "commands = +@lock\nnames = orders:*\n",
+                            &cfg, err, sizeof(err)) == 0,
+                  "%s", err);
+    ck_assert_ptr_eq(acl_find_tls_subject(cfg.acl, "orders-service"),
+                     acl_find(cfg.acl, "svc", 3));
+    ck_assert_ptr_null(acl_find_tls_subject(cfg.acl, "orders"));
+    ck_assert_ptr_null(acl_find_tls_subject(cfg.acl, "svc"));
+    ck_assert_ptr_null(acl_authenticate(cfg.acl, "", "svc", 3, "", 0));
+    config_free(&cfg);
+}
+END_TEST
 
 START_TEST(bad_users_name_line_and_reason)
 {
@@ -344,6 +371,7 @@ Suite *acl_suite(void)
     tcase_add_test(tc, categories_cover_every_command_once);
     tcase_add_test(tc, categories_of_a_command);
     tcase_add_test(tc, names_lines_add_up);
+    tcase_add_test(tc, tls_subject_user);
     tcase_add_loop_test(tc, bad_users_name_line_and_reason, 0,
                         (int)(sizeof(bad_users) / sizeof(bad_users[0])));
     tcase_add_test(tc, reload_swaps_users_when_they_change);

@@ -170,6 +170,8 @@ class Client extends EventEmitter {
    * lostEvents (default true), poolSize (idle wait connections kept,
    * default 4), maxConnections (wait connections at once, default 32),
    * connectTimeoutMs (default 2000), commandTimeoutMs (default 10000),
+   * tls (tls.connect() options for rlockd's [server] tls_listen: ca,
+   * cert, key, servername; ioredis's `tls`).
    * clientName: what CLIENT LIST, OWNERS ... WITHNAMES and rlockd's log
    * call its connections (default "<host>/<program>/<pid>"; "": none).
    * Call connect() (or use Client.connect()) before anything else.
@@ -201,6 +203,8 @@ class Client extends EventEmitter {
       autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 0,
       keepAlive: 10000,              // a waiting LOCK notices a vanished host
+      // rlockd's [server] tls_listen: tls.connect() options, as ioredis takes them
+      ...(options.tls ? { tls: options.tls } : {}),
     };
     // AUTH is sent by _dial, not by ioredis, whose refused AUTH closes
     // the connection without saying why

@@ -58,6 +58,13 @@ class _UnixConnection(_Identified, redis.asyncio.UnixDomainSocketConnection):
     pass
 
 
+class _TlsConnection(_Identified, redis.asyncio.SSLConnection):
+    pass
+
+
+CONNECTION_CLASSES = {"tcp": _TcpConnection, "unix": _UnixConnection, "tls": _TlsConnection}
+
+
 async def exchange(conn, request, command_timeout):
     try:
         await conn.send_command(*request.args, check_health=False)
@@ -114,17 +121,18 @@ class AsyncClient:
 
     def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
-                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None):
+                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None,
+                 tls=False, tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
         self.identity = Identity.new(client_id)
         self.command_timeout = command_timeout
         self.heartbeat_ms = heartbeat_ms or 0
         self.lost_events = lost_events
         self.book = HoldBook(self.identity, asyncio.Event, self._tell_lost)
         self._callbacks = [on_lost] if on_lost else []
-        self._kwargs, transport = core.connection_kwargs(address, username, password,
-                                                         connect_timeout, command_timeout,
-                                                         client_name)
-        self._cls = _UnixConnection if transport == "unix" else _TcpConnection
+        self._kwargs, transport = core.connection_kwargs(
+            address, username, password, connect_timeout, command_timeout, client_name,
+            core.tls_settings(tls, tls_ca_file, tls_cert_file, tls_key_file))
+        self._cls = CONNECTION_CLASSES[transport]
         self._idle = []                              # connections free for a command
         self._all = weakref.WeakSet()
         self._task_ids = weakref.WeakKeyDictionary()  # task -> thread-id

@@ -59,6 +59,13 @@ class _UnixConnection(_Identified, redis.UnixDomainSocketConnection):
     pass
 
 
+class _TlsConnection(_Identified, redis.SSLConnection):
+    pass
+
+
+CONNECTION_CLASSES = {"tcp": _TcpConnection, "unix": _UnixConnection, "tls": _TlsConnection}
+
+
 def exchange(conn, request, command_timeout):
     """Sends one request on conn and reads its reply, waiting as long as
     the request may wait for its lock plus the reply time."""
@@ -136,19 +143,24 @@ class Client:
     password: a [user NAME] of rlockd (password alone: its auth_token).
     client_name: what CLIENT LIST, OWNERS ... WITHNAMES and rlockd's log
     call this client's connections (None: "<host>/<program>/<pid>"; "":
-    no name)."""
+    no name). tls=True: TLS to rlockd's [server] tls_listen, its
+    certificate verified for the address's host against tls_ca_file
+    (None: the system's trust store); tls_cert_file and tls_key_file: a
+    client certificate."""
 
     def __init__(self, address=None, *, client_id=None, username=None,
                  password=None, heartbeat_ms=DEFAULT_HEARTBEAT_MS, on_lost=None,
-                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None):
+                 lost_events=True, connect_timeout=2.0, command_timeout=10.0, client_name=None,
+                 tls=False, tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
         self.identity = Identity.new(client_id)
         self.command_timeout = command_timeout
         self.heartbeat_ms = heartbeat_ms or 0
         self.book = HoldBook(self.identity, threading.Event, self._tell_lost)
         self._callbacks = [on_lost] if on_lost else []
-        kwargs, transport = core.connection_kwargs(address, username, password, connect_timeout,
-                                              command_timeout, client_name)
-        cls = _UnixConnection if transport == "unix" else _TcpConnection
+        kwargs, transport = core.connection_kwargs(
+            address, username, password, connect_timeout, command_timeout, client_name,
+            core.tls_settings(tls, tls_ca_file, tls_cert_file, tls_key_file))
+        cls = CONNECTION_CLASSES[transport]
         self._new_conn = lambda: cls(rlockd_client=self, **kwargs)
         self._local = threading.local()
         self._thread_ids = itertools.count(1)

@@ -96,13 +96,16 @@ def default_client_name():
 
 
 def connection_kwargs(address, username, password, connect_timeout, command_timeout,
-                      client_name=None):
+                      client_name=None, tls=None):
     """redis-py connection arguments for an rlockd address, and its
-    transport ("tcp" or "unix": which connection class takes them).
+    transport ("tcp", "tls" or "unix": which connection class takes them).
     address None: $RLOCK_ADDR, else 127.0.0.1:7379; no username and no
     password: $RLOCK_USER and $RLOCK_PASSWORD (a login), else $RLOCK_AUTH
     (rlockd's auth_token), as the rlock command. client_name None:
-    default_client_name(); "": none."""
+    default_client_name(); "": none. tls: None, or (ca_file, cert_file,
+    key_file) for rlockd's [server] tls_listen: its certificate verified,
+    for the address's host, against ca_file (None: the system's trust
+    store)."""
     address = address or os.environ.get("RLOCK_ADDR") or DEFAULT_ADDRESS
     if username is None and password is None:
         username = os.environ.get("RLOCK_USER") or None
@@ -113,9 +116,21 @@ def connection_kwargs(address, username, password, connect_timeout, command_time
                   socket_connect_timeout=connect_timeout, decode_responses=True,
                   client_name=default_client_name() if client_name is None else client_name or None)
     if transport == "unix":
+        if tls is not None:
+            raise ValueError("TLS needs a host:port address, not %r" % address)
         return dict(kwargs, path=where), "unix"
     # keepalive: a LOCK waiting with no timeout notices a vanished host
-    return dict(kwargs, host=where, port=port, socket_keepalive=True), "tcp"
+    kwargs = dict(kwargs, host=where, port=port, socket_keepalive=True)
+    if tls is None:
+        return kwargs, "tcp"
+    ca_file, cert_file, key_file = tls
+    return dict(kwargs, ssl_ca_certs=ca_file, ssl_certfile=cert_file, ssl_keyfile=key_file,
+                ssl_cert_reqs="required", ssl_check_hostname=True), "tls"
+
+
+def tls_settings(tls, ca_file, cert_file, key_file):
+    """connection_kwargs' tls from a client's arguments."""
+    return (ca_file, cert_file, key_file) if tls else None
 
 
 @dataclasses.dataclass(frozen=True)
