@@ -412,6 +412,14 @@ def system_python(*modules):
     return SYSTEM_PYTHON
 
 
+def redis_cli():
+    """The redis-cli command's path; Skip naming its package otherwise."""
+    exe = which("redis-cli")
+    if not exe:
+        raise Skip("redis-cli not found (apt-get install redis-tools)")
+    return exe
+
+
 def ruby_redis():
     """ruby, once it can require Debian's ruby-redis; Skip otherwise."""
     ruby = which("ruby")
@@ -927,9 +935,7 @@ class Env:
 
     def redis_cli(self, *args, stdin=None, port=None, raw=False, timeout=10.0):
         """Runs redis-cli (Skip when it is not installed); returns stdout stripped."""
-        exe = which("redis-cli")
-        if not exe:
-            raise Skip("redis-cli not found (install redis-tools)")
+        exe = redis_cli()
         argv = [exe, "-h", HOST, "-p", str(port or self.redis_port)]
         if port is None and self.redis_server.password is not None:
             argv += ["-a", self.redis_server.password, "--no-auth-warning"]

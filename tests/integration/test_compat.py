@@ -13,7 +13,7 @@ import tempfile
 import time
 import uuid
 
-from harness import (HOST, Env, RespClient, Skip, assert_eq, assert_error, node_with,
+from harness import (Env, HOST, RespClient, Skip, assert_eq, assert_error, node_with, redis_cli,
                      ruby_redis, system_python, wait_info, wait_until, which)
 
 LEASE_MS = 200
@@ -591,9 +591,7 @@ def test_hiredis_with_default_options(env):
 
 
 def test_redis_cli_with_default_options(env):
-    cli = which("redis-cli")
-    if not cli:
-        raise Skip("redis-cli not found (apt-get install redis-tools)")
+    cli = redis_cli()
     cid, secret = _identity()
     n = env.name("redis-cli")
     out = _run([cli, "-p", str(env.port)], "redis-cli",

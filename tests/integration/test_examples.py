@@ -18,7 +18,8 @@ import subprocess
 import textwrap
 import time
 
-from harness import HOST, Skip, TempDir, assert_eq, node_with, ruby_redis, system_python, which
+from harness import (HOST, Skip, TempDir, assert_eq, node_with, redis_cli, ruby_redis,
+                     system_python, which)
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 1000}}
 
@@ -102,8 +103,7 @@ def test_node_example_locks_waits_for_holder_and_unlocks(env):
 def test_fencing_example_rejects_the_paused_holders_write(env):
     """examples/fencing.sh, which the README shows: the later holder's token is
     accepted, the stalled one's refused."""
-    if not which("redis-cli"):
-        raise Skip("redis-cli not found (install redis-tools)")
+    redis_cli()
     n = env.name("fencing")
     r = subprocess.run(["sh", os.path.join(EXAMPLES, "fencing.sh"), str(env.port), n],
                        capture_output=True, text=True, timeout=30)
@@ -131,8 +131,7 @@ def test_redis_cli_example_locks_with_a_lease_and_unlocks(env):
     """examples/redis_cli_lock.sh: its LOCK waits for another client's hold,
     then LOCK (with a lease), another owner's TRYLOCK and UNLOCK answer
     OK, 0 and 1 through one redis-cli."""
-    if not which("redis-cli"):
-        raise Skip("redis-cli not found (apt-get install redis-tools)")
+    redis_cli()
     script = os.path.join(EXAMPLES, "redis_cli_lock.sh")
     addr = "%s:%d" % (HOST, env.port)
     for args, proc_env in ((["sh", script, None, addr], {k: v for k, v in os.environ.items()

@@ -6,8 +6,8 @@ import struct
 import subprocess
 import time
 
-from harness import (HOST, Env, RespClient, RespError, Status, assert_eq, assert_error,
-                     Skip, encode_command, parse_info, wait_until, which)
+from harness import (Env, HOST, RespClient, RespError, Status, assert_eq, assert_error,
+                     encode_command, parse_info, redis_cli, wait_until)
 
 MAX_REQUEST_BYTES = 4096
 MAX_REQUEST_ARGS = 16
@@ -407,9 +407,7 @@ def test_inline_quoted_arguments(env):
 
 
 def test_redis_cli_talks_to_rlockd(env):
-    exe = which("redis-cli")
-    if not exe:
-        raise Skip("redis-cli not found (install redis-tools)")
+    exe = redis_cli()
     n = env.name("cli")
     out = env.redis_cli("PING", port=env.port, raw=True)
     assert_eq(out, "PONG", "redis-cli PING")

@@ -4,7 +4,7 @@ pub/sub messages are pushes, so that the connection holding the locks
 hears of their loss itself, before the reply to any later command that
 could observe it. HELLO 2 and RESET go back to RESP2, which is unchanged."""
 
-from harness import (Push, RespSet, Skip, Verbatim, assert_eq, assert_error, wait_info, which)
+from harness import (Push, RespSet, Verbatim, assert_eq, assert_error, redis_cli, wait_info)
 from test_compat import _identity, _join, _run, flood_a_slow_subscriber
 
 CONFIG = {"lock": {"watchdog_timeout_ms": 600}}
@@ -173,9 +173,7 @@ def test_a_slow_resp3_subscriber_is_dropped_and_harms_nobody():
 
 
 def test_redis_cli_3_shows_maps_and_nulls(env):
-    cli = which("redis-cli")
-    if not cli:
-        raise Skip("redis-cli not found (apt-get install redis-tools)")
+    cli = redis_cli()
     cid, secret = _identity()
     n = env.name("cli3")
     out = _run([cli, "-3", "--no-raw", "-p", str(env.port)], "redis-cli -3",

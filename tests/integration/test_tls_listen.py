@@ -12,8 +12,8 @@ import ssl
 import subprocess
 
 import certs
-from harness import (HOST, Env, RespClient, TempDir, assert_eq, assert_error, free_port,
-                     parse_info, rlock_bin, rlockd_bin, wait_info, wait_until, which)
+from harness import (Env, HOST, RespClient, TempDir, assert_eq, assert_error, free_port,
+                     redis_cli, rlock_bin, rlockd_bin, wait_info)
 
 
 class TlsEnv(Env):
@@ -62,10 +62,7 @@ def tls_info(env):
 
 
 def redis_cli_tls(env, c, *args):
-    exe = which("redis-cli")
-    if not exe:
-        from harness import Skip
-        raise Skip("redis-cli not found (install redis-tools)")
+    exe = redis_cli()
     argv = [exe, "-h", HOST, "-p", str(env.tls_port), "--tls", "--cacert", c.ca, "--no-raw"]
     r = subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True, timeout=10)
     assert r.returncode == 0, "redis-cli --tls %r failed (%d): %s" % (args, r.returncode, r.stderr)
