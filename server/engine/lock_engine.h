@@ -193,7 +193,7 @@ void lock_engine_run_timers(void);
 void lock_engine_backend_ready(void);
 /* Another server serves keys now (a failover): every hold whose key
  * affected() says yes (NULL: every one) is looked for there, and one not
- * found is lost (see lock_engine.c). why names the change for the log. */
+ * found is lost (see ride_through.c). why names the change for the log. */
 void lock_engine_recheck(const char *why,
                          bool (*affected)(const char *key, size_t len));
 /* Answers every waiter with -SHUTDOWN. */

@@ -128,6 +128,20 @@ struct hold *hold_find(struct lock *lock, const struct session *session,
     return NULL;
 }
 
+struct hold *hold_find_by_field(struct lock *lock, const char *field,
+                                size_t len)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &lock->holds) {
+        struct hold *h = list_entry(pos, struct hold, lock_link);
+
+        if (h->field_len == len && memcmp(h->field, field, len) == 0)
+            return h;
+    }
+    return NULL;
+}
+
 static hold_loss_fn *loss_listener;
 
 void lock_table_on_loss(hold_loss_fn *fn)

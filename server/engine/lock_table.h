@@ -43,7 +43,7 @@ struct lock {
     const char *keys[LOCK_KIND_MAX_KEYS]; /* the kind's own, inline */
     size_t key_len[LOCK_KIND_MAX_KEYS];
     unsigned refs;
-    unsigned handoffs; /* in a row, each sent with its release (hand_off) */
+    unsigned handoffs; /* in a row, each sent with its release (waiters.c) */
     struct waiter_queue waiters;   /* struct lock_call, oldest first */
     struct list_node waiting_link; /* locks with waiters */
     struct list_node holds;        /* struct hold.lock_link */
@@ -97,6 +97,9 @@ size_t owner_field(char *out, const struct lock_kind *kind,
 
 struct hold *hold_find(struct lock *lock, const struct session *session,
                        uint64_t thread_id);
+/* The hold this daemon has for an owner field, whoever's call asks. */
+struct hold *hold_find_by_field(struct lock *lock, const char *field,
+                                size_t len);
 /* Records that session/thread holds lock under field; NULL when out of
  * memory. */
 struct hold *hold_create(struct lock *lock, struct session *session,

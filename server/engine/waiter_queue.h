@@ -2,7 +2,7 @@
  * waiter_queue.h - the FIFO of local clients waiting for one lock.
  *
  * Owns only the order. Waking, timers and Redis belong to the lock
- * engine (lock_engine.c), which lets only the woken waiters at the head
+ * engine (waiters.c), which lets only the woken waiters at the head
  * ask Redis for the lock: that is what makes local hand-off FIFO and
  * keeps a crowd of waiters from stampeding Redis.
  */
