@@ -223,7 +223,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
         call->syncs_out > 0) {
         call->granted_unsynced = true; /* the WAIT's reply decides */
         if (call->state == CALL_QUEUED_ASKING)
-            call->state = CALL_QUEUED;
+            call_set_state(call, CALL_QUEUED);
     } else if (call->state == CALL_FINISHED) {
         /* queued in Redis after its caller left (or maybe, unanswered) */
         call->in_redis_queue = outcome != OUTCOME_GRANTED &&
@@ -239,7 +239,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
         }
     } else {
         if (call->state == CALL_QUEUED_ASKING)
-            call->state = CALL_QUEUED;
+            call_set_state(call, CALL_QUEUED);
         if (reply == NULL)
             acquire_unavailable(call);
         else if (outcome == OUTCOME_GRANTED)
@@ -376,5 +376,5 @@ void acquire_attempt(struct lock_call *call)
         stats.sync_waits++;
     }
     stats.lock_attempts++;
-    call->state = call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING;
+    call_set_state(call, call_queued(call) ? CALL_QUEUED_ASKING : CALL_ASKING);
 }

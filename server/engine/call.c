@@ -50,6 +50,54 @@ void call_unref(struct lock_call *call)
     free(call);
 }
 
+/* Which moves are legal: a bit for each state a state may go to. */
+#define TO(state) (1u << (state))
+static const unsigned legal_moves[CALL_STATE_COUNT] = {
+    [CALL_NEW] =
+        TO(CALL_ASKING) | TO(CALL_PARKED) | TO(CALL_QUEUED) | TO(CALL_FINISHED),
+    [CALL_ASKING] =
+        TO(CALL_ASKING) | TO(CALL_PARKED) | TO(CALL_QUEUED) | TO(CALL_FINISHED),
+    [CALL_PARKED] = TO(CALL_NEW) | TO(CALL_FINISHED),
+    [CALL_QUEUED] = TO(CALL_QUEUED_ASKING) | TO(CALL_FINISHED),
+    [CALL_QUEUED_ASKING] = TO(CALL_QUEUED) | TO(CALL_FINISHED),
+    [CALL_FINISHED] = 0,
+};
+#undef TO
+
+static const char *const state_names[CALL_STATE_COUNT] = {
+    "NEW", "ASKING", "PARKED", "QUEUED", "QUEUED_ASKING", "FINISHED"};
+
+static bool queued_state(enum call_state state)
+{
+    return state == CALL_QUEUED || state == CALL_QUEUED_ASKING;
+}
+
+/*
+ * The one writer of call->state. It keeps the state and the lists in
+ * step: it puts a call on engine.parked and takes it off, and it checks
+ * that a call is in its lock's queue exactly while queued (waiters.c
+ * links it before, and unlinks it after). A move the table does not
+ * list is a bug that would lose or answer twice a caller: it aborts.
+ */
+void call_set_state(struct lock_call *call, enum call_state to)
+{
+    enum call_state from = call->state;
+    bool legal = legal_moves[from] & (1u << to);
+
+    if (!legal || queued_state(to) != list_linked(&call->queue_link)) {
+        log_error("lock call on '%.*s': %s from %s to %s",
+                  (int)call->lock->name_len, call->lock->name,
+                  legal ? "its queue is out of step with the move" : "no move",
+                  state_names[from], state_names[to]);
+        abort();
+    }
+    if (from == CALL_PARKED)
+        list_remove(&call->park_link);
+    if (to == CALL_PARKED)
+        list_push_tail(&engine.parked, &call->park_link);
+    call->state = to;
+}
+
 bool call_queued(const struct lock_call *call)
 {
     return call->state == CALL_QUEUED || call->state == CALL_QUEUED_ASKING;
@@ -154,12 +202,10 @@ bool call_owner_holds(const struct lock_call *call, struct lock *lock)
 /* What a call leaves in Redis when it ends unanswered by Redis: an
  * acquire or UNLOCK that may have run is settled, and one granted while
  * its WAIT was out is undone (its caller is not told it has the lock). */
-void call_let_go(struct lock_call *call)
+static void call_let_go(struct lock_call *call)
 {
     struct hold *hold;
 
-    if (list_linked(&call->park_link))
-        list_remove(&call->park_link);
     if (call->releasing &&
         (hold = hold_find(call->lock, call->session, call->thread_id)) != NULL)
         hold->releasing -= call->amount;
@@ -178,6 +224,18 @@ void call_let_go(struct lock_call *call)
     release_leave_queue(call);
 }
 
+/* Ends a call, answered or abandoned: out of its queue, what it leaves
+ * in Redis let go; granted says whether the lock was just taken. */
+void call_end(struct lock_call *call, bool granted)
+{
+    if (call_queued(call))
+        waiters_dequeue(call, granted);
+    call_let_go(call);
+    timer_stop(&call->timer);
+    call_set_state(call, CALL_FINISHED);
+    call->session = NULL;
+}
+
 /* Answers the caller once; granted says whether the lock was just taken. */
 void call_finish(struct lock_call *call, bool granted,
                  const struct lock_result *result)
@@ -185,12 +243,7 @@ void call_finish(struct lock_call *call, bool granted,
     if (call->recorded && !granted &&
         hold_find(call->lock, call->session, call->thread_id) == NULL)
         record_forget(call->session, call->lock, call->thread_id);
-    if (call_queued(call))
-        waiters_dequeue(call, granted);
-    call_let_go(call);
-    timer_stop(&call->timer);
-    call->state = CALL_FINISHED;
-    call->session = NULL;
+    call_end(call, granted);
     call->done(call->ctx, result);
     call->done = NULL;
     call_unref(call);
@@ -261,7 +314,7 @@ static void call_timer_fired(struct timer *timer)
 {
     struct lock_call *call = list_entry(timer, struct lock_call, timer);
 
-    if (list_linked(&call->park_link))
+    if (call->state == CALL_PARKED)
         call_finish_unavailable(call); /* retry_timeout_ms without Redis */
     else if (timers_now() >= call->deadline_ms)
         call_finish_not_granted(call);

@@ -29,11 +29,27 @@
 #define UNAVAILABLE_RETRY_MS 100
 #define NO_DEADLINE TIMER_NEVER
 
+/*
+ * Where a call is. Only call_set_state() changes it, and it aborts on a
+ * move the table in call.c does not list. Each state says which list the
+ * call is on, as pgbouncer's SocketState does:
+ *
+ *   NEW -> ASKING | PARKED | QUEUED | FINISHED
+ *   ASKING -> ASKING | PARKED | QUEUED | FINISHED
+ *   PARKED -> NEW | FINISHED
+ *   QUEUED -> QUEUED_ASKING | FINISHED
+ *   QUEUED_ASKING -> QUEUED | FINISHED
+ *
+ * A FINISHED call goes nowhere: its caller has had its answer.
+ */
 enum call_state {
-    CALL_ASKING,        /* its request is in flight; not queued */
-    CALL_QUEUED,        /* in its lock's queue, asleep until woken */
-    CALL_QUEUED_ASKING, /* in the queue, its acquire in flight */
+    CALL_NEW,           /* started or resumed, nothing asked; no list */
+    CALL_ASKING,        /* its request is in flight; no list */
+    CALL_PARKED,        /* waiting for Redis to serve its key: engine.parked */
+    CALL_QUEUED,        /* asleep until woken: its lock's waiters */
+    CALL_QUEUED_ASKING, /* its lock's waiters, its acquire in flight */
     CALL_FINISHED,      /* answered or abandoned; a reply may still come */
+    CALL_STATE_COUNT
 };
 
 struct lock_call {
@@ -90,7 +106,7 @@ struct lock_call {
      * this waiter's, while queued. */
     struct backend_listener listener;
     struct timer timer;
-    /* Waiting for Redis (engine.parked): resume runs once its key can be
+    /* CALL_PARKED (engine.parked): resume runs once its key can be
      * served, the timer ends the wait at retry_timeout_ms. */
     struct list_node park_link;
     void (*resume)(struct lock_call *call);
@@ -135,6 +151,7 @@ static inline bool kind_has_tokens(const struct lock_kind *kind)
 /* call.c: a call's life, from new to finished. */
 struct lock_call *call_new(struct lock *lock, enum lock_op op);
 void call_unref(struct lock_call *call);
+void call_set_state(struct lock_call *call, enum call_state to);
 bool call_queued(const struct lock_call *call);
 int64_t call_effective_lease(const struct lock_call *call);
 int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
@@ -143,7 +160,7 @@ enum lock_outcome call_read(const struct lock_call *call, enum lock_op op,
                             const struct backend_value *reply, int64_t *value);
 bool call_owner_holds(const struct lock_call *call, struct lock *lock);
 void call_proceed(struct lock_call *call);
-void call_let_go(struct lock_call *call);
+void call_end(struct lock_call *call, bool granted);
 void call_finish(struct lock_call *call, bool granted,
                  const struct lock_result *result);
 void call_finish_integer(struct lock_call *call, int64_t value);

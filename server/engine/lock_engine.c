@@ -3,10 +3,10 @@
  * abandoning a call, and the engine as a whole (init, backend ready,
  * shutdown, free).
  *
- * A call moves ASKING -> (QUEUED <-> QUEUED_ASKING)* -> FINISHED; the
- * files that move it are listed in engine_int.h. The rule that runs
- * through them: a hold this daemon lost is told to its owner at its next
- * LOCK or UNLOCK, and never taken anew behind its back.
+ * A call's states and their moves are in engine_int.h, with the files
+ * that move it. The rule that runs through them: a hold this daemon lost
+ * is told to its owner at its next LOCK or UNLOCK, and never taken anew
+ * behind its back.
  *
  * Never: know a lock kind's scripts or the record's format. It goes
  * through the kind table and session_store.c.
@@ -122,12 +122,7 @@ void lock_engine_stop_waiting(struct lock_call *call, const char *why)
 
 void lock_engine_abandon(struct lock_call *call)
 {
-    if (call_queued(call))
-        waiters_dequeue(call, false);
-    call_let_go(call);
-    timer_stop(&call->timer);
-    call->state = CALL_FINISHED;
-    call->session = NULL;
+    call_end(call, false);
     call->done = NULL;
     call_unref(call);
 }

@@ -41,7 +41,7 @@ void release_in_background(struct lock *lock, enum lock_op op,
                   lock->name);
         return;
     }
-    call->state = CALL_FINISHED;
+    call_set_state(call, CALL_FINISHED);
     call->background = true;
     memcpy(call->field, field, field_len);
     call->field_len = field_len;
@@ -63,7 +63,7 @@ void release_leave_send(struct lock *lock, const char *field, size_t field_len)
                   (int)lock->name_len, lock->name);
         return;
     }
-    leave->state = CALL_FINISHED;
+    call_set_state(leave, CALL_FINISHED);
     leave->background = true;
     memcpy(leave->field, field, field_len);
     leave->field_len = field_len;
@@ -263,7 +263,7 @@ void release_send(struct lock_call *call)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
 
-    call->state = CALL_ASKING;
+    call_set_state(call, CALL_ASKING);
     if (call_send(call, call->op,
                   hold ? hold->lease_ms : engine.cfg->watchdog_timeout_ms,
                   on_command_reply) != 0)

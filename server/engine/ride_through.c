@@ -57,7 +57,7 @@ void ride_park(struct lock_call *call, void (*resume)(struct lock_call *call))
         return;
     }
     call->resume = resume;
-    if (list_linked(&call->park_link))
+    if (call->state == CALL_PARKED)
         return;
     if (timer_start(&call->timer, call->unavailable_since_ms +
                                       (uint64_t)engine.cfg->retry_timeout_ms) !=
@@ -65,7 +65,7 @@ void ride_park(struct lock_call *call, void (*resume)(struct lock_call *call))
         call_finish_error(call, REPLY_ERR, "out of memory");
         return;
     }
-    list_push_tail(&engine.parked, &call->park_link);
+    call_set_state(call, CALL_PARKED);
 }
 
 /* Resumes every parked call whose key can be served now. */
@@ -74,7 +74,8 @@ void ride_resume_parked(void)
     struct list_node *pos, *tmp;
     struct list_node batch;
 
-    /* A resumed call may park again: take the ready ones off first. */
+    /* A resumed call may park again: take the ready ones off first (still
+     * parked, on the batch: call_set_state unlinks them from either). */
     list_init(&batch);
     list_for_each_safe (pos, tmp, &engine.parked) {
         struct lock_call *call = list_entry(pos, struct lock_call, park_link);
@@ -87,7 +88,7 @@ void ride_resume_parked(void)
     while ((pos = list_first(&batch)) != NULL) {
         struct lock_call *call = list_entry(pos, struct lock_call, park_link);
 
-        list_remove(&call->park_link);
+        call_set_state(call, CALL_NEW);
         timer_stop(&call->timer);
         call->resume(call);
     }
@@ -173,7 +174,7 @@ static void settle_send(struct unsettled *u)
                   (int)u->lock->name_len, u->lock->name);
         return;
     }
-    call->state = CALL_FINISHED;
+    call_set_state(call, CALL_FINISHED);
     call->background = true;
     memcpy(call->field, u->field, u->field_len);
     call->field_len = u->field_len;
@@ -259,7 +260,7 @@ static void recheck_send(struct hold *hold)
                   (int)hold->lock->name_len, hold->lock->name);
         return;
     }
-    call->state = CALL_FINISHED;
+    call_set_state(call, CALL_FINISHED);
     memcpy(call->field, hold->field, hold->field_len);
     call->field_len = hold->field_len;
     call->count = hold->count;

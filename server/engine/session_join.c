@@ -133,7 +133,7 @@ static void resume_ask(struct lock_join *j, const struct session_entry *e)
         j->err = -ENOMEM;
         return;
     }
-    call->state = CALL_FINISHED;
+    call_set_state(call, CALL_FINISHED);
     call->ctx = j;
     call->thread_id = e->thread_id;
     call->lease_ms = e->lease_ms;

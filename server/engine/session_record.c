@@ -210,7 +210,7 @@ void record_then_attempt(struct lock_call *call)
         acquire_attempt(call);
     } else {
         call->refs++;
-        call->state = CALL_ASKING;
+        call_set_state(call, CALL_ASKING);
     }
 }
 

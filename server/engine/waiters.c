@@ -106,7 +106,7 @@ void waiters_enqueue(struct lock_call *call)
 
     waiter_queue_push_tail(&lock->waiters, &call->queue_link);
     call->queued_us = timers_now_us();
-    call->state = CALL_QUEUED;
+    call_set_state(call, CALL_QUEUED);
     call->session->waiting_count++;
     stats.waiting_clients++;
     if (lock->kind->channel_per_waiter) {
@@ -285,8 +285,7 @@ void waiters_hand_off(struct lock_call *release, const struct hold *hold)
     struct lock_call *head = waiters_head(lock);
 
     if (!kind_one_owner_at_a_time(lock->kind) || hold == NULL || hold->lost ||
-        release->count != release->amount || release->state != CALL_ASKING ||
-        list_linked(&release->park_link))
+        release->count != release->amount || release->state != CALL_ASKING)
         return;
     if (head == NULL || head->state != CALL_QUEUED ||
         lock->handoffs >= (unsigned)engine.cfg->max_handoffs_in_a_row) {

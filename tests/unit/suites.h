@@ -25,6 +25,7 @@
     X(histogram_suite)                                                         \
     X(cluster_map_suite)                                                       \
     X(lock_engine_suite)                                                       \
+    X(call_state_suite)                                                        \
     X(lock_kinds_suite)                                                        \
     X(semaphores_suite)                                                        \
     X(record_keys_suite)                                                       \
