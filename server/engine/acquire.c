@@ -203,7 +203,8 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 {
     struct lock_call *call = arg;
     int64_t pttl = -1;
-    enum lock_outcome outcome = call_read(call, LOCK_OP_ACQUIRE, reply, &pttl);
+    enum lock_outcome outcome =
+        call_read(call->lock, LOCK_OP_ACQUIRE, reply, &pttl);
 
     if (outcome == OUTCOME_GRANTED)
         call->token = pttl; /* what a grant's value is */

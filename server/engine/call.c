@@ -109,43 +109,51 @@ int64_t call_effective_lease(const struct lock_call *call)
                               : engine.cfg->watchdog_timeout_ms;
 }
 
-/* Builds op's call through the lock's kind and sends it; an op the row
- * has no build for is refused, logged, as a call that failed (lock_kind.h
- * says which ops a row may lack, and a unit test holds every row to it). */
-int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
-              backend_reply_fn *on_reply)
+/* Builds op's call through the lock's kind and sends it, arg for
+ * on_reply: args holds the sender's part (field, counts, lease), the
+ * lock's is filled in here. An op the row has no build for is refused,
+ * logged, as a call that failed (lock_kind.h says which ops a row may
+ * lack, and a unit test holds every row to it). */
+int call_eval(struct lock *lock, enum lock_op op, struct lock_call_args *args,
+              backend_reply_fn *on_reply, void *arg)
 {
-    struct lock *lock = call->lock;
-    struct lock_call_args args = {.name = lock->name,
-                                  .name_len = lock->name_len,
-                                  .channel = lock->channel,
-                                  .channel_len = lock->channel_len,
-                                  .keys = lock->keys,
-                                  .key_len = lock->key_len,
-                                  .field = call->field,
-                                  .field_len = call->field_len,
-                                  .lease_ms = lease_ms,
-                                  .count = call->count,
-                                  .amount = call->amount,
-                                  .publish = engine.backend->publish(),
-                                  .enqueue = call->may_wait,
-                                  .queue_wait_ms = call->queue_wait_ms,
-                                  .place_ms = engine.cfg->watchdog_timeout_ms};
     struct lock_kind_call kc;
-    int err;
 
+    args->name = lock->name;
+    args->name_len = lock->name_len;
+    args->channel = lock->channel;
+    args->channel_len = lock->channel_len;
+    args->keys = lock->keys;
+    args->key_len = lock->key_len;
+    args->publish = engine.backend->publish();
+    args->place_ms = engine.cfg->watchdog_timeout_ms;
     if (lock->kind->ops[op].build == NULL) {
         log_error("no %s call for a %s ('%.*s'): not sent", lock_op_names[op],
                   lock->kind->name, (int)lock->name_len, lock->name);
         return -ENOSYS;
     }
     if (op == LOCK_OP_ACQUIRE && kind_has_tokens(lock->kind))
-        args.token_floor = fence_memory_floor(lock->name, lock->name_len);
-    lock->kind->ops[op].build(&args, &kc);
-    err = engine.backend->eval(
+        args->token_floor = fence_memory_floor(lock->name, lock->name_len);
+    lock->kind->ops[op].build(args, &kc);
+    return engine.backend->eval(
         &(struct backend_call){kc.script, lock->name, lock->name_len, kc.nkeys,
                                kc.argc, kc.argv, kc.argv_len},
-        on_reply, call);
+        on_reply, arg);
+}
+
+/* Sends op for call; a request in flight holds a reference to it. */
+int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
+              backend_reply_fn *on_reply)
+{
+    struct lock_call_args args = {.field = call->field,
+                                  .field_len = call->field_len,
+                                  .lease_ms = lease_ms,
+                                  .count = call->count,
+                                  .amount = call->amount,
+                                  .enqueue = call->may_wait,
+                                  .queue_wait_ms = call->queue_wait_ms};
+    int err = call_eval(call->lock, op, &args, on_reply, call);
+
     if (err == 0)
         call->refs++;
     return err;
@@ -169,7 +177,7 @@ static const char *foreign_record(const struct backend_value *reply)
  * same for every kind; NULL (Redis did not answer) is a bad reply here,
  * and callers that care test it first.
  */
-enum lock_outcome call_read(const struct lock_call *call, enum lock_op op,
+enum lock_outcome call_read(const struct lock *lock, enum lock_op op,
                             const struct backend_value *reply, int64_t *value)
 {
     static const char wrong_type[] = "WRONGTYPE", lost[] = "LOCKLOST";
@@ -185,7 +193,7 @@ enum lock_outcome call_read(const struct lock_call *call, enum lock_op op,
     if (reply->type == VALUE_ERROR &&
         strncmp(reply->str, lost, sizeof(lost) - 1) == 0)
         return OUTCOME_NOT_OWNER;
-    return call->lock->kind->ops[op].read(reply, value);
+    return lock->kind->ops[op].read(reply, value);
 }
 
 /* Whether the owner of call holds lock (not lost). */

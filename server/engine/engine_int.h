@@ -4,12 +4,13 @@
  * Why this header exists: the engine was one file, lock_engine.c, which
  * grew past 2,400 lines with a dozen concerns calling each other in both
  * directions. It was split by concept (call.c, waiters.c, acquire.c,
- * release.c, ride_through.c, session_record.c, session_join.c and
- * lock_engine.c), and what they share was factored out here, as SQLite's
- * vdbeInt.h did for vdbe.c. The front end and the backend never include
- * it: they see lock_engine.h only. A function declared here carries its
- * file's prefix (call_, waiters_, acquire_, release_, ride_, record_), so
- * that its name says where it lives, as libuv's uv__ names do.
+ * release.c, ride_through.c, session_record.c, session_join.c,
+ * engine_request.c and lock_engine.c), and what they share was factored
+ * out here, as SQLite's vdbeInt.h did for vdbe.c. The front end and the
+ * backend never include it: they see lock_engine.h only. A function
+ * declared here carries its file's prefix (call_, waiters_, acquire_,
+ * release_, ride_, record_, engine_request_), so that its name says where
+ * it lives, as libuv's uv__ names do.
  */
 #ifndef RLOCKD_ENGINE_INT_H
 #define RLOCKD_ENGINE_INT_H
@@ -57,9 +58,8 @@ struct lock_call {
     struct session *session; /* NULL once finished */
     enum lock_op op;
     enum call_state state;
-    bool woken;      /* woken while asking: ask again if refused */
-    bool background; /* a release nobody waits for: log its failure */
-    bool recorded;   /* named "pending" in its session's record */
+    bool woken;    /* woken while asking: ask again if refused */
+    bool recorded; /* named "pending" in its session's record */
     /* Its last acquire or UNLOCK got no reply, so it may have run: it is
      * sent again (the scripts count a repeat once), and a call that ends
      * before a reply settles the owner's count instead. */
@@ -69,7 +69,6 @@ struct lock_call {
     unsigned syncs_out; /* WAITs sent behind its acquires, unanswered */
     bool granted_unsynced; /* granted; the WAIT has not answered */
     unsigned sync_attempts;
-    bool record_pending; /* a resume's count: the record said pending */
     /* An acquire of a kind with a queue in Redis (fair) that may have
      * left its owner there: it leaves at once when the call ends
      * ungranted, rather than block those behind until its place runs
@@ -111,6 +110,25 @@ struct lock_call {
     struct list_node park_link;
     void (*resume)(struct lock_call *call);
     uint64_t unavailable_since_ms; /* 0: Redis answered its last request */
+};
+
+/*
+ * A request the engine sends for itself, which no caller waits for: a
+ * release in the background (a session gone), a leave of a fair queue,
+ * a settle, a failover's recheck, a resume's count. Not a lock_call: it
+ * has no state, no caller and no timer. Its reply function owns it and
+ * frees it (engine_request_free).
+ */
+struct engine_request {
+    struct lock *lock;   /* a reference, dropped when freed */
+    enum lock_op op;     /* what it sends */
+    int64_t count;       /* a settle or recheck: the count to set */
+    void *ctx;           /* a resume's count: its join */
+    uint64_t thread_id;  /* a resume's count: the hold's thread */
+    int64_t lease_ms;    /* a resume's count: the lease recorded */
+    bool record_pending; /* a resume's count: the record said pending */
+    size_t field_len;
+    char field[OWNER_FIELD_SIZE]; /* the owner it is for */
 };
 
 /* The engine's state: one per process. */
@@ -156,7 +174,9 @@ bool call_queued(const struct lock_call *call);
 int64_t call_effective_lease(const struct lock_call *call);
 int call_send(struct lock_call *call, enum lock_op op, int64_t lease_ms,
               backend_reply_fn *on_reply);
-enum lock_outcome call_read(const struct lock_call *call, enum lock_op op,
+int call_eval(struct lock *lock, enum lock_op op, struct lock_call_args *args,
+              backend_reply_fn *on_reply, void *arg);
+enum lock_outcome call_read(const struct lock *lock, enum lock_op op,
                             const struct backend_value *reply, int64_t *value);
 bool call_owner_holds(const struct lock_call *call, struct lock *lock);
 void call_proceed(struct lock_call *call);
@@ -173,6 +193,13 @@ void call_finish_bad_reply(struct lock_call *call,
 void call_finish_wrong_type(struct lock_call *call,
                             const struct backend_value *reply);
 void call_finish_not_granted(struct lock_call *call);
+
+/* engine_request.c: the requests nobody waits for. */
+struct engine_request *engine_request_new(struct lock *lock, enum lock_op op,
+                                          const char *field, size_t field_len);
+int engine_request_send(struct engine_request *r, int64_t lease_ms,
+                        backend_reply_fn *on_reply);
+void engine_request_free(struct engine_request *r);
 
 /* waiters.c: the queue, sleeping, waking, yielding, the hand-off. */
 struct lock_call *waiters_head(struct lock *lock);

@@ -34,20 +34,15 @@ void release_in_background(struct lock *lock, enum lock_op op,
                            const char *field, size_t field_len,
                            int64_t lease_ms)
 {
-    struct lock_call *call = call_new(lock, op);
+    struct engine_request *r = engine_request_new(lock, op, field, field_len);
 
-    if (call == NULL) {
+    if (r == NULL) {
         log_error("out of memory: '%.*s' expires by TTL", (int)lock->name_len,
                   lock->name);
         return;
     }
-    call_set_state(call, CALL_FINISHED);
-    call->background = true;
-    memcpy(call->field, field, field_len);
-    call->field_len = field_len;
-    if (call_send(call, op, lease_ms, release_on_background_reply) != 0)
+    if (engine_request_send(r, lease_ms, release_on_background_reply) != 0)
         ride_settle_later(lock, field, field_len); /* once Redis answers */
-    call_unref(call);
 }
 
 /* Takes the owner out of the lock's queue in Redis; a leave that cannot
@@ -55,7 +50,8 @@ void release_in_background(struct lock *lock, enum lock_op op,
  * left behind would hold up everyone behind it until it runs out). */
 void release_leave_send(struct lock *lock, const char *field, size_t field_len)
 {
-    struct lock_call *leave = call_new(lock, LOCK_OP_LEAVE_QUEUE);
+    struct engine_request *leave =
+        engine_request_new(lock, LOCK_OP_LEAVE_QUEUE, field, field_len);
 
     if (leave == NULL) {
         log_error("out of memory: a waiter stays queued for '%.*s' until its "
@@ -63,14 +59,8 @@ void release_leave_send(struct lock *lock, const char *field, size_t field_len)
                   (int)lock->name_len, lock->name);
         return;
     }
-    call_set_state(leave, CALL_FINISHED);
-    leave->background = true;
-    memcpy(leave->field, field, field_len);
-    leave->field_len = field_len;
-    if (call_send(leave, LOCK_OP_LEAVE_QUEUE, 0, release_on_background_reply) !=
-        0)
+    if (engine_request_send(leave, 0, release_on_background_reply) != 0)
         ride_leave_later(lock, field, field_len);
-    call_unref(leave);
 }
 
 /* A fair acquire that ends ungranted takes its owner out of the queue in
@@ -123,24 +113,27 @@ static void finish_out_of_range(struct lock_call *call, int64_t value)
     call_finish_error(call, REPLY_ERR, message);
 }
 
+/* The reply to a release, leave or settle nobody waits for (an
+ * engine_request): what it could not do is done again once Redis
+ * answers, or logged. */
 void release_on_background_reply(void *arg, const struct backend_value *reply)
 {
-    struct lock_call *call = arg;
+    struct engine_request *r = arg;
     int64_t value = 0;
-    enum lock_outcome outcome = call_read(call, call->op, reply, &value);
+    enum lock_outcome outcome = call_read(r->lock, r->op, reply, &value);
 
     if (outcome == OUTCOME_RELEASED)
-        waiters_freed(call->lock);
-    else if (reply == NULL && call->op == LOCK_OP_LEAVE_QUEUE)
-        ride_leave_later(call->lock, call->field, call->field_len);
-    else if (reply == NULL && call->background) /* it may not have run */
-        ride_settle_later(call->lock, call->field, call->field_len);
-    else if (outcome == OUTCOME_BAD_REPLY && call->background)
+        waiters_freed(r->lock);
+    else if (reply == NULL && r->op == LOCK_OP_LEAVE_QUEUE)
+        ride_leave_later(r->lock, r->field, r->field_len);
+    else if (reply == NULL) /* it may not have run */
+        ride_settle_later(r->lock, r->field, r->field_len);
+    else if (outcome == OUTCOME_BAD_REPLY)
         log_warn("release of '%.*s' for %.*s failed: %s; it expires by TTL",
-                 (int)call->lock->name_len, call->lock->name,
-                 (int)call->field_len, call->field,
+                 (int)r->lock->name_len, r->lock->name, (int)r->field_len,
+                 r->field,
                  reply->type == VALUE_ERROR ? reply->str : "unexpected reply");
-    call_unref(call);
+    engine_request_free(r);
 }
 
 static void release_replied(struct lock_call *call, enum lock_outcome outcome,
@@ -219,7 +212,9 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     enum lock_outcome outcome;
 
     if (call->state == CALL_FINISHED) { /* abandoned: only wake waiters */
-        release_on_background_reply(arg, reply);
+        if (call_read(lock, call->op, reply, &value) == OUTCOME_RELEASED)
+            waiters_freed(lock);
+        call_unref(call);
         return;
     }
     if (reply == NULL) {
@@ -238,7 +233,7 @@ static void on_command_reply(void *arg, const struct backend_value *reply)
     }
     call->resolving = false;
     call->unavailable_since_ms = 0;
-    outcome = call_read(call, call->op, reply, &value);
+    outcome = call_read(call->lock, call->op, reply, &value);
     if (outcome == OUTCOME_BAD_REPLY)
         call_finish_bad_reply(call, reply);
     else if (call->op == LOCK_OP_RELEASE)

@@ -148,11 +148,11 @@ void ride_leave_later(struct lock *lock, const char *field, size_t field_len)
 
 static void on_settle_reply(void *arg, const struct backend_value *reply)
 {
-    struct lock_call *call = arg;
+    struct engine_request *r = arg;
 
     if (reply == NULL) { /* still no answer: again when it can be served */
-        ride_settle_later(call->lock, call->field, call->field_len);
-        call_unref(call);
+        ride_settle_later(r->lock, r->field, r->field_len);
+        engine_request_free(r);
         return;
     }
     stats.acquires_settled++;
@@ -162,26 +162,21 @@ static void on_settle_reply(void *arg, const struct backend_value *reply)
 static void settle_send(struct unsettled *u)
 {
     struct hold *hold = hold_find_by_field(u->lock, u->field, u->field_len);
-    struct lock_call *call;
+    struct engine_request *r;
 
     if (u->op == LOCK_OP_LEAVE_QUEUE) {
         release_leave_send(u->lock, u->field, u->field_len);
         return;
     }
-    call = call_new(u->lock, LOCK_OP_SETTLE);
-    if (call == NULL) {
+    r = engine_request_new(u->lock, LOCK_OP_SETTLE, u->field, u->field_len);
+    if (r == NULL) {
         log_error("out of memory: '%.*s' is settled by its TTL",
                   (int)u->lock->name_len, u->lock->name);
         return;
     }
-    call_set_state(call, CALL_FINISHED);
-    call->background = true;
-    memcpy(call->field, u->field, u->field_len);
-    call->field_len = u->field_len;
-    call->count = hold != NULL && !hold->lost ? hold->count : 0;
-    if (call_send(call, LOCK_OP_SETTLE, 0, on_settle_reply) != 0)
+    r->count = hold != NULL && !hold->lost ? hold->count : 0;
+    if (engine_request_send(r, 0, on_settle_reply) != 0)
         ride_settle_later(u->lock, u->field, u->field_len);
-    call_unref(call);
 }
 
 /* Settles every remembered acquire whose key can be served now. */
@@ -223,11 +218,11 @@ void ride_settle_ready(void)
  */
 static void on_recheck_reply(void *arg, const struct backend_value *reply)
 {
-    struct lock_call *call = arg;
-    struct hold *hold =
-        hold_find_by_field(call->lock, call->field, call->field_len);
+    struct engine_request *r = arg;
+    struct hold *hold = hold_find_by_field(r->lock, r->field, r->field_len);
     int64_t value = 0;
-    enum lock_outcome outcome = call_read(call, LOCK_OP_SETTLE, reply, &value);
+    enum lock_outcome outcome =
+        call_read(r->lock, LOCK_OP_SETTLE, reply, &value);
 
     ride.recheck.in_flight--;
     /* A hold released or lost meanwhile needs no check. */
@@ -248,29 +243,26 @@ static void on_recheck_reply(void *arg, const struct backend_value *reply)
     if (ride.recheck.due == 0 && ride.recheck.in_flight == 0)
         log_warn("%s: %zu lock(s) kept, %zu lost", ride.recheck.why,
                  ride.recheck.kept, ride.recheck.lost);
-    call_unref(call);
+    engine_request_free(r);
 }
 
 static void recheck_send(struct hold *hold)
 {
-    struct lock_call *call = call_new(hold->lock, LOCK_OP_SETTLE);
+    struct engine_request *r = engine_request_new(hold->lock, LOCK_OP_SETTLE,
+                                                  hold->field, hold->field_len);
 
-    if (call == NULL) {
+    if (r == NULL) {
         log_error("out of memory: '%.*s' is checked at its next renewal",
                   (int)hold->lock->name_len, hold->lock->name);
         return;
     }
-    call_set_state(call, CALL_FINISHED);
-    memcpy(call->field, hold->field, hold->field_len);
-    call->field_len = hold->field_len;
-    call->count = hold->count;
-    if (call_send(call, LOCK_OP_SETTLE, 0, on_recheck_reply) == 0) {
+    r->count = hold->count;
+    if (engine_request_send(r, 0, on_recheck_reply) == 0) {
         ride.recheck.in_flight++;
     } else {
         hold->recheck = true;
         ride.recheck.due++;
     }
-    call_unref(call);
 }
 
 /* Sends the checks whose keys can be served now (mark: first marks every

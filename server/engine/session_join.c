@@ -68,27 +68,26 @@ static void join_end(struct lock_join *j, int err)
 }
 
 /* A hold the record names, with the count Redis has for its owner. */
-static void resume_hold(struct lock_join *j, struct lock_call *call,
+static void resume_hold(struct lock_join *j, struct engine_request *r,
                         int64_t count)
 {
     struct session *s = j->session;
     struct hold *hold;
 
-    if (count == 0 && call->record_pending) { /* the acquire never ran */
-        record_forget(s, call->lock, call->thread_id);
+    if (count == 0 && r->record_pending) { /* the acquire never ran */
+        record_forget(s, r->lock, r->thread_id);
         return;
     }
-    hold = hold_create(call->lock, s, call->thread_id, call->field,
-                       call->field_len);
+    hold = hold_create(r->lock, s, r->thread_id, r->field, r->field_len);
     if (hold == NULL) {
         j->err = -ENOMEM;
         return;
     }
     hold->count = count;
-    hold->watchdog = call->lease_ms < 0;
+    hold->watchdog = r->lease_ms < 0;
     hold->lease_ms =
-        hold->watchdog ? engine.cfg->watchdog_timeout_ms : call->lease_ms;
-    if (count > 0 && !call->record_pending) {
+        hold->watchdog ? engine.cfg->watchdog_timeout_ms : r->lease_ms;
+    if (count > 0 && !r->record_pending) {
         j->resumed++;
         if (hold->watchdog)
             watchdog_start_now(hold);
@@ -101,22 +100,22 @@ static void resume_hold(struct lock_join *j, struct lock_call *call,
     hold_mark_lost(hold, count > 0 ? "its acquire was cut short by a restart"
                                    : "it was gone when its session resumed");
     if (count > 0) {
-        ride_settle_later(call->lock, call->field, call->field_len);
+        ride_settle_later(r->lock, r->field, r->field_len);
         ride_settle_ready();
     }
 }
 
 static void on_resume_count(void *arg, const struct backend_value *reply)
 {
-    struct lock_call *call = arg;
-    struct lock_join *j = call->ctx;
+    struct engine_request *r = arg;
+    struct lock_join *j = r->ctx;
     int64_t count = 0;
 
-    if (call_read(call, LOCK_OP_HOLD_COUNT, reply, &count) != OUTCOME_VALUE)
+    if (call_read(r->lock, LOCK_OP_HOLD_COUNT, reply, &count) != OUTCOME_VALUE)
         j->err = -EAGAIN;
     else if (j->err == 0)
-        resume_hold(j, call, count);
-    call_unref(call);
+        resume_hold(j, r, count);
+    engine_request_free(r);
     if (--j->waiting == 0)
         join_end(j, j->err);
 }
@@ -125,26 +124,28 @@ static void on_resume_count(void *arg, const struct backend_value *reply)
 static void resume_ask(struct lock_join *j, const struct session_entry *e)
 {
     struct lock *lock = lock_ref(e->kind, e->key, e->key_len);
-    struct lock_call *call = lock ? call_new(lock, LOCK_OP_HOLD_COUNT) : NULL;
+    char field[OWNER_FIELD_SIZE];
+    struct engine_request *r = NULL;
 
-    if (lock != NULL)
-        lock_unref(lock);
-    if (call == NULL) {
+    if (lock != NULL) {
+        size_t len = owner_field(field, lock->kind, j->session->id,
+                                 j->session->id_len, e->thread_id);
+
+        r = engine_request_new(lock, LOCK_OP_HOLD_COUNT, field, len);
+        lock_unref(lock); /* the request holds its own reference */
+    }
+    if (r == NULL) {
         j->err = -ENOMEM;
         return;
     }
-    call_set_state(call, CALL_FINISHED);
-    call->ctx = j;
-    call->thread_id = e->thread_id;
-    call->lease_ms = e->lease_ms;
-    call->record_pending = e->pending;
-    call->field_len = owner_field(call->field, call->lock->kind, j->session->id,
-                                  j->session->id_len, e->thread_id);
-    if (call_send(call, LOCK_OP_HOLD_COUNT, 0, on_resume_count) == 0)
+    r->ctx = j;
+    r->thread_id = e->thread_id;
+    r->lease_ms = e->lease_ms;
+    r->record_pending = e->pending;
+    if (engine_request_send(r, 0, on_resume_count) == 0)
         j->waiting++;
     else
         j->err = -EAGAIN;
-    call_unref(call);
 }
 
 /* Reads the record again soon, while retry_timeout_ms has not passed
