@@ -42,6 +42,18 @@ PROTOCOL_OBJ = $(patsubst %.c,$(BUILD)/pic/%.o,$(PROTOCOL_SRC))
 PROTOCOL_LIB = $(BUILD)/libprotocol.a
 
 SERVER_SRC   = $(wildcard server/*.c server/*/*.c)
+# The daemon's layers. The engine is also an archive, build/engine.a,
+# which the engine's unit tests and the simulation link with base and
+# protocol only; engine.layered checks that it needs nothing above.
+layer_obj    = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard server/$(1)/*.c))
+BASE_OBJ     = $(call layer_obj,base)
+ENGINE_OBJ   = $(call layer_obj,engine)
+BACKEND_OBJ  = $(call layer_obj,backend)
+FRONT_OBJ    = $(call layer_obj,front)
+ENGINE_LIB   = $(BUILD)/engine.a
+# The backend's pure parsers, which unit tests check too.
+UNIT_BACKEND_OBJ = $(BUILD)/obj/server/backend/cluster_map.o \
+                   $(BUILD)/obj/server/backend/keyslot.o
 # The daemon's objects but main(): with libprotocol, what the unit tests link.
 LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(SERVER_SRC)))
 MAIN_OBJ = $(BUILD)/obj/server/main.o
@@ -87,7 +99,7 @@ SYSCONFDIR ?= /etc
 
 .PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench fuzz clean format
 
-all: $(BUILD)/rlockd $(CLIENT_ALL)
+all: $(BUILD)/rlockd $(CLIENT_ALL) $(BUILD)/engine.layered
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -164,11 +176,36 @@ $(BUILD)/rlockd.8: docs/rlockd.8 FORCE
 $(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/unit_tests: $(LIB_OBJ) $(UNIT_OBJ) $(PROTOCOL_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
+$(ENGINE_LIB): $(ENGINE_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
 
-$(BUILD)/sim_tests: $(LIB_OBJ) $(SIM_OBJ) $(PROTOCOL_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+# The layers, enforced: engine.a may use base, protocol and libraries,
+# never a symbol that only server/front or server/backend defines.
+$(BUILD)/engine.layered: $(ENGINE_LIB) $(BASE_OBJ) $(PROTOCOL_LIB) $(FRONT_OBJ) $(BACKEND_OBJ)
+	@nm -u $(ENGINE_LIB) | awk 'NF == 2 {print $$2}' | sort -u > $@.needs
+	@nm -g --defined-only $(ENGINE_LIB) $(BASE_OBJ) $(PROTOCOL_LIB) | awk 'NF == 3 {print $$3}' | sort -u > $@.below
+	@nm -g --defined-only $(FRONT_OBJ) $(BACKEND_OBJ) | awk 'NF == 3 {print $$3}' | sort -u > $@.above
+	@comm -12 $@.needs $@.above | comm -23 - $@.below > $@.bad
+	@if [ -s $@.bad ]; then \
+	    echo "engine.a uses what only server/front or server/backend defines:" >&2; \
+	    cat $@.bad >&2; rm -f $@.needs $@.below $@.above $@.bad; exit 1; \
+	fi
+	@rm -f $@.needs $@.below $@.above $@.bad
+	@touch $@
+
+# The whole engine archive, so that every engine object must link with
+# what follows it: base and protocol (and the backend's pure parsers for
+# the unit tests), never the front end or the rest of the backend.
+WHOLE_ENGINE = -Wl,--whole-archive $(ENGINE_LIB) -Wl,--no-whole-archive
+
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(ENGINE_LIB) $(UNIT_BACKEND_OBJ) $(BASE_OBJ) $(PROTOCOL_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(UNIT_OBJ) $(WHOLE_ENGINE) $(UNIT_BACKEND_OBJ) $(BASE_OBJ) \
+	    $(PROTOCOL_LIB) $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
+
+$(BUILD)/sim_tests: $(SIM_OBJ) $(ENGINE_LIB) $(BASE_OBJ) $(PROTOCOL_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(SIM_OBJ) $(WHOLE_ENGINE) $(BASE_OBJ) $(PROTOCOL_LIB) \
+	    $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/rlockd-bench: bench/rlockd_bench.c
 	@mkdir -p $(BUILD)
