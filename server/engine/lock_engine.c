@@ -127,6 +127,28 @@ void lock_engine_abandon(struct lock_call *call)
     call_unref(call);
 }
 
+/* ---- sessions, as the front end sees them ------------------------------ */
+
+const char *lock_engine_session_id(const struct session *session)
+{
+    return session->id;
+}
+
+size_t lock_engine_session_id_len(const struct session *session)
+{
+    return session->id_len;
+}
+
+size_t lock_engine_session_hold_count(const struct session *session)
+{
+    return session->hold_count;
+}
+
+bool lock_engine_session_last_with_holds(const struct session *session)
+{
+    return session->connections == 1 && session->hold_count > 0;
+}
+
 /* ---- the engine as a whole -------------------------------------------- */
 
 int lock_engine_init(const struct config *cfg, const struct backend *backend,

@@ -185,6 +185,14 @@ void lock_engine_join_abandon(struct lock_join *join);
  * released (on_disconnect = release) or left to expire, and while
  * shutting down (on_shutdown = keep) left for a later rlockd. */
 void lock_engine_leave(struct session *session);
+/* What the front end may read of a session, which is opaque to it: its
+ * client-id (NUL-terminated) and length, and how many holds it has. */
+const char *lock_engine_session_id(const struct session *session);
+size_t lock_engine_session_id_len(const struct session *session);
+size_t lock_engine_session_hold_count(const struct session *session);
+/* Whether the session's holds would go with its one connection left: it
+ * has one connection, and holds locks. */
+bool lock_engine_session_last_with_holds(const struct session *session);
 
 /* The engine's timer is due (the clock's arm said when). */
 void lock_engine_run_timers(void);

@@ -42,7 +42,6 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "client_id.h"
-#include "engine/session.h"
 #include "front/client_tls.h"
 #include "front/peer.h"
 #include "reply.h"
@@ -214,8 +213,8 @@ static const char *owner_client_name(const char *field, size_t len)
         const struct client *c = list_entry(pos, struct client, link);
 
         if (c->name != NULL && c->session != NULL &&
-            c->session->id_len == id_len &&
-            memcmp(c->session->id, field, id_len) == 0)
+            lock_engine_session_id_len(c->session) == id_len &&
+            memcmp(lock_engine_session_id(c->session), field, id_len) == 0)
             return c->name;
     }
     return NULL;
@@ -703,7 +702,7 @@ static void heartbeat_missed(struct client *c)
     log_warn("%s: nothing heard for its heartbeat of %lld ms; ending client "
              "%s",
              client_label(c, label, sizeof(label)), (long long)c->heartbeat_ms,
-             session->id);
+             lock_engine_session_id(session));
     list_for_each_safe (pos, tmp, &clients.all) {
         struct client *other = list_entry(pos, struct client, link);
 
@@ -1411,13 +1410,14 @@ void client_set_id(struct client *c, const char *id, size_t len,
                    const char *secret, size_t secret_len, bool resume)
 {
     struct session *old = c->session;
-    bool same = old->id_len == len && memcmp(old->id, id, len) == 0;
+    bool same = lock_engine_session_id_len(old) == len &&
+                memcmp(lock_engine_session_id(old), id, len) == 0;
     struct client_slot *slot;
     struct lock_join *join;
     struct buffer *out;
     int err;
 
-    if (same || (old->connections == 1 && old->hold_count > 0)) {
+    if (same || lock_engine_session_last_with_holds(old)) {
         out = client_reply_buffer(c);
         err = out == NULL ? -ENOMEM
               : same      ? reply_simple(out, "OK")

@@ -23,7 +23,6 @@
 #include "client_id.h"
 #include "command.h"
 #include "engine/record_keys.h"
-#include "engine/session.h"
 #include "front/connection.h"
 #include "front/info.h"
 #include "front/pubsub.h"
@@ -184,7 +183,7 @@ static void log_force_unlock(const struct client *c,
              printable(a->name, a->name_len, quoted, sizeof(quoted)),
              client_label(c, label, sizeof label),
              c->user != NULL ? c->user->name : ACL_DEFAULT_USER,
-             c->session->id);
+             lock_engine_session_id(c->session));
 }
 
 /* Every lock, semaphore and latch command: a request for the engine,
@@ -254,7 +253,8 @@ static int command_clientid(struct client *c, const struct command *cmd,
     if (out == NULL)
         return -ENOMEM;
     if (a->name == NULL)
-        return reply_bulk(out, c->session->id, c->session->id_len);
+        return reply_bulk(out, lock_engine_session_id(c->session),
+                          lock_engine_session_id_len(c->session));
     return reply_error(out, REPLY_ERR,
                        "client-id must be 1-64 characters of A-Z a-z "
                        "0-9 . _ -");

@@ -20,7 +20,6 @@
 
 #include "base/acl.h"
 #include "base/version.h"
-#include "engine/session.h"
 #include "reply.h"
 
 static struct {
@@ -224,7 +223,8 @@ static int describe_client(struct buffer *out, const struct client *c)
         c->out.len + c->writing, c->last_command ? c->last_command : "NULL",
         c->user ? c->user->name : ACL_DEFAULT_USER, (int)c->protocol,
         c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "",
-        c->session->id, c->session->hold_count);
+        lock_engine_session_id(c->session),
+        lock_engine_session_hold_count(c->session));
 }
 
 struct client_list {

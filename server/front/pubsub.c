@@ -27,7 +27,7 @@
 
 #include "base/log.h"
 #include "base/stats.h"
-#include "engine/session.h"
+#include "client_id.h"
 #include "reply.h"
 
 #define PREFIX_LEN (sizeof(PUBSUB_LOST_PREFIX) - 1)
@@ -157,8 +157,9 @@ static void push_if_its_own(struct client *c, void *arg)
     const struct lock_loss *loss = arg;
     const struct buffer *message = message_in(c->protocol);
 
-    if (c->session->id_len != loss->client_id_len ||
-        memcmp(c->session->id, loss->client_id, loss->client_id_len) != 0)
+    if (lock_engine_session_id_len(c->session) != loss->client_id_len ||
+        memcmp(lock_engine_session_id(c->session), loss->client_id,
+               loss->client_id_len) != 0)
         return;
     stats.lost_events_sent++;
     client_push(c, message->data, message->len);
@@ -186,9 +187,11 @@ static bool own_channel(const struct client *c, const char *channel, size_t len)
 {
     const struct session *s = c->session;
 
-    return len == PREFIX_LEN + s->id_len &&
+    size_t id_len = lock_engine_session_id_len(s);
+
+    return len == PREFIX_LEN + id_len &&
            memcmp(channel, PUBSUB_LOST_PREFIX, PREFIX_LEN) == 0 &&
-           memcmp(channel + PREFIX_LEN, s->id, s->id_len) == 0;
+           memcmp(channel + PREFIX_LEN, lock_engine_session_id(s), id_len) == 0;
 }
 
 /* One confirmation: [kind, channel (NULL: nil), subscriptions left], a
@@ -228,7 +231,7 @@ int command_subscribe(struct client *c, const struct command *cmd,
                 "a connection subscribes only to the lock-lost channel of "
                 "its own client-id, " PUBSUB_LOST_PREFIX "%s (set the "
                 "client-id with CLIENTID on this connection first)",
-                c->session->id);
+                lock_engine_session_id(c->session));
     client_set_subscribed(c, true);
     for (size_t i = 0; i < a->list_count && err == 0; i++)
         err = write_confirmation(out, c->protocol, "subscribe", a->list[i],
@@ -254,7 +257,8 @@ int command_unsubscribe(struct client *c, const struct command *cmd,
     if (out == NULL)
         return -ENOMEM;
     if (channels && a->list_count == 0 && client_subscribed(c)) {
-        snprintf(own, sizeof(own), PUBSUB_LOST_PREFIX "%s", c->session->id);
+        snprintf(own, sizeof(own), PUBSUB_LOST_PREFIX "%s",
+                 lock_engine_session_id(c->session));
         client_set_subscribed(c, false);
         return write_confirmation(out, c->protocol, cmd->name, own, strlen(own),
                                   0);
