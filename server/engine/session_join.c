@@ -161,11 +161,9 @@ static bool join_read_later(struct lock_join *j)
  * proved by the secret and each hold asked for. */
 static void on_record(void *arg, const struct backend_value *reply)
 {
-    static const char secret[] = "secret";
     const struct backend_value *fields = NULL;
     struct lock_join *j = arg;
     struct session_entry e;
-    bool proved = false;
     char why[SESSION_STORE_KEY_SIZE + 128];
     size_t i;
     int err;
@@ -185,13 +183,7 @@ static void on_record(void *arg, const struct backend_value *reply)
         join_end(j, err);
         return;
     }
-    for (i = 0; i < fields->elements; i += 2)
-        if (fields->element[i].len == sizeof(secret) - 1 &&
-            memcmp(fields->element[i].str, secret, sizeof(secret) - 1) == 0)
-            proved = session_store_secret_matches(j->session,
-                                                  fields->element[i + 1].str,
-                                                  fields->element[i + 1].len);
-    if (fields->elements > 0 && !proved) {
+    if (fields->elements > 0 && !session_store_proved(j->session, fields)) {
         join_end(j, -EPERM);
         return;
     }

@@ -241,14 +241,27 @@ int session_store_read(const struct session *s, backend_reply_fn *fn,
     return send(s, &read_script, NULL, 1, argv, argv_len, fn, arg);
 }
 
-bool session_store_secret_matches(const struct session *s, const char *hex,
-                                  size_t len)
+static bool secret_matches(const struct session *s, const char *hex, size_t len)
 {
     unsigned char digest[DIGEST_SIZE];
 
     return len == 2 * DIGEST_SIZE && s->has_secret &&
            digest_parse_hex(hex, digest) == 0 &&
            digest_equal(digest, s->secret);
+}
+
+bool session_store_proved(const struct session *s,
+                          const struct backend_value *fields)
+{
+    static const char secret[] = SECRET_FIELD;
+    bool proved = false;
+
+    for (size_t i = 0; i < fields->elements; i += 2)
+        if (fields->element[i].len == sizeof(secret) - 1 &&
+            memcmp(fields->element[i].str, secret, sizeof(secret) - 1) == 0)
+            proved = secret_matches(s, fields->element[i + 1].str,
+                                    fields->element[i + 1].len);
+    return proved;
 }
 
 /* A decimal number of at most 18 digits, nothing else: 0 or -EINVAL. */

@@ -93,9 +93,10 @@ int session_store_check(const struct session *s,
                         const struct backend_value *reply,
                         const struct backend_value **fields, char *why,
                         size_t why_size);
-/* Whether the record's secret field proves the session's secret. */
-bool session_store_secret_matches(const struct session *s, const char *hex,
-                                  size_t len);
+/* Whether the record's fields (as session_store_check gave them) hold a
+ * secret field that proves the session's secret. */
+bool session_store_proved(const struct session *s,
+                          const struct backend_value *fields);
 /* Reads a field and value of the record: 0, or -EINVAL for the secret
  * field or anything this version cannot read. */
 int session_store_entry(const char *field, size_t field_len,
