@@ -100,7 +100,7 @@ void call_set_state(struct lock_call *call, enum call_state to)
 
 bool call_queued(const struct lock_call *call)
 {
-    return call->state == CALL_QUEUED || call->state == CALL_QUEUED_ASKING;
+    return queued_state(call->state);
 }
 
 int64_t call_effective_lease(const struct lock_call *call)

@@ -17,8 +17,6 @@
 #include "base/stats.h"
 #include "engine/engine_int.h"
 
-struct unsettled;
-
 static struct {
     struct list_node unsettled; /* struct unsettled.link */
     struct {                    /* holds looked for on a new master */
