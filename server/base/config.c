@@ -120,6 +120,8 @@ static const struct config_row config_rows[] = {
      * (calls wait up to [redis] retry_timeout_ms). */
     INT_ROW("server", "readyz_grace_ms", LIVE, readyz_grace_ms, "0", 0, 600000),
     STR_ROW("server", "auth_token", LIVE | SECRET, auth_token, "", KIND_STRING),
+    /* HTTP's bearer token: every path but /healthz and /readyz needs it */
+    STR_ROW("server", "http_token", LIVE | SECRET, http_token, "", KIND_STRING),
     INT_ROW("server", "max_auth_failures", LIVE, max_auth_failures, "3", 1,
             100),
     INT_ROW("server", "max_clients", LIVE, max_clients, "10000", 1, 1000000),
