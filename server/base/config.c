@@ -145,7 +145,7 @@ static const struct config_row config_rows[] = {
             max_client_buffers_bytes, "134217728", 1 << 20, 1LL << 40),
     INT_ROW("server", "max_request_bytes", LIVE, max_request_bytes, "65536",
             256, 64 << 20),
-    INT_ROW("server", "max_request_args", LIVE, max_request_args, "64", 8,
+    INT_ROW("server", "max_request_args", LIVE, max_request_args, "128", 8,
             4096),
     INT_ROW("server", "max_input_buffer_bytes", LIVE, max_input_buffer_bytes,
             "1048576", 1024, 1 << 30),
@@ -232,6 +232,8 @@ static const struct config_row config_rows[] = {
             "10000", 1, 10000000),
     INT_ROW("lock", "max_held_locks_per_client", LIVE,
             max_held_locks_per_client, "100000", 1, 100000000),
+    INT_ROW("lock", "max_multilock_names", LIVE, max_multilock_names, "64", 1,
+            100000),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
     /* Names whose highest FENCED token is remembered (fence_memory.h). */
     INT_ROW("lock", "fence_memory_names", LIVE, fence_memory_names, "100000",

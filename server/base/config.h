@@ -118,6 +118,7 @@ struct config {
     int64_t max_waiters;
     int64_t max_held_locks;
     int64_t max_waiters_per_client;
+    int64_t max_multilock_names; /* names in one MLOCK or MUNLOCK */
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
     int64_t fence_memory_names;

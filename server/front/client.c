@@ -44,6 +44,7 @@
 #include "client_id.h"
 #include "engine/session.h"
 #include "front/client_tls.h"
+#include "front/multilock.h"
 #include "front/peer.h"
 #include "reply.h"
 
@@ -78,6 +79,8 @@ struct client_slot {
     struct client *client;
     struct lock_call *call; /* while in flight, if the engine kept it */
     struct lock_join *join; /* a CLIENTID's, likewise */
+    /* an MLOCK's or MUNLOCK's, likewise */
+    struct multilock *multi;
     bool answered;
     struct buffer reply;
     size_t counted;     /* of reply.len, in client.slot_bytes */
@@ -189,14 +192,18 @@ struct buffer *client_reply_buffer(struct client *c)
 }
 
 static void on_ready_check(uv_check_t *check);
+static void on_ready_kick(uv_idle_t *idle);
 static void on_penalty_timer(uv_timer_t *timer);
 
+/* The kick too: a call answered from a timer (before the loop polls)
+ * must not wait for the poll's next event to be written. */
 static void mark_ready(struct client *c)
 {
     if (list_linked(&c->ready_link))
         return;
     list_push_tail(&clients.ready, &c->ready_link);
     uv_check_start(&clients.ready_check, on_ready_check);
+    uv_idle_start(&clients.ready_kick, on_ready_kick);
 }
 
 /* The name (CLIENT SETNAME, HELLO SETNAME) of a connection of this
@@ -280,6 +287,7 @@ static void slot_answer(struct client_slot *slot,
     slot->answered = true;
     slot->call = NULL;
     slot->join = NULL;
+    slot->multi = NULL;
     if (--c->in_flight == 0) /* a heartbeat's clock starts again */
         c->heard_ms = uv_now(clients.loop);
     stats.commands_in_flight--;
@@ -344,6 +352,42 @@ void client_start_call(struct client *c, const struct lock_request *req,
         slot->call = call;
 }
 
+void client_start_multilock(struct client *c, const struct command *cmd,
+                            const struct command_args *a,
+                            const struct multilock_request *req)
+{
+    bool alone = cmd->flags & CMD_ALONE;
+    size_t packed = 0;
+    struct client_slot *slot;
+    struct multilock *m;
+
+    for (size_t i = 0; alone && i < a->list_count; i++)
+        packed += sizeof(size_t) + a->list_len[i];
+    if ((slot = slot_start(c, alone, true, packed)) == NULL)
+        return;
+    slot->command = cmd;
+    for (size_t i = 0; alone && i < a->list_count; i++) {
+        memcpy(slot->name + slot->name_len, &a->list_len[i], sizeof(size_t));
+        memcpy(slot->name + slot->name_len + sizeof(size_t), a->list[i],
+               a->list_len[i]);
+        slot->name_len += sizeof(size_t) + a->list_len[i];
+    }
+    m = multilock_start(c->session, req, on_call_done, slot);
+    if (!slot->answered)
+        slot->multi = m;
+}
+
+/* Lets go of a slot's call in flight, whichever kind it is. */
+static void slot_abandon_call(struct client_slot *slot)
+{
+    if (slot->join != NULL)
+        lock_engine_join_abandon(slot->join);
+    else if (slot->multi != NULL)
+        multilock_abandon(slot->multi);
+    else
+        lock_engine_abandon(slot->call);
+}
+
 /* ---- connection life ---------------------------------------------------- */
 
 const char *client_label(const struct client *c, char *buf, size_t size)
@@ -389,10 +433,7 @@ static void slots_abandon(struct client *c)
             stats.commands_in_flight--;
             if (slot->alone)
                 stats.blocked_clients--;
-            if (slot->join != NULL)
-                lock_engine_join_abandon(slot->join);
-            else
-                lock_engine_abandon(slot->call);
+            slot_abandon_call(slot);
         }
         slot_free(slot);
     }
@@ -875,7 +916,8 @@ static struct client_slot *acquire_in_flight(struct client *c)
     list_for_each_safe (pos, tmp, &c->pending) {
         struct client_slot *slot = list_entry(pos, struct client_slot, link);
 
-        if (slot->alone && !slot->answered && slot->call != NULL)
+        if (slot->alone && !slot->answered &&
+            (slot->call != NULL || slot->multi != NULL))
             return slot;
     }
     return NULL;
@@ -887,6 +929,10 @@ static struct client_slot *acquire_in_flight(struct client *c)
  * never completes), it quits, and closes when its replies are written.
  * Until then, an acquire in flight may not wait (see the top).
  */
+#define HALF_CLOSED_WHY                                                        \
+    "cancelled: the client closed its sending side while waiting for the "     \
+    "lock"
+
 static void half_closed_progress(struct client *c, bool incomplete)
 {
     struct client_slot *slot;
@@ -899,10 +945,12 @@ static void half_closed_progress(struct client *c, bool incomplete)
         client_flush(c);
         return;
     }
-    if ((slot = acquire_in_flight(c)) != NULL)
-        lock_engine_stop_waiting(slot->call,
-                                 "cancelled: the client closed its sending "
-                                 "side while waiting for the lock");
+    if ((slot = acquire_in_flight(c)) == NULL)
+        return;
+    if (slot->multi != NULL)
+        multilock_stop_waiting(slot->multi, HALF_CLOSED_WHY);
+    else
+        lock_engine_stop_waiting(slot->call, HALF_CLOSED_WHY);
 }
 
 /* ---- pushed messages (pub/sub) -------------------------------------------- */
@@ -1477,7 +1525,7 @@ void client_refuse_acquire(struct client *c, const char *text)
     struct lock_result result = {
         .type = RESULT_ERROR, .error = REPLY_NOPERM, .message = text};
 
-    lock_engine_abandon(slot->call);
+    slot_abandon_call(slot);
     slot_answer(slot, &result);
 }
 
