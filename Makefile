@@ -55,7 +55,7 @@ SIM_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/sim/*.c)) \
 # shared library and the static one; the `rlock` command (cli/) and the
 # client tests link the static one, so they run from the build tree as
 # installed.
-RLOCK_SO_VERSION = 0.4.0
+RLOCK_SO_VERSION = 0.5.0
 RLOCK_SONAME     = librlock.so.0
 CLIENT_CFLAGS    = -Iclient-lib -pthread $(HIREDIS_CFLAGS)
 CLIENT_LIB_SRC   = $(wildcard client-lib/*.c)

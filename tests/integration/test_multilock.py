@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from harness import HOST, Env, assert_eq, assert_error, wait_until
+from harness import HOST, Env, assert_eq, assert_error, rlock_bin, wait_until
 from test_cluster import Setup
 
 # on_disconnect = expire and a long watchdog: a lock left behind by a client that went
@@ -236,3 +236,35 @@ def test_mlock_names_on_different_cluster_masters():
         assert_eq(b.call("MUNLOCK", 1, other, *names), "OK", "its MUNLOCK")
         for port, ns in on_master.items():
             assert_eq(s.node(port).call("EXISTS", ns[0]), 0, "%s freed" % ns[0])
+
+
+def _rlock(env, *args, stdin=subprocess.DEVNULL):
+    return subprocess.Popen([rlock_bin(), "-S", "%s:%d" % (HOST, env.port)] + list(args),
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_rlock_with_several_names_holds_them_all_or_none(env):
+    base = env.name("ml")
+    a, b, c = base + "-a", base + "-b", base + "-c"
+    holder = _rlock(env, "hold", b, a, stdin=subprocess.PIPE)
+    try:
+        owner = holder.stdout.readline().strip()
+        assert owner, "rlock hold printed no owner: %r" % holder.stderr.read()
+        for n in (a, b):
+            assert_eq(env.redis_hash(n), {owner: "1"}, "%s held by rlock hold" % n)
+        other = _rlock(env, "-n", c, a, "--", "true")
+        _, err = other.communicate(timeout=10)
+        assert_eq(other.returncode, 1, "rlock -n of an overlapping set (stderr %r)" % err)
+        assert "locks '%s' '%s'" % (c, a) in err, "its message: %r" % err
+        assert_eq(_held(env, [c]), [], "nothing of the refused set held")
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    assert_eq(holder.returncode, 0, "rlock hold after its input ended")
+    assert_eq(_held(env, [a, b]), [], "released at the end")
+    run = _rlock(env, c, a, "--", "sh", "-c", 'echo "$RLOCK_NAME"')
+    out, err = run.communicate(timeout=10)
+    assert_eq((run.returncode, out), (0, "%s %s\n" % (c, a)), "COMMAND's RLOCK_NAME (stderr %r)" % err)
+    refused = _rlock(env, "--fair", a, b, "--", "true")
+    _, err = refused.communicate(timeout=10)
+    assert_eq(refused.returncode, 64, "a KIND with several names (stderr %r)" % err)
