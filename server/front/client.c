@@ -1525,7 +1525,11 @@ void client_refuse_acquire(struct client *c, const char *text)
     struct lock_result result = {
         .type = RESULT_ERROR, .error = REPLY_NOPERM, .message = text};
 
-    slot_abandon_call(slot);
+    if (slot->multi != NULL) { /* answered once what it took is released */
+        multilock_refuse(slot->multi, &result);
+        return;
+    }
+    lock_engine_abandon(slot->call);
     slot_answer(slot, &result);
 }
 

@@ -153,7 +153,8 @@ bool client_acquire(struct client *c, const struct command **cmd,
                     const char **name, size_t *name_len);
 /* Refuses the acquire in flight -NOPERM text (client_acquire said there
  * is one): the engine forgets it, and gives back a grant Redis makes
- * later, as when its client goes. */
+ * later, as when its client goes; an MLOCK is answered once what it took
+ * is released. */
 void client_refuse_acquire(struct client *c, const char *text);
 /* Replies what is buffered, then closes (QUIT, protocol errors). */
 void client_quit(struct client *c);

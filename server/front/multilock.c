@@ -293,34 +293,51 @@ struct multilock *multilock_start(struct session *session,
     return m;
 }
 
-void multilock_abandon(struct multilock *m)
+/* Stops taking locks: the acquire in flight is abandoned (the engine
+ * gives back a grant Redis makes later), and whatever was taken is to
+ * be released. False when nothing is left to do. */
+static bool stop_acquiring(struct multilock *m)
 {
-    m->done = NULL;
     switch (m->state) {
     case MULTILOCK_ACQUIRING:
         lock_engine_abandon(m->call);
         m->call = NULL;
         set_state(m, MULTILOCK_UNWIND);
-        break;
+        return true;
     case MULTILOCK_STEP:
         set_state(m, MULTILOCK_UNWIND);
-        break;
+        return true;
     case MULTILOCK_FINISH:
-        /* an MLOCK granted that its client will never hear of */
+        /* all granted, not answered yet: given back */
         if (m->op == MULTILOCK_ACQUIRE && m->held > 0) {
             set_state(m, MULTILOCK_UNWIND);
-            break;
+            return true;
         }
+        return false;
+    case MULTILOCK_UNWIND:
+    case MULTILOCK_RELEASING:
+        return true;
+    }
+    return true;
+}
+
+void multilock_abandon(struct multilock *m)
+{
+    m->done = NULL;
+    if (!stop_acquiring(m)) {
         timer_stop(&m->due);
         free(m);
         return;
-    case MULTILOCK_UNWIND:
-    case MULTILOCK_RELEASING:
-        break;
     }
     /* The session must outlive the releases still to run or answer. */
     m->session->connections++;
     m->session_kept = true;
+}
+
+void multilock_refuse(struct multilock *m, const struct lock_result *result)
+{
+    keep_outcome(m, result);
+    stop_acquiring(m);
 }
 
 void multilock_stop_waiting(struct multilock *m, const char *why)

@@ -56,6 +56,9 @@ struct multilock *multilock_start(struct session *session,
  * released; the session is kept (counted as one more connection) until
  * that is done. */
 void multilock_abandon(struct multilock *m);
+/* Ends the MLOCK with result (an error: a reload refused one of its
+ * names), once what it took is released: done is called then. */
+void multilock_refuse(struct multilock *m, const struct lock_result *result);
 /* As lock_engine_stop_waiting, for the acquire in flight and every later
  * one: an acquire that would wait ends the MLOCK with -ERR why. */
 void multilock_stop_waiting(struct multilock *m, const char *why);

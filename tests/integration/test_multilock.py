@@ -202,21 +202,44 @@ def test_refused_names_fail_the_whole_mlock_with_nothing_held(env):
     assert_eq(a.call("MLOCK", 1, *[env.name("ml") for _ in range(8)]), "OK", "MLOCK of 8 names")
 
 
-def test_acl_names_rules_apply_to_every_name_of_mlock():
+WORKER_PW = "worker-password-0123"
+
+
+def _users_config(names="orders:*"):
     import hashlib
-    pw = "worker-password-0123"
-    config = {"server": {"auth_token": "admin-token-0123456789"},
-              "user worker": {"password_sha256": hashlib.sha256(pw.encode()).hexdigest(),
-                              "commands": "+@lock", "names": "orders:*"}}
-    with Env(config) as env:
+    return {"server": {"auth_token": "admin-token-0123456789"},
+            "user worker": {"password_sha256": hashlib.sha256(WORKER_PW.encode()).hexdigest(),
+                            "commands": "+@lock", "names": names}}
+
+
+def test_acl_names_rules_apply_to_every_name_of_mlock():
+    with Env(_users_config()) as env:
         c = env.client()
-        assert_eq(c.call("AUTH", "worker", pw), "OK", "AUTH worker")
+        assert_eq(c.call("AUTH", "worker", WORKER_PW), "OK", "AUTH worker")
         assert_error(c.call("MLOCK", 1, "orders:1", "stock:1", "orders:2"), "NOPERM", "stock:1",
                      what="MLOCK with a name outside the user's")
         assert_error(c.call("MUNLOCK", 1, "orders:1", "stock:1"), "NOPERM", "stock:1",
                      what="MUNLOCK with a name outside the user's")
         assert_eq(_held(env, ["orders:1", "orders:2"]), [], "held after -NOPERM")
         assert_eq(c.call("MLOCK", 1, "orders:1", "orders:2"), "OK", "MLOCK of the user's names")
+
+
+def test_a_reload_narrowing_names_refuses_an_mlock_in_flight_with_nothing_held():
+    """The MLOCK waits for its second name, holding its first; a reload takes the second
+    away from its user: -NOPERM, and the first is given back."""
+    with Env(_users_config()) as env:
+        admin = env.client()
+        assert_eq(admin.call("AUTH", "admin-token-0123456789"), "OK", "AUTH")
+        assert_eq(admin.call("LOCK", "orders:2", 1), "OK", "LOCK of the second name")
+        c = env.client()
+        assert_eq(c.call("AUTH", "worker", WORKER_PW), "OK", "AUTH worker")
+        c.send("MLOCK", 1, "orders:1", "orders:2")
+        env.wait_waiting(1, what="MLOCK waiting for orders:2")
+        assert_eq(_held(env, ["orders:1"]), ["orders:1"], "the first name taken")
+        env.rlockd.rewrite_config({"user worker": {"names": "orders:1"}})
+        env.rlockd.signal(signal.SIGHUP)
+        assert_error(c.read_reply(3.0), "NOPERM", "orders:2", what="the MLOCK after the reload")
+        assert_eq(_held(env, ["orders:1"]), [], "held after the refusal")
 
 
 def test_mlock_names_on_different_cluster_masters():
