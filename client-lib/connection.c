@@ -4,8 +4,8 @@
  * round trip with its reply mapped to an enum rlock_error, in one place.
  *
  * Never: keeps state beyond one struct rlock_conn, or decides what a
- * broken connection means for the client's locks (rlock.c does that);
- * installs a signal handler.
+ * broken connection means for the client's locks (threads.c and holds.c
+ * do that); installs a signal handler.
  */
 #include "connection.h"
 
