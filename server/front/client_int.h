@@ -57,23 +57,33 @@ size_t client_output_unsent(const struct client *c);
 /* Whether unsent replies reached the pause: no request runs, and the
  * connection is not read, until the client reads. */
 bool client_output_paused(const struct client *c);
+/* Back-pressure: stops reading a connection over the pause or past its
+ * share of the turn, and starts it again once under. */
 void client_output_update_reading(struct client *c);
+/* Sends buffered replies; closes a connection that quit once they are
+ * written, and one past max_output_buffer_bytes. */
 void client_output_flush(struct client *c);
 void client_output_init(void);
 
 /* client_limits.c */
+/* Whether the connection sits in the penalty box. */
 bool client_limits_penalized(const struct client *c);
 /* Lets a connection out of the penalty box without its delay. */
 void client_limits_unpenalize(struct client *c);
 /* Takes a closing connection off every deadline list. */
 void client_limits_forget(struct client *c);
+/* Whether the client has sent part of a request and not the rest. */
 void client_limits_note_partial(struct client *c, bool partial);
+/* Updates the client's share of client_buffers_bytes (what its buffers
+ * hold in memory); over the cap, the ready pass closes the largest. */
 void client_limits_account(struct client *c);
+/* Closes the clients holding the most memory until under the cap. */
 void client_limits_enforce_buffers_cap(void);
 int client_limits_init(uv_loop_t *loop);
 void client_limits_close_handles(void);
 
 /* client_ready.c */
+/* Puts the client on the ready list, once, for the next pass. */
 void client_ready_mark(struct client *c);
 /* Takes a closing connection off the ready list. */
 void client_ready_forget(struct client *c);
