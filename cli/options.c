@@ -225,8 +225,8 @@ static const struct option long_options[] = {
 static const char short_options[] = "+:S:w:nE:c:l:k:b:hVsx";
 
 /* Digits only (no sign, no spaces, nothing after), within [min, max]. */
-static int parse_number(const char *option, const char *text, long long min,
-                        long long max, long long *out)
+static int parse_option_number(const char *option, const char *text,
+                               long long min, long long max, long long *out)
 {
     char *end;
     long long v;
@@ -322,7 +322,7 @@ static int missing_value(char **argv)
 
 /* rlock's release (rlockd's, whose source it ships with) and the
  * version of librlock's API it was built with. */
-static void print_version(void)
+static void print_rlock_version(void)
 {
     printf("rlock %s (librlock %d.%d.%d)\n", RLOCKD_VERSION,
            RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
@@ -386,20 +386,22 @@ static int parse_option(struct options *o, struct given *g, int opt,
         o->wait_ms = 0;
         return 0;
     case 'E':
-        err = parse_number(name, optarg, 0, 255, &v);
+        err = parse_option_number(name, optarg, 0, 255, &v);
         o->conflict_status = (int)v;
         return err;
     case 'c':
         o->shell_argv[2] = optarg;
         return 0;
     case 'l':
-        return parse_number(name, optarg, 1, COMMAND_MAX_MS, &o->lease_ms);
+        return parse_option_number(name, optarg, 1, COMMAND_MAX_MS,
+                                   &o->lease_ms);
     case 'k':
-        err = parse_number(name, optarg, 0, MAX_KILL_GRACE_S, &v);
+        err = parse_option_number(name, optarg, 0, MAX_KILL_GRACE_S, &v);
         o->kill_grace_ms = (int)(v * 1000);
         return err;
     case 'b':
-        err = parse_number(name, optarg, 0, COMMAND_HEARTBEAT_MAX_MS, &v);
+        err =
+            parse_option_number(name, optarg, 0, COMMAND_HEARTBEAT_MAX_MS, &v);
         if (err == 0 && v > 0 && v < COMMAND_HEARTBEAT_MIN_MS)
             err =
                 usage_error("%s: 0, or %d to %d ms", name,
@@ -410,7 +412,8 @@ static int parse_option(struct options *o, struct given *g, int opt,
         fputs(usage_text, stdout);
         exit(0);
     case OPT_PERMITS:
-        return parse_number(name, optarg, 1, COMMAND_MAX_COUNT, &o->permits);
+        return parse_option_number(name, optarg, 1, COMMAND_MAX_COUNT,
+                                   &o->permits);
     case OPT_TLS:
         o->tls = true;
         return 0;
@@ -427,7 +430,7 @@ static int parse_option(struct options *o, struct given *g, int opt,
         return read_password_file(o, optarg);
     case 'V':
     case OPT_VERSION:
-        print_version();
+        print_rlock_version();
         exit(0);
     default: /* a kind */
         g->short_s |= strcmp(name, "-s") == 0;

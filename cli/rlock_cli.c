@@ -187,13 +187,13 @@ static int confirm_lock(struct keeper *k, long long *pttl)
  * have outlived a crashed rlockd only until its TTL runs out. */
 static void check_lock(struct keeper *k, struct watch *w)
 {
-    int64_t asked = now_ms();
+    int64_t asked = watch_now_ms();
     long long pttl;
     int rc = k->holding->confirm(k, &pttl);
 
     if (rc == RLOCK_ECONNLOST) {
         k->maybe_new_session = true;
-        asked = now_ms();
+        asked = watch_now_ms();
         rc = k->holding->confirm(k, &pttl);
     }
     if (rc == 1) {
@@ -461,8 +461,8 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
 
 /* rlock hold: prints the owner (and the token), then keeps the lock
  * until standard input ends or a signal comes. */
-static int hold(struct keeper *k, const struct options *o, int64_t asked,
-                long long pttl)
+static int run_hold(struct keeper *k, const struct options *o, int64_t asked,
+                    long long pttl)
 {
     struct watch w = {
         .name = k->label, .lease_ms = o->lease_ms, .input_fd = STDIN_FILENO};
@@ -513,7 +513,7 @@ static int take(rlock_client *c, const struct options *o, const char *label)
         return o->conflict_status;
     }
     k.holds = 1;
-    asked = now_ms();
+    asked = watch_now_ms();
     rc = k.holding->confirm(&k, &pttl);
     if (rc < 0)
         return fail(rc, "%s", label);
@@ -522,7 +522,7 @@ static int take(rlock_client *c, const struct options *o, const char *label)
         return EXIT_LOCK_LOST;
     }
     if (o->mode == MODE_HOLD)
-        return hold(&k, o, asked, pttl);
+        return run_hold(&k, o, asked, pttl);
     return run_command(&k, o, asked, pttl);
 }
 

@@ -27,7 +27,7 @@
  *
  * A client that shuts down its sending side (half-close) is read no more;
  * the requests it sent before are run and answered in order, except that
- * a lock acquisition does not wait for it (see client.c), and the
+ * a lock acquisition does not wait for it (see client_pipeline.c), and the
  * connection closes once every reply is written: its session then ends
  * as on any close.
  *
