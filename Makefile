@@ -365,9 +365,9 @@ $(BUILD)/fuzz_glob: tests/fuzz/fuzz_glob.c tests/fuzz/fuzz_check.h server/base/g
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_glob.c server/base/glob.c
 
-# The settings' value parsers (server/base/config.c) read operator text,
-# [redis] sentinels an address list among them.
-CONFIG_FUZZ_SRC = server/base/config.c server/base/acl.c server/base/glob.c $(PROTOCOL_SRC) \
+# The settings' value parsers (server/base/config_value.c) read operator
+# text, [redis] sentinels an address list among them.
+CONFIG_FUZZ_SRC = $(wildcard server/base/config*.c) server/base/acl.c server/base/glob.c $(PROTOCOL_SRC) \
                   server/base/log.c server/base/digest.c
 $(BUILD)/fuzz_config: tests/fuzz/fuzz_config.c tests/fuzz/fuzz_check.h $(CONFIG_FUZZ_SRC) $(wildcard server/base/*.h)
 	@mkdir -p $(dir $@)
