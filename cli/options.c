@@ -36,6 +36,8 @@ static const char usage_text[] =
     "Usage: rlock [OPTION...] [KIND] NAME -- COMMAND [ARG...]\n"
     "       rlock [OPTION...] [KIND] NAME -c STRING\n"
     "       rlock [OPTION...] [KIND] hold NAME\n"
+    "       rlock [OPTION...] NAME NAME... -- COMMAND [ARG...]\n"
+    "       rlock [OPTION...] hold NAME NAME...\n"
     "       rlock [-S ADDR] [KIND] status NAME\n"
     "       rlock [-S ADDR] [KIND] force-unlock NAME\n"
     "       rlock [OPTION...] --permits N NAME -- COMMAND [ARG...]\n"
@@ -44,6 +46,9 @@ static const char usage_text[] =
     "Runs COMMAND while holding the rlockd lock NAME, as flock(1) does with a\n"
     "file: waits for the lock, runs COMMAND in a process group of its own,\n"
     "releases the lock when COMMAND ends and exits with COMMAND's status.\n"
+    "With several NAMEs, the same holding every one of those plain locks,\n"
+    "taken together or not at all, in one order, so that two such rlocks\n"
+    "never deadlock each other (rlockd's MLOCK, Redisson's MultiLock).\n"
     "With --permits N, the same holding one of N permits of the semaphore\n"
     "NAME (Redisson's RSemaphore), as consul lock -n N does: at most N\n"
     "COMMANDs run at once.\n"
@@ -220,8 +225,8 @@ static const struct option long_options[] = {
 static const char short_options[] = "+:S:w:nE:c:l:k:b:hVsx";
 
 /* Digits only (no sign, no spaces, nothing after), within [min, max]. */
-static int parse_number(const char *option, const char *text, long long min,
-                        long long max, long long *out)
+static int parse_option_number(const char *option, const char *text,
+                               long long min, long long max, long long *out)
 {
     char *end;
     long long v;
@@ -317,7 +322,7 @@ static int missing_value(char **argv)
 
 /* rlock's release (rlockd's, whose source it ships with) and the
  * version of librlock's API it was built with. */
-static void print_version(void)
+static void print_rlock_version(void)
 {
     printf("rlock %s (librlock %d.%d.%d)\n", RLOCKD_VERSION,
            RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
@@ -381,20 +386,22 @@ static int parse_option(struct options *o, struct given *g, int opt,
         o->wait_ms = 0;
         return 0;
     case 'E':
-        err = parse_number(name, optarg, 0, 255, &v);
+        err = parse_option_number(name, optarg, 0, 255, &v);
         o->conflict_status = (int)v;
         return err;
     case 'c':
         o->shell_argv[2] = optarg;
         return 0;
     case 'l':
-        return parse_number(name, optarg, 1, COMMAND_MAX_MS, &o->lease_ms);
+        return parse_option_number(name, optarg, 1, COMMAND_MAX_MS,
+                                   &o->lease_ms);
     case 'k':
-        err = parse_number(name, optarg, 0, MAX_KILL_GRACE_S, &v);
+        err = parse_option_number(name, optarg, 0, MAX_KILL_GRACE_S, &v);
         o->kill_grace_ms = (int)(v * 1000);
         return err;
     case 'b':
-        err = parse_number(name, optarg, 0, COMMAND_HEARTBEAT_MAX_MS, &v);
+        err =
+            parse_option_number(name, optarg, 0, COMMAND_HEARTBEAT_MAX_MS, &v);
         if (err == 0 && v > 0 && v < COMMAND_HEARTBEAT_MIN_MS)
             err =
                 usage_error("%s: 0, or %d to %d ms", name,
@@ -405,7 +412,8 @@ static int parse_option(struct options *o, struct given *g, int opt,
         fputs(usage_text, stdout);
         exit(0);
     case OPT_PERMITS:
-        return parse_number(name, optarg, 1, COMMAND_MAX_COUNT, &o->permits);
+        return parse_option_number(name, optarg, 1, COMMAND_MAX_COUNT,
+                                   &o->permits);
     case OPT_TLS:
         o->tls = true;
         return 0;
@@ -422,7 +430,7 @@ static int parse_option(struct options *o, struct given *g, int opt,
         return read_password_file(o, optarg);
     case 'V':
     case OPT_VERSION:
-        print_version();
+        print_rlock_version();
         exit(0);
     default: /* a kind */
         g->short_s |= strcmp(name, "-s") == 0;
@@ -430,12 +438,60 @@ static int parse_option(struct options *o, struct given *g, int opt,
     }
 }
 
-/* Which form the words after the options are; sets mode, name, command. */
+/* The hint a usage error gives when -s was used: it was the address. */
+#define S_IS_SHARED_NOW                                                        \
+    "\n(-s is --shared now, as in flock(1); rlockd's address is -S ADDR: "     \
+    "see CHANGELOG.md)"
+
+/* The index of the first "--" in words, or rest when there is none. */
+static int dash_dash(int rest, char **words)
+{
+    int i = 0;
+
+    while (i < rest && strcmp(words[i], "--") != 0)
+        i++;
+    return i;
+}
+
+/* NAME NAME... -- COMMAND, or hold NAME NAME...: several plain locks,
+ * taken together. A KIND or --permits goes with one NAME only. */
+static int parse_names(struct options *o, const struct given *g, int count,
+                       char **names)
+{
+    if (g->kind[0] != '\0' || o->permits > 0)
+        return usage_error("several NAMEs are plain locks, taken together: "
+                           "no %s with them%s",
+                           g->kind[0] != '\0' ? g->kind : "--permits",
+                           g->short_s ? S_IS_SHARED_NOW : "");
+    if (o->shell_argv[2] != NULL)
+        return usage_error("several NAMEs take -- COMMAND, not -c STRING");
+    o->names = names;
+    o->name_count = count;
+    o->name = names[0];
+    for (int i = 0; i < count; i++)
+        if (names[i][0] == '\0')
+            return usage_error("empty lock NAME");
+    return 0;
+}
+
+/* Which form the words after the options are; sets mode, name(s),
+ * command. */
 static int parse_form(struct options *o, const struct given *g, int rest,
                       char **words)
 {
     bool shell = o->shell_argv[2] != NULL;
+    int names = dash_dash(rest, words);
 
+    if (names >= 2 && names < rest) {
+        if (words[names + 1] == NULL)
+            return usage_error("no COMMAND after --");
+        o->command = words + names + 1;
+        return parse_names(o, g, names, words);
+    }
+    if (rest >= 3 && !strcmp(words[0], "hold") && names == rest) {
+        o->mode = MODE_HOLD;
+        return parse_names(o, g, rest - 1, words + 1);
+    }
     if (rest == 3 && !shell &&
         (!strcmp(words[1], "-c") || !strcmp(words[1], "--command"))) {
         o->shell_argv[2] = words[2]; /* flock(1)'s NAME -c STRING */
@@ -458,11 +514,9 @@ static int parse_form(struct options *o, const struct given *g, int rest,
         o->mode = MODE_FORCE_UNLOCK;
     } else {
         return usage_error(
-            "expected NAME -- COMMAND, NAME -c STRING, hold NAME, status "
-            "NAME or force-unlock NAME%s",
-            g->short_s ? "\n(-s is --shared now, as in flock(1); rlockd's "
-                         "address is -S ADDR: see CHANGELOG.md)"
-                       : "");
+            "expected NAME... -- COMMAND, NAME -c STRING, hold NAME..., "
+            "status NAME or force-unlock NAME%s",
+            g->short_s ? S_IS_SHARED_NOW : "");
     }
     if (o->mode == MODE_RUN) {
         o->command = o->shell_argv;
@@ -538,6 +592,7 @@ int options_parse(int argc, char **argv, struct options *o)
         .conflict_status = EXIT_NOT_ACQUIRED,
         .lease_ms = RLOCK_WATCHDOG,
         .kill_grace_ms = DEFAULT_KILL_GRACE_S * 1000,
+        .name_count = 1,
         .user = env_value("RLOCK_USER"),
         .password = env_value("RLOCK_PASSWORD"),
     };

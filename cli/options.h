@@ -15,7 +15,12 @@ enum mode { MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_FORCE_UNLOCK };
 struct options {
     enum mode mode;
     const char *addr;
-    const char *name;
+    const char *name; /* the first NAME when there are several */
+    /* NAME1 NAME2 ... -- COMMAND, or hold NAME1 NAME2 ...: the plain
+     * locks taken together (rlock_multilock), in the order given;
+     * name_count 1 for one NAME */
+    char **names;
+    int name_count;
     enum rlock_kind kind;
     /* --permits N: hold one of N permits of the semaphore NAME rather
      * than a lock; 0: a lock */

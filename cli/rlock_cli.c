@@ -3,6 +3,7 @@
  *
  *     rlock [OPTION...] [KIND] NAME -- COMMAND [ARG...]   (or -c STRING)
  *     rlock [OPTION...] [KIND] hold NAME
+ *     rlock [OPTION...] NAME NAME... -- COMMAND [ARG...]   (or hold NAME...)
  *     rlock [-S ADDR] [KIND] status NAME
  *     rlock [-S ADDR] [KIND] force-unlock NAME
  *     rlock [OPTION...] --permits N NAME -- COMMAND [ARG...]  (or hold)
@@ -56,6 +57,8 @@ struct keeper {
     rlock_client *client;
     const struct holding *holding;
     const char *name;
+    char **names; /* several plain locks (multi_holding): name_count */
+    int name_count;
     const char *label; /* for messages: "lock 'NAME'", "semaphore 'NAME'" */
     enum rlock_kind kind;
     long long lease_ms;
@@ -184,13 +187,13 @@ static int confirm_lock(struct keeper *k, long long *pttl)
  * have outlived a crashed rlockd only until its TTL runs out. */
 static void check_lock(struct keeper *k, struct watch *w)
 {
-    int64_t asked = now_ms();
+    int64_t asked = watch_now_ms();
     long long pttl;
     int rc = k->holding->confirm(k, &pttl);
 
     if (rc == RLOCK_ECONNLOST) {
         k->maybe_new_session = true;
-        asked = now_ms();
+        asked = watch_now_ms();
         rc = k->holding->confirm(k, &pttl);
     }
     if (rc == 1) {
@@ -215,6 +218,61 @@ static int release_lock(struct keeper *k)
 
 static const struct holding lock_holding = {take_lock, confirm_lock,
                                             release_lock};
+
+/* ------------------------------------------------ several plain locks */
+
+/* Every lock or none, in rlockd's one order (MLOCK): two rlocks of
+ * overlapping names never deadlock each other. */
+static int take_locks(struct keeper *k, const struct options *o)
+{
+    snprintf(k->owner, sizeof k->owner, "%s:%d", rlock_client_id(k->client),
+             (int)gettid());
+    return rlock_multilock(k->client, (const char *const *)k->names,
+                           (size_t)k->name_count, o->wait_ms, o->lease_ms);
+}
+
+/* 1 while every lock is held (*pttl the shortest time to live), 0 when
+ * one is not, or a librlock error. After a failed call, in watchdog mode,
+ * one more hold of all of them, as confirm_lock() takes of one. */
+static int confirm_locks(struct keeper *k, long long *pttl)
+{
+    long long ttl;
+    int rc = 1;
+
+    for (int i = 0; i < k->name_count && rc == 1; i++)
+        rc = rlock_is_held(k->client, k->names[i]);
+    if (rc == 1 && k->maybe_new_session && k->lease_ms == RLOCK_WATCHDOG) {
+        rc = rlock_multilock(k->client, (const char *const *)k->names,
+                             (size_t)k->name_count, 0, RLOCK_WATCHDOG);
+        k->holds += rc == 1;
+    }
+    if (rc != 1)
+        return rc;
+    k->maybe_new_session = false;
+    *pttl = -2;
+    for (int i = 0; i < k->name_count; i++) {
+        if ((rc = rlock_pttl(k->client, k->names[i], &ttl)) != RLOCK_OK)
+            return rc;
+        if (ttl == -2)
+            return 0;
+        *pttl = *pttl == -2 || ttl < *pttl ? ttl : *pttl;
+    }
+    return 1;
+}
+
+/* Releases every hold of every lock (MUNLOCK): 1 once released. */
+static int release_locks(struct keeper *k)
+{
+    int rc = RLOCK_OK;
+
+    for (int i = 0; i < k->holds && rc == RLOCK_OK; i++)
+        rc = rlock_multiunlock(k->client, (const char *const *)k->names,
+                               (size_t)k->name_count);
+    return rc == RLOCK_OK ? 1 : rc;
+}
+
+static const struct holding multi_holding = {take_locks, confirm_locks,
+                                             release_locks};
 
 /* ------------------------------------------------- a semaphore's permit */
 
@@ -354,6 +412,16 @@ static int keep_until_end(struct keeper *k, struct watch *w, long long pttl)
     return final_status(k, w, k->holding->release(k));
 }
 
+/* RLOCK_NAME=NAME, or the names separated by spaces (cut at size). */
+static void names_variable(char *out, size_t size, const struct keeper *k)
+{
+    size_t len =
+        (size_t)snprintf(out, size, "%s=%s", lock_variables[VAR_NAME], k->name);
+
+    for (int i = 1; i < k->name_count && len < size; i++)
+        len += (size_t)snprintf(out + len, size - len, " %s", k->names[i]);
+}
+
 /* Runs COMMAND under the lock the keeper holds, confirmed at `asked` with
  * pttl ms to live; returns rlock's exit status. */
 static int run_command(struct keeper *k, const struct options *o, int64_t asked,
@@ -365,12 +433,12 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
                       .kill_grace_ms = o->kill_grace_ms,
                       .child = &child,
                       .input_fd = -1};
-    char name[4096], owner[160], token[40];
+    char name[8192], owner[160], token[40];
     char *vars[VAR_COUNT + 1] = {name, owner, NULL, NULL}, **env;
     sigset_t mask;
     int status = watch_open(&w, asked, pttl, &mask);
 
-    snprintf(name, sizeof name, "%s=%s", lock_variables[VAR_NAME], k->name);
+    names_variable(name, sizeof name, k);
     snprintf(owner, sizeof owner, "%s=%s", lock_variables[VAR_OWNER], k->owner);
     snprintf(token, sizeof token, "%s=%lld", lock_variables[VAR_TOKEN],
              k->token);
@@ -393,8 +461,8 @@ static int run_command(struct keeper *k, const struct options *o, int64_t asked,
 
 /* rlock hold: prints the owner (and the token), then keeps the lock
  * until standard input ends or a signal comes. */
-static int hold(struct keeper *k, const struct options *o, int64_t asked,
-                long long pttl)
+static int run_hold(struct keeper *k, const struct options *o, int64_t asked,
+                    long long pttl)
 {
     struct watch w = {
         .name = k->label, .lease_ms = o->lease_ms, .input_fd = STDIN_FILENO};
@@ -418,9 +486,12 @@ static int hold(struct keeper *k, const struct options *o, int64_t asked,
 static int take(rlock_client *c, const struct options *o, const char *label)
 {
     struct keeper k = {.client = c,
-                       .holding =
-                           o->permits > 0 ? &permit_holding : &lock_holding,
+                       .holding = o->permits > 0      ? &permit_holding
+                                  : o->name_count > 1 ? &multi_holding
+                                                      : &lock_holding,
                        .name = o->name,
+                       .names = o->names,
+                       .name_count = o->name_count,
                        .label = label,
                        .kind = o->kind,
                        .lease_ms = o->lease_ms};
@@ -428,7 +499,8 @@ static int take(rlock_client *c, const struct options *o, const char *label)
     long long pttl;
     int rc = k.holding->take(&k, o);
 
-    if (rc == RLOCK_EWRONGTYPE && o->permits == 0 && kind_clash(c, o, label))
+    if (rc == RLOCK_EWRONGTYPE && o->permits == 0 && o->name_count == 1 &&
+        kind_clash(c, o, label))
         return o->conflict_status;
     if (rc < 0)
         return fail(rc, "%s", label);
@@ -441,7 +513,7 @@ static int take(rlock_client *c, const struct options *o, const char *label)
         return o->conflict_status;
     }
     k.holds = 1;
-    asked = now_ms();
+    asked = watch_now_ms();
     rc = k.holding->confirm(&k, &pttl);
     if (rc < 0)
         return fail(rc, "%s", label);
@@ -450,20 +522,28 @@ static int take(rlock_client *c, const struct options *o, const char *label)
         return EXIT_LOCK_LOST;
     }
     if (o->mode == MODE_HOLD)
-        return hold(&k, o, asked, pttl);
+        return run_hold(&k, o, asked, pttl);
     return run_command(&k, o, asked, pttl);
 }
 
-/* How messages name what rlock holds: "lock 'NAME'" or "semaphore
- * 'NAME'". NULL when out of memory; the caller frees it. */
+/* How messages name what rlock holds: "lock 'NAME'", "locks 'A' 'B'" or
+ * "semaphore 'NAME'". NULL when out of memory; the caller frees it. */
 static char *label_of(const struct options *o)
 {
-    const char *what = o->permits > 0 ? "semaphore" : "lock";
-    size_t size = strlen(what) + strlen(o->name) + 4;
-    char *label = malloc(size);
+    const char *what = o->permits > 0      ? "semaphore"
+                       : o->name_count > 1 ? "locks"
+                                           : "lock";
+    size_t size = strlen(what) + 1, len;
+    char *label;
 
-    if (label != NULL)
-        snprintf(label, size, "%s '%s'", what, o->name);
+    for (int i = 0; i < o->name_count; i++)
+        size += strlen(o->name_count > 1 ? o->names[i] : o->name) + 3;
+    if ((label = malloc(size)) == NULL)
+        return NULL;
+    len = (size_t)snprintf(label, size, "%s", what);
+    for (int i = 0; i < o->name_count; i++)
+        len += (size_t)snprintf(label + len, size - len, " '%s'",
+                                o->name_count > 1 ? o->names[i] : o->name);
     return label;
 }
 

@@ -26,7 +26,7 @@
  * back with RESUME, so rlock rides through until that TTL. */
 #define UNREACHABLE_GRACE_MS 1000
 
-int64_t now_ms(void)
+int64_t watch_now_ms(void)
 {
     struct timespec ts;
 
@@ -171,7 +171,7 @@ bool watch_is_lost(struct watch *w)
 
 bool watch_wait_ended(struct watch *w, int64_t timeout_ms)
 {
-    int64_t until = now_ms() + timeout_ms;
+    int64_t until = watch_now_ms() + timeout_ms;
     struct timespec ts = {.tv_sec = until / 1000,
                           .tv_nsec = (until % 1000) * 1000000};
     bool ended;
@@ -223,7 +223,7 @@ static bool continued_unread(void)
 static int supervise_deadlines(struct supervisor *s)
 {
     struct watch *w = s->w;
-    int64_t now = now_ms(), next;
+    int64_t now = watch_now_ms(), next;
     char reason[256];
 
     if (w->recheck && now >= w->recheck_until) {
@@ -293,7 +293,7 @@ static void supervise_continued(struct supervisor *s)
 
     pthread_mutex_lock(&w->mu);
     w->recheck = true;
-    w->recheck_from = now_ms();
+    w->recheck_from = watch_now_ms();
     w->recheck_until = w->recheck_from + UNREACHABLE_GRACE_MS;
     pthread_cond_signal(&w->ended_cond);
     pthread_mutex_unlock(&w->mu);

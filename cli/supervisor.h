@@ -50,7 +50,7 @@ struct watch {
 };
 
 /* CLOCK_MONOTONIC in ms: the clock of every deadline. */
-int64_t now_ms(void);
+int64_t watch_now_ms(void);
 
 /* Sets w up for a lock confirmed at `asked` with pttl ms to live (-1: no
  * TTL) and blocks the signals the supervisor will read (and SIGTTOU) in

@@ -4,8 +4,8 @@
  * round trip with its reply mapped to an enum rlock_error, in one place.
  *
  * Never: keeps state beyond one struct rlock_conn, or decides what a
- * broken connection means for the client's locks (rlock.c does that);
- * installs a signal handler.
+ * broken connection means for the client's locks (threads.c and holds.c
+ * do that); installs a signal handler.
  */
 #include "connection.h"
 
@@ -314,7 +314,7 @@ static int transport_error(const redisContext *ctx, int saved_errno)
 }
 
 /* Why a TLS read or write returned n: the connection is unusable. */
-static int tls_error(struct rlock_conn *conn, int n)
+static int tls_io_error(struct rlock_conn *conn, int n)
 {
     int e = SSL_get_error(conn->tls, n), saved_errno = errno;
 
@@ -349,11 +349,11 @@ static int tls_command(struct rlock_conn *conn, int argc, const char **argv,
     n = SSL_write(conn->tls, cmd, len);
     redisFreeCommand(cmd);
     if (n <= 0)
-        return tls_error(conn, n);
+        return tls_io_error(conn, n);
     while (redisReaderGetReply(reader, &r) == REDIS_OK && r == NULL) {
         n = SSL_read(conn->tls, buf, sizeof buf);
         if (n <= 0)
-            return tls_error(conn, n);
+            return tls_io_error(conn, n);
         if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK)
             break;
     }
@@ -490,7 +490,7 @@ static int tls_open(struct rlock_conn *conn, const struct rlock_target *target)
     sigpipe_block(&guard);
     n = SSL_connect(conn->tls);
     sigpipe_restore(&guard);
-    return n == 1 ? RLOCK_OK : tls_error(conn, n);
+    return n == 1 ? RLOCK_OK : tls_io_error(conn, n);
 }
 
 int rlock_conn_open(struct rlock_conn *conn, const struct rlock_target *target,

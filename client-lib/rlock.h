@@ -52,7 +52,7 @@ extern "C" {
 #endif
 
 #define RLOCK_VERSION_MAJOR 0
-#define RLOCK_VERSION_MINOR 4
+#define RLOCK_VERSION_MINOR 5
 #define RLOCK_VERSION_PATCH 0
 
 /* lease_ms: keep the lock alive with rlockd's watchdog until unlocked. */
@@ -277,6 +277,30 @@ RLOCK_API int rlock_trylock_kind(rlock_client *c, const char *name,
  * side with its own kind. */
 RLOCK_API int rlock_unlock_kind(rlock_client *c, const char *name,
                                 enum rlock_kind kind);
+
+/*
+ * Takes every named lock (plain RLocks, as rlock_lock() takes each) for
+ * the calling thread, or none: rlockd's MLOCK, Redisson's MultiLock. They
+ * are taken one at a time in one order (by key), whatever order names
+ * gives, so that two multi-locks never deadlock each other; when one is
+ * not granted within wait_ms (0: one try of each; RLOCK_WAIT_FOREVER: no
+ * limit), those already taken are given back. A name given twice is
+ * taken once. lease_ms as rlock_lock()'s (with a wait, every lease ends
+ * at once, wait_ms + lease_ms after the call). 1 all held, 0 the wait ran
+ * out (none held), or an error (none held): RLOCK_EINVAL (no name, an
+ * empty one, a bad wait or lease; nothing sent), RLOCK_ELIMIT (more names
+ * than rlockd's [lock] max_multilock_names), RLOCK_ENOPERM, RLOCK_EWRONGTYPE,
+ * RLOCK_ELOCKLOST, ... Each is released with rlock_unlock() or, all
+ * together, rlock_multiunlock().
+ */
+RLOCK_API int rlock_multilock(rlock_client *c, const char *const *names,
+                              size_t count, long long wait_ms,
+                              long long lease_ms);
+/* Releases one hold of each named lock of the calling thread (MUNLOCK),
+ * every one whatever the others answer: RLOCK_OK, or the first error in
+ * key order (RLOCK_ENOTOWNER for a name not held, RLOCK_ELOCKLOST). */
+RLOCK_API int rlock_multiunlock(rlock_client *c, const char *const *names,
+                                size_t count);
 
 /* rlock_force_unlock() of a lock of that kind (RLOCK_READ deletes the
  * read-write lock only while it is read-locked, RLOCK_WRITE only while it

@@ -67,6 +67,7 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_RELEASE:
     case SYNTAX_AWAIT:
     case SYNTAX_PERMITS:
+    case SYNTAX_NAMES:
         return true;
     }
     return false;
@@ -569,6 +570,47 @@ static void take_list(size_t first, size_t argc, char *const *argv,
     out->list_count = argc - first;
 }
 
+/*
+ * MLOCK and MUNLOCK: <tid> <name> [<name> ...], MLOCK's WAIT and LEASE
+ * pairs after the names (a name list whose last-but-one word is WAIT or
+ * LEASE ends with that option). MLOCK waits for ever by default, as LOCK.
+ */
+static int parse_names(const struct command *cmd, size_t argc,
+                       char *const *argv, const size_t *argv_len,
+                       size_t max_name_len, struct command_args *out, char *err,
+                       size_t err_size)
+{
+    size_t end = argc;
+    unsigned seen;
+    int rc = parse_thread_id(argv[1], argv_len[1], out, err, err_size);
+
+    if (rc != 0)
+        return rc;
+    if (cmd->id == CMD_MLOCK) {
+        out->wait_ms = COMMAND_WAIT_FOREVER;
+        for (int pairs = 0; pairs < 2 && end >= 5; pairs++) {
+            const struct option_spec *spec =
+                find_option(argv[end - 2], argv_len[end - 2]);
+            if (spec == NULL || spec->value != VALUE_MS)
+                break;
+            end -= 2;
+        }
+        rc =
+            parse_options(end, argc, argv, argv_len, OPTION_WAIT | OPTION_LEASE,
+                          &seen, out, err, err_size);
+        if (rc != 0)
+            return rc;
+    }
+    for (size_t i = 2; i < end; i++)
+        if ((rc = parse_name(argv[i], argv_len[i], max_name_len, out, err,
+                             err_size)) != 0)
+            return rc;
+    take_list(2, end, argv, argv_len, out);
+    out->name = argv[2];
+    out->name_len = argv_len[2];
+    return 0;
+}
+
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
                        size_t max_name_len, struct command_args *out, char *err,
@@ -596,6 +638,9 @@ int command_parse_args(const struct command *cmd, size_t argc,
         take_list(1, argc, argv, argv_len, out);
         return 0;
     }
+    if (cmd->syntax == SYNTAX_NAMES)
+        return parse_names(cmd, argc, argv, argv_len, max_name_len, out, err,
+                           err_size);
     if (cmd->syntax == SYNTAX_COMMAND) {
         int rc = argc == 1 ? 0
                            : parse_subcommand(cmd, argc, argv, argv_len, out,

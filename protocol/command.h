@@ -41,6 +41,7 @@ enum command_syntax {
     SYNTAX_RELEASE,       /* RELEASE: <name> [PERMITS n | ID <permit-id>] */
     SYNTAX_AWAIT,         /* AWAIT: <name> [WAIT ms] */
     SYNTAX_PERMITS,       /* PERMITS: <name> [HELD] */
+    SYNTAX_NAMES,         /* MLOCK, MUNLOCK: <tid> <name>... [options] */
 };
 
 /* The subcommands of CLIENT and COMMAND, as their parser decodes them. */
@@ -99,6 +100,8 @@ enum command_sub {
     X(COUNTDOWN,   "countdown",   request,     2, 2, SYNTAX_NAME,          0)         \
     X(LATCHCOUNT,  "latchcount",  request,     2, 2, SYNTAX_NAME,          0)         \
     X(AWAIT,       "await",       request,     2, 4, SYNTAX_AWAIT,         CMD_ALONE) \
+    X(MLOCK,       "mlock",       multilock,   3, COMMAND_ARGC_ANY, SYNTAX_NAMES, CMD_ALONE) \
+    X(MUNLOCK,     "munlock",     multilock,   3, COMMAND_ARGC_ANY, SYNTAX_NAMES, 0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 4, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH | CMD_SUBSCRIBED) \
@@ -195,7 +198,8 @@ struct command_args {
      * printable ASCII without spaces (Redis's rule); NULL: none */
     const char *value;
     size_t value_len;
-    /* SUBSCRIBE's channels, COMMAND INFO's and DOCS's names */
+    /* SUBSCRIBE's channels, COMMAND INFO's and DOCS's names, MLOCK's
+     * and MUNLOCK's lock names (the first is name too) */
     char *const *list;
     const size_t *list_len;
     size_t list_count;

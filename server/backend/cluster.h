@@ -2,7 +2,7 @@
  * cluster.h - Redis Cluster: the slot map, one pool per master, routing
  * each call to its slot's master and following redirections.
  *
- * Owns the map of 16384 slots to masters, read with CLUSTER SLOTS from
+ * Owns the map of 16384 slots to masters, read with CLUSTER NODES from
  * any node it knows (the [redis] nodes seeds first), at start, on every
  * redirection, when a connection to a master is lost, when a server says
  * READONLY, and every cluster_refresh_ms; a pool of pool_size
@@ -43,7 +43,8 @@ struct cluster_events {
                        bool (*affected)(const char *key, size_t len));
 };
 
-/* global: the plain subscriber, not yet connected; cluster.c moves it. */
+/* global: the plain subscriber, not yet connected; cluster_pubsub.c
+ * moves it. */
 int cluster_init(uv_loop_t *loop, const struct config *cfg,
                  const struct cluster_events *events,
                  struct subscriber *global);
@@ -63,7 +64,7 @@ int cluster_listen(struct backend_listener *listener, const char *channel,
                    size_t len);
 void cluster_unlisten(struct backend_listener *listener);
 const char *cluster_publish(void);
-/* WAIT on the key's master for replicas (auto: as many as CLUSTER SLOTS
+/* WAIT on the key's master for replicas (auto: as many as CLUSTER NODES
  * lists for it); -ENOENT when there are none to wait for. */
 int cluster_wait(const char *key, size_t len, int64_t replicas,
                  backend_reply_fn *fn, void *arg);

@@ -4,7 +4,7 @@
  *
  * Owns the parsing only, as pure functions over bytes (no I/O, no
  * state), so that the unit tests and the fuzzer reach them directly;
- * cluster.c decides what the map means for its connections.
+ * cluster_view.c decides what the map means for its connections.
  */
 #ifndef RLOCKD_CLUSTER_MAP_H
 #define RLOCKD_CLUSTER_MAP_H

@@ -18,7 +18,8 @@
  * which go the same way. In a cluster it is a slot (cluster.c).
  *
  * Cluster: the map, the pools, redirections and where each channel is
- * listened on are cluster.c's.
+ * listened on are the cluster backend's (cluster.c, cluster_view.c,
+ * cluster_redirect.c, cluster_pubsub.c).
  */
 #include "backend/redis_backend.h"
 
@@ -48,7 +49,7 @@ static struct {
     const struct config *cfg;
     struct redis_backend_events events;
     struct redis_pool *pool;       /* standalone and sentinel */
-    struct subscriber *subscriber; /* plain pub/sub (cluster: cluster.c's) */
+    struct subscriber *subscriber; /* plain pub/sub (cluster: cluster_pubsub.c's) */
     struct redis_addr master;      /* in use; port 0: none yet */
     /* Sentinel mode: ROLE of a candidate, then of the master. */
     struct redis_link role;

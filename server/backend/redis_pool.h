@@ -42,7 +42,7 @@ struct redis_pool_events {
      * connection dropped. */
     void (*on_readonly)(struct redis_pool *pool);
     /* NULL, or Cluster's: an error reply that is not the script's own
-     * (see cluster.c). True when it takes the call: it then sends it
+     * (see cluster_redirect.c). True when it takes the call: it then sends it
      * again or answers it, once. */
     bool (*on_redirect)(struct redis_pool *pool, struct redis_call *call,
                         const redisReply *reply);

@@ -53,6 +53,7 @@ struct config {
     int64_t readyz_grace_ms; /* /readyz stays ready this long into an outage */
     int64_t http_request_timeout_ms;
     char auth_token[256];
+    char http_token[256]; /* "": HTTP needs no token */
     int64_t max_auth_failures;
     int64_t max_clients;
     int64_t max_clients_per_peer;
@@ -117,6 +118,7 @@ struct config {
     int64_t max_waiters;
     int64_t max_held_locks;
     int64_t max_waiters_per_client;
+    int64_t max_multilock_names; /* names in one MLOCK or MUNLOCK */
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
     int64_t fence_memory_names;

@@ -4,7 +4,7 @@
  *
  * Only the context and the words for a failure live here; the bytes of a
  * connection go through memory BIOs owned by whoever holds the socket
- * (backend/redis_link.c), so nothing here touches a file descriptor.
+ * (backend/redis_link_tls.c), so nothing here touches a file descriptor.
  */
 #include "base/tls.h"
 

@@ -149,6 +149,11 @@ bool lock_engine_session_last_with_holds(const struct session *session)
     return session->connections == 1 && session->hold_count > 0;
 }
 
+void lock_engine_session_keep(struct session *session)
+{
+    session->connections++;
+}
+
 /* ---- the engine as a whole -------------------------------------------- */
 
 int lock_engine_init(const struct config *cfg, const struct backend *backend,

@@ -193,6 +193,9 @@ size_t lock_engine_session_hold_count(const struct session *session);
 /* Whether the session's holds would go with its one connection left: it
  * has one connection, and holds locks. */
 bool lock_engine_session_last_with_holds(const struct session *session);
+/* Keeps the session as one more connection would (for work that must
+ * outlive its connection); lock_engine_leave gives it back. */
+void lock_engine_session_keep(struct session *session);
 
 /* The engine's timer is due (the clock's arm said when). */
 void lock_engine_run_timers(void);

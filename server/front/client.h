@@ -27,7 +27,7 @@
  *
  * A client that shuts down its sending side (half-close) is read no more;
  * the requests it sent before are run and answered in order, except that
- * a lock acquisition does not wait for it (see client.c), and the
+ * a lock acquisition does not wait for it (see client_pipeline.c), and the
  * connection closes once every reply is written: its session then ends
  * as on any close.
  *
@@ -139,14 +139,22 @@ struct buffer *client_reply_buffer(struct client *c);
 void client_start_call(struct client *c, const struct lock_request *req,
                        const struct command *cmd, const struct command_args *a,
                        bool granted_is_ok);
+struct multilock_request;
+/* Hands an MLOCK or MUNLOCK to a multilock (multilock.h), as
+ * client_start_call hands a lock request to the engine. */
+void client_start_multilock(struct client *c, const struct command *cmd,
+                            const struct command_args *a,
+                            const struct multilock_request *req);
 /* The acquire in flight, waiting or with Redis's reply to come, as its
  * client sent it: its command and lock name (valid while it is in
- * flight); false for none. */
+ * flight); false for none. An MLOCK's "name" is its names one after the
+ * other, each after its length as a size_t. */
 bool client_acquire(struct client *c, const struct command **cmd,
                     const char **name, size_t *name_len);
 /* Refuses the acquire in flight -NOPERM text (client_acquire said there
  * is one): the engine forgets it, and gives back a grant Redis makes
- * later, as when its client goes. */
+ * later, as when its client goes; an MLOCK is answered once what it took
+ * is released. */
 void client_refuse_acquire(struct client *c, const char *text);
 /* Replies what is buffered, then closes (QUIT, protocol errors). */
 void client_quit(struct client *c);

@@ -1,9 +1,9 @@
 /*
  * client_tls.c - TLS over a client connection with memory BIOs: OpenSSL
  * never touches the socket, so the connection's reads, writes, limits
- * and timers stay client.c's, the same for TLS and plain clients.
+ * and timers stay client*.c's, the same for TLS and plain clients.
  *
- * The handshake counts as an unfinished request (client.c closes one
+ * The handshake counts as an unfinished request (client_limits.c closes one
  * that takes request_timeout_ms), and a connection's TLS state counts
  * in its share of max_client_buffers_bytes, so a flood of handshakes
  * stays under the limits every connection is under.

@@ -3,11 +3,11 @@
  * listener.
  *
  * Owns the connection's SSL object and its two memory BIOs. libuv still
- * does every read and write (client.c): bytes read go into the read BIO
- * and come out as plaintext in the connection's input buffer; replies
- * in its output buffer are sealed into TLS records there before they are
- * written. A plain connection has no TLS layer (struct client.tls is
- * NULL) and pays one branch per read and per write for it.
+ * does every read (client.c) and write (client_output.c): bytes read go
+ * into the read BIO and come out as plaintext in the connection's input
+ * buffer; replies in its output buffer are sealed into TLS records there
+ * before they are written. A plain connection has no TLS layer (struct
+ * client.tls is NULL) and pays one branch per read and per write for it.
  */
 #ifndef RLOCKD_CLIENT_TLS_H
 #define RLOCKD_CLIENT_TLS_H

@@ -25,6 +25,7 @@
 #include "engine/record_keys.h"
 #include "front/connection.h"
 #include "front/info.h"
+#include "front/multilock.h"
 #include "front/pubsub.h"
 #include "reply.h"
 
@@ -223,6 +224,51 @@ static int command_request(struct client *c, const struct command *cmd,
     client_start_call(c, &req, cmd, a,
                       cmd->id == CMD_LOCK ||
                           (cmd->id == CMD_ACQUIRE && a->wait_ms < 0));
+    return 0;
+}
+
+/* MLOCK and MUNLOCK: plain RLocks only, as RedissonMultiLock groups
+ * them. Every name passes the checks a lock command's name passes before
+ * anything is taken: the count limit here, the reserved names here, the
+ * permissions in execute (refused_noperm_names). */
+static int command_multilock(struct client *c, const struct command *cmd,
+                             const struct command_args *a)
+{
+    struct multilock_request req = {
+        .op = cmd->id == CMD_MLOCK ? MULTILOCK_ACQUIRE : MULTILOCK_RELEASE,
+        .thread_id = a->thread_id,
+        .wait_ms = a->wait_ms,
+        .lease_ms = a->lease_ms,
+        .prefix = commands.cfg->name_prefix,
+        .count = a->list_count,
+        .names = a->list,
+        .name_lens = a->list_len};
+    const char *key;
+    size_t key_len;
+    char why[QUOTED_NAME_MAX * 3];
+    struct buffer *out;
+
+    if (a->list_count > (size_t)commands.cfg->max_multilock_names) {
+        out = client_reply_buffer(c);
+        return out ? reply_error(out, REPLY_LIMIT,
+                                 "%s of %zu names: [lock] "
+                                 "max_multilock_names is %lld",
+                                 cmd->id == CMD_MLOCK ? "MLOCK" : "MUNLOCK",
+                                 a->list_count,
+                                 (long long)commands.cfg->max_multilock_names)
+                   : -ENOMEM;
+    }
+    for (size_t i = 0; i < a->list_count; i++) {
+        if (lock_key(a->list[i], a->list_len[i], &key, &key_len) != 0) {
+            out = client_reply_buffer(c);
+            return out ? reply_error(out, REPLY_ERR, "out of memory") : -ENOMEM;
+        }
+        if (record_keys_reserved(commands.cfg->name_prefix,
+                                 lock_kinds[LOCK_KIND_RLOCK], key, key_len, why,
+                                 sizeof(why)))
+            return refuse_reserved(c, why);
+    }
+    client_start_multilock(c, cmd, a, &req);
     return 0;
 }
 
@@ -485,7 +531,29 @@ static int execute(struct client *c, const struct command *cmd, size_t argc,
         c->last_command = command_sub_name(args.sub);
     if (refused_noperm(user, cmd, args.name, args.name_len, err, sizeof(err)))
         return refuse(c, REPLY_NOPERM, err);
+    for (size_t i = 0; cmd->syntax == SYNTAX_NAMES && i < args.list_count; i++)
+        if (refused_noperm(user, cmd, args.list[i], args.list_len[i], err,
+                           sizeof(err)))
+            return refuse(c, REPLY_NOPERM, err);
     return command_handlers[cmd->id](c, cmd, &args);
+}
+
+/* refused_noperm for each of an MLOCK's names in flight, packed as
+ * client_acquire gives them. */
+static bool refused_noperm_packed(const struct acl_user *user,
+                                  const struct command *cmd, const char *packed,
+                                  size_t len, char *text, size_t size)
+{
+    size_t name_len;
+
+    for (size_t at = 0; at + sizeof(size_t) <= len;
+         at += sizeof(size_t) + name_len) {
+        memcpy(&name_len, packed + at, sizeof(size_t));
+        if (refused_noperm(user, cmd, packed + at + sizeof(size_t), name_len,
+                           text, size))
+            return true;
+    }
+    return false;
 }
 
 /* An acquire in flight is checked again as a new one would be: it has
@@ -500,7 +568,11 @@ static void recheck_acquire(struct client *c, void *arg)
 
     (void)arg;
     if (!client_acquire(c, &cmd, &name, &len) ||
-        !refused_noperm(commands_user(c), cmd, name, len, text, sizeof(text)))
+        !(cmd->id == CMD_MLOCK
+              ? refused_noperm_packed(commands_user(c), cmd, name, len, text,
+                                      sizeof(text))
+              : refused_noperm(commands_user(c), cmd, name, len, text,
+                               sizeof(text))))
         return;
     log_info("reload: client %llu's %s in flight refused: %s",
              (unsigned long long)c->id, cmd->name, text);

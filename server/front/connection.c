@@ -440,14 +440,15 @@ static int write_command_info(struct buffer *out, enum reply_protocol proto,
     const char *categories[4];
     size_t n = acl_command_categories(cmd->id, categories, 4);
     int64_t key = command_has_lock_name(cmd) ? 1 : 0;
+    bool names = cmd->syntax == SYNTAX_NAMES; /* MLOCK <tid> <name>... */
     char category[32];
     int err = reply_array_header(out, 10);
 
     err |= reply_text(out, cmd->name);
     err |= reply_integer(out, redis_arity(cmd));
     err |= write_command_flags(out, proto, cmd);
-    err |= reply_integer(out, key);
-    err |= reply_integer(out, key);
+    err |= reply_integer(out, names ? 2 : key);
+    err |= reply_integer(out, names ? -1 : key);
     err |= reply_integer(out, key);
     err |= reply_set_header(out, proto, n);
     for (size_t i = 0; i < n; i++) {

@@ -27,6 +27,13 @@
  *   GET /readyz   200 when lock commands can be served, else 503 and why
  *                 (HEALTH's answer, info_ready), but 200 for the first
  *                 readyz_grace_ms of a Redis outage
+ *
+ * With [server] http_token set, every path but /healthz and /readyz
+ * needs "Authorization: Bearer <token>" (RFC 6750), the header
+ * Prometheus sends from a scrape config's `authorization` (or
+ * `bearer_token`); else 401 with WWW-Authenticate. The probes stay open:
+ * orchestrators probe without credentials, and they tell nothing but up
+ * or down. The token is compared as a digest, in constant time.
  */
 #include "front/http.h"
 
@@ -35,11 +42,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "base/digest.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/stats.h"
@@ -104,6 +113,9 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status,
                             "no-store");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"rlockd\"");
     rc = MHD_queue_response(conn, status, response);
     MHD_destroy_response(response);
     return rc;
@@ -153,6 +165,29 @@ static enum MHD_Result respond_ready(struct MHD_Connection *conn)
     return respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, text);
 }
 
+/* Whether the request may see url: a probe, no http_token set, or its
+ * Authorization header is "Bearer <http_token>" (the scheme in any case,
+ * as RFC 7235 has it). */
+static bool authorized(struct MHD_Connection *conn, const char *url)
+{
+    static const char scheme[] = "bearer ";
+    const char *token = http.cfg->http_token;
+    const char *header;
+    unsigned char want[DIGEST_SIZE], got[DIGEST_SIZE];
+
+    if (token[0] == '\0' || strcmp(url, "/healthz") == 0 ||
+        strcmp(url, "/readyz") == 0)
+        return true;
+    header = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                         MHD_HTTP_HEADER_AUTHORIZATION);
+    if (header == NULL || strncasecmp(header, scheme, sizeof(scheme) - 1) != 0)
+        return false;
+    header += sizeof(scheme) - 1;
+    digest_sha256(token, strlen(token), want);
+    digest_sha256(header, strlen(header), got);
+    return digest_equal(want, got);
+}
+
 /* MHD's handler: every request is answered at its first call (none has a
  * body worth reading; one that comes with a body is answered all the
  * same, and MHD discards the body). */
@@ -170,6 +205,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
                             "only GET and HEAD\n");
+    if (!authorized(conn, url))
+        return respond_text(conn, MHD_HTTP_UNAUTHORIZED,
+                            "unauthorized: [server] http_token is set; send "
+                            "Authorization: Bearer <token>\n");
     if (strcmp(url, "/metrics") == 0)
         return respond_metrics(conn);
     if (strcmp(url, "/healthz") == 0)

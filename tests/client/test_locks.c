@@ -228,6 +228,35 @@ START_TEST(lease_expiry_makes_unlock_report_lock_lost)
 }
 END_TEST
 
+/* rlock_multilock: every lock or none, each a plain lock of the calling
+ * thread (another thread's multilock of an overlapping set times out
+ * with none of its own held); rlock_multiunlock gives each back. */
+START_TEST(multilock_takes_every_lock_or_none)
+{
+    rlock_client *c = connect_or_fail(harness_addr(), NULL);
+    const char *const mine[] = {"multi-b", "multi-a", "multi-b"};
+    const char *const theirs[] = {"multi-c", "multi-a"};
+
+    ck_assert_int_eq(rlock_multilock(c, mine, 3, 0, RLOCK_WATCHDOG), 1);
+    ck_assert_int_eq(rlock_hold_count(c, "multi-a"), 1);
+    ck_assert_int_eq(rlock_hold_count(c, "multi-b"), 1); /* taken once */
+    ck_assert_int_eq(in_new_thread(c, OP_IS_HELD, "multi-a", 0, -1), 0);
+    ck_assert_int_eq(in_new_thread(c, OP_TRYLOCK, "multi-c", 0, -1), 1);
+    ck_assert_int_eq(rlock_multilock(c, theirs, 2, 100, RLOCK_WATCHDOG), 0);
+    ck_assert_int_eq(rlock_is_held(c, "multi-c"), 0);
+    ck_assert_int_eq(rlock_multiunlock(c, mine, 2), RLOCK_OK);
+    ck_assert_int_eq(rlock_is_locked(c, "multi-a"), 0);
+    ck_assert_int_eq(rlock_is_locked(c, "multi-b"), 0);
+    ck_assert_int_eq(rlock_multiunlock(c, mine, 2), RLOCK_ENOTOWNER);
+    ck_assert_int_eq(rlock_multilock(c, mine, 0, 0, RLOCK_WATCHDOG),
+                     RLOCK_EINVAL);
+    ck_assert_int_eq(rlock_multilock(c, (const char *const[]){"x", ""}, 2, 0,
+                                     RLOCK_WATCHDOG),
+                     RLOCK_EINVAL);
+    rlock_close(c);
+}
+END_TEST
+
 START_TEST(queries_report_the_state_of_a_lock)
 {
     rlock_client *c = connect_or_fail(harness_addr(), NULL);
@@ -382,6 +411,7 @@ Suite *locks_suite(void)
     tcase_add_test(tc, waiting_calls_outlast_the_command_timeout);
     tcase_add_test(tc, lease_expiry_makes_unlock_report_lock_lost);
     tcase_add_test(tc, queries_report_the_state_of_a_lock);
+    tcase_add_test(tc, multilock_takes_every_lock_or_none);
     tcase_add_test(tc, custom_client_id_is_the_owner_in_redis);
     tcase_add_test(tc, default_client_id_is_a_random_uuid_v4);
     tcase_add_test(tc,

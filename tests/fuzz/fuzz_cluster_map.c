@@ -4,11 +4,12 @@
  * a node of a cluster rlockd does not own is input too.
  *
  * The input is handed whole to both parsers. Besides memory safety
- * (ASan, UBSan), it checks what cluster.c relies on: no more nodes than
- * room; every slot's owner is a parsed node or none; each node's slot
- * count is the number of slots it owns; ports are 1-65535; a redirection
- * names a slot below 16384 and an address with a host. A broken property
- * ends in abort(), which libFuzzer reports with the input.
+ * (ASan, UBSan), it checks what cluster_view.c and cluster_redirect.c
+ * rely on: no more nodes than room; every slot's owner is a parsed node
+ * or none; each node's slot count is the number of slots it owns; ports
+ * are 1-65535; a redirection names a slot below 16384 and an address
+ * with a host. A broken property ends in abort(), which libFuzzer
+ * reports with the input.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * fuzz_config.c - libFuzzer target for the settings' value parsers
- * (server/base/config.c): every key's setter, and the address-list walker
- * [redis] sentinels goes through, with operator text of any bytes.
+ * (server/base/config_value.c): every key's setter, and the address-list
+ * walker [redis] sentinels goes through, with operator text of any bytes.
  *
  * Input layout: byte 0 picks a key of the settings table, or past its
  * end a key of a [user NAME] section (acl_set: password_sha256,

@@ -7,11 +7,11 @@
  * bytes follow (bits 0-2); each of those gives the size of one read, 1 to
  * 256 bytes, used in turn; the rest is the client's byte stream. The
  * stream is parsed twice, as one read and in those reads, driven the way
- * server/client.c drives the parser. Both runs must log the same requests
- * and the same error: where reads split a request must never matter. HELLO
- * and RESET switch the simulated connection's protocol as the server's
- * handlers do, and the replies that differ between RESP2 and RESP3 are
- * written in it (its changes are logged too).
+ * server/front/client_pipeline.c drives the parser. Both runs must log
+ * the same requests and the same error: where reads split a request must
+ * never matter. HELLO and RESET switch the simulated connection's
+ * protocol as the server's handlers do, and the replies that differ
+ * between RESP2 and RESP3 are written in it (its changes are logged too).
  *
  * Every broken promise of the protocol/ headers ends in abort(), which
  * libFuzzer reports as a crash together with the input. Nothing here may
@@ -55,7 +55,7 @@ struct read_plan {
     size_t count; /* 0: the whole stream in one read */
 };
 
-/* One simulated connection: what client.c keeps per client. */
+/* One simulated connection: what struct client keeps per client. */
 struct fuzz_session {
     const struct request_limits *limits;
     struct request_parser parser;

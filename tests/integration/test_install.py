@@ -14,7 +14,7 @@ PREFIX = "/usr/local"
 TREE = {
     "usr/local/sbin/rlockd": 0o755,
     "usr/local/bin/rlock": 0o755,
-    "usr/local/lib/librlock.so.0.4.0": 0o755,
+    "usr/local/lib/librlock.so.0.5.0": 0o755,
     "usr/local/lib/librlock.a": 0o644,
     "usr/local/include/rlock.h": 0o644,
     "usr/local/lib/pkgconfig/rlock.pc": 0o644,
@@ -27,7 +27,7 @@ TREE = {
     "usr/local/share/doc/rlockd/protocol.md": 0o644,
     "etc/rlockd/rlockd.ini": 0o640,  # it may hold passwords
 }
-LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.4.0", "usr/local/lib/librlock.so": "librlock.so.0"}
+LINKS = {"usr/local/lib/librlock.so.0": "librlock.so.0.5.0", "usr/local/lib/librlock.so": "librlock.so.0"}
 
 
 def build_dir():

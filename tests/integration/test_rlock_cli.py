@@ -158,7 +158,8 @@ def test_usage_errors_exit_64_with_a_message():
         ["-w", "1", "status", "n"],
         ["--lease", "100", "force-unlock", "n"],
         ["hold"],
-        ["hold", "a", "b"],
+        ["--fair", "hold", "a", "b"],          # several NAMEs are plain locks
+        ["a", "", "--", "true"],               # an empty one of several NAMEs
         ["", "--", "true"],                    # empty NAME
         ["status"],
         ["status", "a", "b"],

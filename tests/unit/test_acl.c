@@ -150,7 +150,7 @@ START_TEST(command_rules_apply_left_to_right)
                     BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE) | BIT(SETPERMITS) |
                     BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) |
                     BIT(RELEASE) | BIT(LATCHSET) | BIT(COUNTDOWN) |
-                    BIT(LATCHCOUNT) | BIT(AWAIT);
+                    BIT(LATCHCOUNT) | BIT(AWAIT) | BIT(MLOCK) | BIT(MUNLOCK);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);

@@ -239,10 +239,46 @@ START_TEST(lock_name_commands_are_those_with_a_name_argument)
             id == CMD_TOKEN || id == CMD_SETPERMITS || id == CMD_ADDPERMITS ||
             id == CMD_PERMITS || id == CMD_ACQUIRE || id == CMD_RELEASE ||
             id == CMD_LATCHSET || id == CMD_COUNTDOWN || id == CMD_LATCHCOUNT ||
-            id == CMD_AWAIT;
+            id == CMD_AWAIT || id == CMD_MLOCK || id == CMD_MUNLOCK;
 
         ck_assert_msg(command_has_lock_name(cmd) == want, "%s", cmd->name);
     }
+}
+END_TEST
+
+/* MLOCK's options come after its names; a name list whose last-but-one
+ * word is WAIT or LEASE ends with that option, else every word is a
+ * name. */
+START_TEST(syntax_mlock_and_munlock)
+{
+    struct command_args a = expect_ok(
+        (const char *[]){"MLOCK", "7", "b", "a", "LEASE", "50", NULL});
+
+    ck_assert_uint_eq(a.thread_id, 7);
+    ck_assert_uint_eq(a.list_count, 2);
+    ck_assert_uint_eq(a.name_len, 1); /* the first, for the ACL gate */
+    ck_assert_int_eq(a.wait_ms, COMMAND_WAIT_FOREVER);
+    ck_assert_int_eq(a.lease_ms, 50);
+    a = expect_ok(
+        (const char *[]){"mlock", "1", "a", "wait", "5", "LEASE", "9", NULL});
+    ck_assert_uint_eq(a.list_count, 1);
+    ck_assert_int_eq(a.wait_ms, 5);
+    ck_assert_int_eq(a.lease_ms, 9);
+    a = expect_ok((const char *[]){"MLOCK", "1", "wait", "5", NULL});
+    ck_assert_uint_eq(a.list_count, 2); /* no name would be left */
+    a = expect_ok((const char *[]){"MUNLOCK", "1", "a", "WAIT", "5", NULL});
+    ck_assert_uint_eq(a.list_count, 3); /* MUNLOCK takes no option */
+    expect_error((const char *[]){"MLOCK", "1", "a", "WAIT", "-2", NULL},
+                 "WAIT must be -1 or a non-negative number of milliseconds");
+    expect_error(
+        (const char *[]){"MLOCK", "1", "a", "WAIT", "1", "WAIT", "2", NULL},
+        "syntax error");
+    expect_error((const char *[]){"MLOCK", "x", "a", NULL},
+                 "thread-id must be an unsigned 64-bit decimal integer");
+    expect_error((const char *[]){"MLOCK", "1", "a", "", NULL},
+                 "lock name must not be empty");
+    expect_error((const char *[]){"MLOCK", "1", NULL},
+                 "wrong number of arguments for 'mlock' command");
 }
 END_TEST
 
@@ -707,6 +743,7 @@ Suite *command_suite(void)
     tcase_add_test(args, syntax_hello);
     tcase_add_test(args, syntax_select_and_command);
     tcase_add_test(args, syntax_channels);
+    tcase_add_test(args, syntax_mlock_and_munlock);
     suite_add_tcase(s, args);
     return s;
 }
