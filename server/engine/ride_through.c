@@ -28,6 +28,26 @@ static struct {
     } recheck;
 } ride;
 
+/* Moves the nodes of list whose lock's key can be served now to batch,
+ * in order. Acting on one may put nodes back on list (a call parked
+ * again, a settle that cannot be sent): taking the ready ones off first
+ * lets the walk end. */
+static void take_ready(struct list_node *list, struct list_node *batch,
+                       struct lock *(*lock_of)(struct list_node *node))
+{
+    struct list_node *pos, *tmp;
+
+    list_init(batch);
+    list_for_each_safe (pos, tmp, list) {
+        struct lock *lock = lock_of(pos);
+
+        if (engine.backend->key_ready(lock->name, lock->name_len)) {
+            list_remove(pos);
+            list_push_tail(batch, pos);
+        }
+    }
+}
+
 /* ---- riding through: calls waiting for Redis --------------------------- */
 
 /*
@@ -66,23 +86,19 @@ void ride_park(struct lock_call *call, void (*resume)(struct lock_call *call))
     call_set_state(call, CALL_PARKED);
 }
 
-/* Resumes every parked call whose key can be served now. */
+static struct lock *parked_lock(struct list_node *node)
+{
+    return list_entry(node, struct lock_call, park_link)->lock;
+}
+
+/* Resumes every parked call whose key can be served now. The batch's
+ * calls stay PARKED until resumed: call_set_state unlinks them from it. */
 void ride_resume_parked(void)
 {
-    struct list_node *pos, *tmp;
+    struct list_node *pos;
     struct list_node batch;
 
-    /* A resumed call may park again: take the ready ones off first (still
-     * parked, on the batch: call_set_state unlinks them from either). */
-    list_init(&batch);
-    list_for_each_safe (pos, tmp, &engine.parked) {
-        struct lock_call *call = list_entry(pos, struct lock_call, park_link);
-
-        if (engine.backend->key_ready(call->lock->name, call->lock->name_len)) {
-            list_remove(&call->park_link);
-            list_push_tail(&batch, &call->park_link);
-        }
-    }
+    take_ready(&engine.parked, &batch, parked_lock);
     while ((pos = list_first(&batch)) != NULL) {
         struct lock_call *call = list_entry(pos, struct lock_call, park_link);
 
@@ -177,23 +193,18 @@ static void settle_send(struct unsettled *u)
         ride_settle_later(u->lock, u->field, u->field_len);
 }
 
+static struct lock *unsettled_lock(struct list_node *node)
+{
+    return list_entry(node, struct unsettled, link)->lock;
+}
+
 /* Settles every remembered acquire whose key can be served now. */
 void ride_settle_ready(void)
 {
-    struct list_node *pos, *tmp;
+    struct list_node *pos;
     struct list_node batch;
 
-    /* A send that fails at once remembers its owner again, on the list's
-     * tail: take the ready ones off first, so the walk ends. */
-    list_init(&batch);
-    list_for_each_safe (pos, tmp, &ride.unsettled) {
-        struct unsettled *u = list_entry(pos, struct unsettled, link);
-
-        if (engine.backend->key_ready(u->lock->name, u->lock->name_len)) {
-            list_remove(&u->link);
-            list_push_tail(&batch, &u->link);
-        }
-    }
+    take_ready(&ride.unsettled, &batch, unsettled_lock);
     while ((pos = list_first(&batch)) != NULL) {
         struct unsettled *u = list_entry(pos, struct unsettled, link);
 
