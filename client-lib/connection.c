@@ -285,6 +285,8 @@ static int error_reply_code(const redisReply *r)
         return RLOCK_EWRONGTYPE;
     case REPLY_NOREPLICAS:
         return RLOCK_ENOREPLICAS;
+    case REPLY_DEADLOCK:
+        return RLOCK_EDEADLOCK;
     }
     return RLOCK_EPROTOCOL;
 }

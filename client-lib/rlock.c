@@ -30,6 +30,7 @@ static const char *const error_texts[] = {
     [-RLOCK_ENOREPLICAS] = "no Redis replica acknowledged the lock in time",
     [-RLOCK_ENOPERM] = "the user logged in as may not do this",
     [-RLOCK_ETLS] = "TLS handshake with rlockd failed",
+    [-RLOCK_EDEADLOCK] = "the wait would deadlock with other waiting threads",
 };
 
 rlock_client *rlock_connect(const char *addr, const rlock_options *opts,

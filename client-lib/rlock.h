@@ -118,6 +118,10 @@ enum rlock_error {
     /* The TLS handshake with rlockd failed: its certificate did not
      * verify (unknown CA, expired, another name), or it refused ours. */
     RLOCK_ETLS = -16,
+    /* rlockd refused the wait (-DEADLOCK): it would have closed a cycle
+     * of its clients' threads waiting for each other. Nothing was taken;
+     * give up a lock this thread holds and try again. */
+    RLOCK_EDEADLOCK = -17,
 };
 
 typedef struct rlock_client rlock_client;

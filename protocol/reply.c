@@ -26,6 +26,7 @@ static const char *const reply_error_names[] = {
     [REPLY_NOPERM] = "NOPERM",
     [REPLY_WRONGTYPE] = "WRONGTYPE",
     [REPLY_NOREPLICAS] = "NOREPLICAS",
+    [REPLY_DEADLOCK] = "DEADLOCK",
 };
 
 #define REPLY_ERROR_COUNT (sizeof reply_error_names / sizeof *reply_error_names)

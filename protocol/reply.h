@@ -34,6 +34,8 @@ enum reply_error {
     REPLY_WRONGTYPE,   /* the key holds something that is not this lock */
     REPLY_NOREPLICAS,  /* no replica acknowledged the acquire (sync_replicas);
                           it was undone */
+    REPLY_DEADLOCK,    /* the wait would close a cycle of owners waiting for
+                          each other; the text names the cycle */
 };
 
 const char *reply_error_code_name(enum reply_error code);

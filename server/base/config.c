@@ -29,6 +29,7 @@ static const char *const redis_mode_names[] = {"standalone", "sentinel",
 static const char *const pubsub_names[] = {"auto", "sharded", "global", "both",
                                            NULL};
 static const char *const no_yes_names[] = {"no", "yes", NULL};
+static const char *const off_on_names[] = {"off", "on", NULL};
 static const char *const tls_client_certs_names[] = {"no", "optional",
                                                      "required", NULL};
 static const char *const tls_min_version_names[] = {"TLSv1.2", "TLSv1.3", NULL};
@@ -195,6 +196,10 @@ const struct config_row config_rows[] = {
             max_held_locks_per_client, "100000", 1, 100000000),
     INT_ROW("lock", "max_multilock_names", LIVE, max_multilock_names, "64", 1,
             100000),
+    /* on: a wait that closes a cycle of this daemon's owners is refused
+     * -DEADLOCK (engine/deadlock.c). */
+    ENUM_ROW("lock", "deadlock_detection", LIVE, deadlock_detection, "on",
+             off_on_names),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
     /* Names whose highest FENCED token is remembered (fence_memory.h). */
     INT_ROW("lock", "fence_memory_names", LIVE, fence_memory_names, "100000", 1,

@@ -124,6 +124,7 @@ struct config {
     int64_t fence_memory_names;
     /* local hand-offs of one lock before a release leaves it free */
     int64_t max_handoffs_in_a_row;
+    int64_t deadlock_detection; /* 1: a wait closing a cycle is refused */
     int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */
     int64_t sync_timeout_ms;
     /* [log] */

@@ -119,6 +119,8 @@ enum stats_section {
     X(COUNTS,  COUNTER, noreplicas_replies, "-NOREPLICAS replies")            \
     X(COUNTS,  COUNTER, lock_attempts, "acquire scripts sent")                \
     X(COUNTS,  COUNTER, wait_timeouts, "waits that ended without the lock")   \
+    X(COUNTS,  COUNTER, deadlocks_detected,                                    \
+      "waits refused -DEADLOCK: they closed a cycle of owners")               \
     X(COUNTS,  COUNTER, unlock_messages, "pub/sub messages received")         \
     X(COUNTS,  COUNTER, watchdog_renewals, "holds sent for renewal")          \
     X(COUNTS,  COUNTER, fair_place_renewals,                                   \

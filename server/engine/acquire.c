@@ -130,7 +130,8 @@ static void acquire_granted(struct lock_call *call)
         (call->count == 0 || hold->watchdog != was_watchdog))
         record_hold(hold, call_effective_lease(call));
     lock->last_grant_ttl_ms = call_effective_lease(call);
-    finish_granted(call);
+    finish_granted(call); /* the owner's session lives on in its hold */
+    deadlock_after_grant(lock->kind, hold->session, hold->thread_id);
 }
 
 static void acquire_refused(struct lock_call *call, int64_t pttl)
@@ -159,6 +160,8 @@ static void acquire_refused(struct lock_call *call, int64_t pttl)
             return;
         }
         waiters_enqueue(call);
+        if (deadlock_refuses(call))
+            return;
     }
     if (waiters_sleep(call, pttl) != 0)
         call_finish_error(call, REPLY_ERR, "out of memory");

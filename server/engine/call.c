@@ -35,6 +35,7 @@ struct lock_call *call_new(struct lock *lock, enum lock_op op)
     call->arrival = ++engine.arrivals;
     call->deadline_ms = NO_DEADLINE;
     list_init(&call->queue_link);
+    list_init(&call->owner_link);
     list_init(&call->park_link);
     list_init(&call->listener.link);
     timer_init(&call->timer, call_timer_fired);

@@ -101,6 +101,16 @@ struct lock_call {
     char field[OWNER_FIELD_SIZE];
     size_t field_len;
     struct list_node queue_link;
+    /* Its session's waiting calls (struct session.waiting), while queued:
+     * how deadlock.c finds what an owner waits for. */
+    struct list_node owner_link;
+    /* deadlock.c's walk: the walk that last reached it, the call whose
+     * wait led to its owner, whether that wait was an order's (behind it
+     * in a queue) rather than a hold's, and the next call to look at. */
+    uint64_t walk;
+    struct lock_call *walk_from;
+    bool walk_behind;
+    struct lock_call *walk_next;
     /* A kind whose waiters each listen on a channel of their own (fair):
      * this waiter's, while queued. */
     struct backend_listener listener;
@@ -213,6 +223,11 @@ void waiters_wake_one(struct lock_call *call);
 void waiters_wake(struct lock *lock, size_t count);
 void waiters_freed(struct lock *lock);
 void waiters_hand_off(struct lock_call *release, const struct hold *hold);
+
+/* deadlock.c: cycles in the wait-for graph of this daemon's owners. */
+bool deadlock_refuses(struct lock_call *call);
+void deadlock_after_grant(const struct lock_kind *kind, struct session *session,
+                          uint64_t thread_id);
 
 /* acquire.c: asking Redis for a lock, and what its answer means. */
 void acquire_attempt(struct lock_call *call);

@@ -31,6 +31,7 @@ static struct session *session_new(const char *id, size_t len)
     memcpy(s->id, id, len);
     s->id_len = len;
     list_init(&s->holds);
+    list_init(&s->waiting);
     if (hashmap_put(&session_map, s->id, len, s) != 0) {
         free(s);
         return NULL;

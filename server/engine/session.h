@@ -30,6 +30,7 @@ struct session {
     struct list_node holds; /* struct hold.session_link */
     size_t hold_count;
     size_t waiting_count; /* calls queued for a lock */
+    struct list_node waiting; /* those calls (struct lock_call.owner_link) */
     bool has_secret;      /* false: no other connection may join; and
                              no record in Redis (session_store.h) */
     unsigned char secret[DIGEST_SIZE];

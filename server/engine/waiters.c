@@ -108,6 +108,7 @@ void waiters_enqueue(struct lock_call *call)
     call->queued_us = timers_now_us();
     call_set_state(call, CALL_QUEUED);
     call->session->waiting_count++;
+    list_push_tail(&call->session->waiting, &call->owner_link);
     stats.waiting_clients++;
     if (lock->kind->channel_per_waiter) {
         if (listen_as_waiter(call) != 0)
@@ -167,6 +168,7 @@ void waiters_dequeue(struct lock_call *call, bool granted)
     waiter_queue_remove(&lock->waiters, &call->queue_link);
     histogram_observe(&latency.wait_seconds, timers_now_us() - call->queued_us);
     call->session->waiting_count--;
+    list_remove(&call->owner_link);
     stats.waiting_clients--;
     if (lock->kind->channel_per_waiter)
         engine.backend->unlisten(&call->listener);

@@ -481,9 +481,9 @@ END_TEST
 
 START_TEST(strerror_has_a_text_for_every_code)
 {
-    const char *texts[1 - RLOCK_ETLS];
+    const char *texts[1 - RLOCK_EDEADLOCK];
 
-    for (int err = RLOCK_OK; err >= RLOCK_ETLS; err--) {
+    for (int err = RLOCK_OK; err >= RLOCK_EDEADLOCK; err--) {
         texts[-err] = rlock_strerror(err);
         ck_assert_ptr_nonnull(texts[-err]);
         ck_assert_str_ne(texts[-err], "unknown error");
@@ -491,7 +491,7 @@ START_TEST(strerror_has_a_text_for_every_code)
             ck_assert_str_ne(texts[-err], texts[other]);
     }
     ck_assert_str_eq(rlock_strerror(1), "unknown error");
-    ck_assert_str_eq(rlock_strerror(RLOCK_ETLS - 1), "unknown error");
+    ck_assert_str_eq(rlock_strerror(RLOCK_EDEADLOCK - 1), "unknown error");
     ck_assert_str_eq(rlock_strerror(-1000), "unknown error");
 }
 END_TEST

@@ -12,7 +12,7 @@
 
 #include "base/log.h"
 
-#define MAX_CALLS 64
+#define MAX_CALLS 512
 #define MAX_SESSIONS 16
 #define MAX_RENEWAL_HOLDS 16
 /* Answers the teardown gives before it calls the engine stuck. */
@@ -209,6 +209,8 @@ static void on_done(void *ctx, const struct lock_result *result)
     }
     if (result->type == RESULT_TEXT)
         snprintf(c->text, sizeof(c->text), "%s", result->message);
+    if (result->type == RESULT_ERROR)
+        snprintf(c->error, sizeof(c->error), "%s", result->message);
     c->call = NULL;
 }
 

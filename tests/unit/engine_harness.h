@@ -55,6 +55,7 @@ struct test_call {
     char first_owner[64];      /* RESULT_OWNERS: the first owner's field */
     int64_t first_count;       /* and its count */
     char text[64];             /* RESULT_TEXT's text */
+    char error[1100];          /* RESULT_ERROR's text (cut) */
 };
 
 /* The config the engine runs with; a test may change it after setup. */

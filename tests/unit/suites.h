@@ -29,7 +29,8 @@
     X(lock_kinds_suite)                                                        \
     X(semaphores_suite)                                                        \
     X(record_keys_suite)                                                       \
-    X(watchdog_suite)
+    X(watchdog_suite)                                                          \
+    X(deadlock_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);
 UNIT_SUITE_LIST(UNIT_SUITE_DECLARE)
