@@ -65,7 +65,20 @@
  *     time since it was asked;
  * and for the fenced lock
  *  F1 each grant's token is above every earlier one of the name, unless
- *     Redis lost data since.
+ *     Redis lost data since;
+ * and for every lock kind
+ *  D1 no deadlock outlives its detection: a cycle of threads, each with a
+ *     LOCK or TRYLOCK in flight for a lock that the next holds (believes,
+ *     and Redis has its field; a reader held up by a writer, a writer by
+ *     anyone), that formed with no fault for ORPHAN_MAX_MS before, is
+ *     broken (one of them answered -DEADLOCK) within DEADLOCK_MAX_MS: its
+ *     acquire's round trip, after which its wait starts and is looked at.
+ *     A thread that holds a lock takes another now and then, the clients
+ *     of even index in the names' order and the odd ones in reverse, so
+ *     cycles form;
+ *  D2 no false deadlock: a thread answered -DEADLOCK was in such a cycle
+ *     (RLock and FENCED, whose waits are all of that graph; away from
+ *     faults).
  * An engine that crashes (SIGSEGV, SIGABRT) fails the seed as well.
  *
  * SIM_SEED=<n> runs one seed (and prints its trace), SIM_SEEDS=<count>
@@ -114,6 +127,10 @@
  * latest, with no fault since: the await script's look again in a
  * second, whatever message was lost, and the round trips. */
 #define LATCH_STRANDED_MS 1100
+/* A deadlock is refused this long after it formed at the latest: the
+ * acquire that closes it is refused by Redis (a reply comes within 8 ms,
+ * and calls run in order) and then its wait starts. */
+#define DEADLOCK_MAX_MS 40
 
 /* What a seed simulates: each kind, on every lock name (READ and WRITE
  * together: a client's first thread writes, its second reads). */
@@ -733,6 +750,8 @@ static const char *op_name(enum op op)
     return names[op];
 }
 
+static void check_refusal(const struct thread *t);
+
 static void thread_result(struct thread *t, const struct lock_result *r)
 {
     int lock = t->lock;
@@ -742,6 +761,8 @@ static void thread_result(struct thread *t, const struct lock_result *r)
                    (r->type == RESULT_GRANTED || r->type == RESULT_TEXT ||
                     (r->type == RESULT_INTEGER && r->integer > 0));
 
+    if (r->type == RESULT_ERROR && r->error == REPLY_DEADLOCK)
+        check_refusal(t);
     t->op = OP_NONE;
     t->call = NULL;
     if (t->cleaning) { /* owed for a section it stopped: any answer does */
@@ -1074,6 +1095,7 @@ static struct {
     /* since when a field of the thread's in Redis is one it does not
      * account for (0: none is) */
     uint64_t orphan_since[CLIENTS][THREADS][LOCKS];
+    uint64_t cycle_since; /* D1: since when a cycle of waits is (0: none) */
 } watch;
 
 #define MAX_OWNERS 16
@@ -1248,6 +1270,83 @@ static void check_awaits(void)
         }
 }
 
+/* D1's edge: thread t's LOCK or TRYLOCK in flight waits for u, which
+ * holds its lock (believes it, and Redis has its field) in a mode that
+ * keeps t out (both READ: not). */
+static bool waits_for(const struct thread *t, const struct thread *u,
+                      const struct owners *o)
+{
+    int l = t->lock;
+
+    return t != u && (t->op == OP_LOCK || t->op == OP_TRYLOCK) &&
+           !t->cleaning && u->believed[l] > 0 && owned_by(&o[l], u, l) &&
+           !(thread_kind(t)->shared && thread_kind(u)->shared);
+}
+
+/* Whether a cycle of waits goes through thread number n (of CLIENTS *
+ * THREADS), reached by the walk in path (depth first: a handful of
+ * threads). */
+static bool cycle_through(int n, int at, bool *on_path, const struct owners *o)
+{
+    const struct thread *t = &clients[at / THREADS].threads[at % THREADS];
+
+    on_path[at] = true;
+    for (int v = 0; v < CLIENTS * THREADS; v++) {
+        const struct thread *u = &clients[v / THREADS].threads[v % THREADS];
+
+        if (waits_for(t, u, o) &&
+            (v == n || (!on_path[v] && cycle_through(n, v, on_path, o))))
+            return true;
+    }
+    on_path[at] = false;
+    return false;
+}
+
+/* D1, once a step. */
+static void check_deadlocks(const struct owners *o)
+{
+    bool cycle = false;
+
+    if (permit_mode() || mode == MODE_LATCH)
+        return;
+    for (int n = 0; n < CLIENTS * THREADS && !cycle; n++) {
+        bool on_path[CLIENTS * THREADS] = {false};
+
+        cycle = cycle_through(n, n, on_path, o);
+    }
+    if (!cycle) {
+        watch.cycle_since = 0;
+        return;
+    }
+    if (watch.cycle_since == 0)
+        watch.cycle_since = fake_clock.now_ms;
+    if (watch.cycle_since > net.last_fault + ORPHAN_MAX_MS &&
+        fake_clock.now_ms - watch.cycle_since > DEADLOCK_MAX_MS)
+        fail("D1: a cycle of waits since %llu (%llu deadlocks refused)",
+             (unsigned long long)watch.cycle_since,
+             (unsigned long long)stats.deadlocks_detected);
+}
+
+/* D2, at a -DEADLOCK: the refused thread's wait closed a cycle. Checked
+ * for the kinds whose waits are all in D1's graph (the FAIR queue's and
+ * a reader's yielding are not), and away from faults, after which
+ * rlockd may know a hold a little longer than Redis keeps it. */
+static void check_refusal(const struct thread *t)
+{
+    bool on_path[CLIENTS * THREADS] = {false};
+    struct owners o[LOCKS];
+    int n = t->client->index * THREADS + t->index;
+
+    if ((mode != MODE_RLOCK && mode != MODE_FENCED) ||
+        fake_clock.now_ms <= net.last_fault + ORPHAN_MAX_MS)
+        return;
+    for (int l = 0; l < LOCKS; l++)
+        redis_owners(l, &o[l]);
+    if (!cycle_through(n, n, on_path, o))
+        fail("D2: c%d.%d refused -DEADLOCK for %s, in no cycle of waits",
+             t->client->index, t->index, lock_names[t->lock]);
+}
+
 static void check_step(void)
 {
     bool orphan[CLIENTS][THREADS][LOCKS] = {{{false}}};
@@ -1285,6 +1384,7 @@ static void check_step(void)
                 if (!owned_by(&o[l], th, l) && !field_stays(th, l))
                     th->count_unknown[l] = false;
             }
+    check_deadlocks(o);
     note_latches();
     check_awaits();
 }
@@ -1387,7 +1487,10 @@ static void thread_act(struct thread *t)
         start(t, permit_mode() || chance(80) ? OP_UNLOCK : OP_LOCK, held);
         return;
     }
-    if (mode == MODE_LATCH)
+    if (held >= 0 && !permit_mode() && mode != MODE_LATCH && chance(50))
+        start(t, OP_LOCK,
+              (held + (t->client->index % 2 ? LOCKS - 1 : 1)) % LOCKS);
+    else if (mode == MODE_LATCH)
         start(t,
               chance(15)  ? OP_COUNTDOWN
               : chance(8) ? OP_LATCHSET
@@ -1646,6 +1749,9 @@ static void world_rest(uint64_t ms)
     faults_on = true;
 }
 
+/* -DEADLOCK refusals over every seed run, to show D1 was put to work. */
+static uint64_t deadlocks_refused;
+
 static void run_seed(uint64_t seed, unsigned steps)
 {
     world_init(seed);
@@ -1660,6 +1766,7 @@ static void run_seed(uint64_t seed, unsigned steps)
         world_rest(ORPHAN_MAX_MS);
         check_permits_back();
     }
+    deadlocks_refused += stats.deadlocks_detected;
     world_end();
 }
 
@@ -1702,8 +1809,10 @@ int main(void)
     }
     for (unsigned long s = first; s <= seeds; s++)
         run_seed(s, (unsigned)steps);
-    printf("sim: seeds %lu..%lu of %lu steps passed%s%s\n", first, seeds, steps,
-           only_mode >= 0 ? ", all " : "",
-           only_mode >= 0 ? mode_names[only_mode] : "");
+    printf("sim: seeds %lu..%lu of %lu steps passed%s%s (%llu deadlocks "
+           "refused)\n",
+           first, seeds, steps, only_mode >= 0 ? ", all " : "",
+           only_mode >= 0 ? mode_names[only_mode] : "",
+           (unsigned long long)deadlocks_refused);
     return 0;
 }
