@@ -272,7 +272,8 @@ START_TEST(detection_off_lets_the_cycle_wait)
 END_TEST
 
 /* Semaphores are not in the graph: permits are the session's, and a
- * wait for them waits for no thread (here b:0, which waits for a:1). */
+ * wait for them waits for no thread (here for b, whose thread 0 waits
+ * for a's thread 0, whose session waits for b's permits). */
 START_TEST(a_semaphore_wait_is_not_in_the_graph)
 {
     struct session *a = join("a"), *b = join("b");
@@ -287,7 +288,7 @@ START_TEST(a_semaphore_wait_is_not_in_the_graph)
     held = start_request(b, &permit);
     answer_nil("semaphore_acquire", "S");
     expect_result(held, RESULT_GRANTED);
-    take(a, "X", 1, LEASE_MS);
+    take(a, "X", 0, LEASE_MS);
     wb = queue_unasked(b, "X", 0, WAIT_FOREVER);
     permit.wait_ms = WAIT_FOREVER;
     wa = start_request(a, &permit);
