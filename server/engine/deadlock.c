@@ -14,10 +14,15 @@
  * The graph is never stored: it is read from the lock table, the queues
  * and each session's waiting calls when a wait begins
  * (deadlock_refuses) or a lock goes to an owner that is waiting
- * (deadlock_after_grant), the only two moments a cycle can form; any new
- * cycle goes through that wait. A breadth-first walk from it marks each
- * waiting call it reaches, so it follows each edge once and reaches at
- * most max_waiters calls.
+ * (deadlock_after_grant), the moments a cycle of this daemon's calls
+ * forms; a new cycle goes through that wait. (A hold that a resumed
+ * session brings back after a restart makes no check: a cycle it closes
+ * waits, as without detection, until a WAIT or a lease ends it.) A
+ * breadth-first walk from the wait marks each waiting call it reaches,
+ * so it looks at each at most once, never more than max_waiters, and
+ * costs the holds of their locks and their owners' waiting calls. It
+ * runs only when a call is about to sleep, never on an uncontended
+ * acquire.
  *
  * Owns only the walk's marks on calls. Never: wake, grant or requeue a
  * call, or ask Redis. The one call it acts on, the wait that closes a
@@ -237,8 +242,8 @@ static void describe(struct walk *w, char *text)
 
 /*
  * A deadlock found: counted, logged at WARN with its cycle. The one
- * place that tells of one, so a list of recent events can be fed from
- * here.
+ * place that tells of one: a list of recent events (the status page's)
+ * is fed from here, in one line.
  */
 static void deadlock_report(const char *cycle)
 {
