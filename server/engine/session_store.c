@@ -123,10 +123,9 @@ static void on_logged_reply(void *arg, const struct backend_value *reply)
 
 /* Sends a call on the record of client-id id; its key goes first in
  * argv (after a plain command's name). */
-static int send_to(const char *id, size_t id_len,
-                   struct backend_script *script, const char *command,
-                   int argc, const char **argv, size_t *argv_len,
-                   backend_reply_fn *fn, void *arg)
+static int send_to(const char *id, size_t id_len, struct backend_script *script,
+                   const char *command, int argc, const char **argv,
+                   size_t *argv_len, backend_reply_fn *fn, void *arg)
 {
     char key[SESSION_STORE_KEY_SIZE];
     size_t len = key_of_id(key, id, id_len);
@@ -138,18 +137,18 @@ static int send_to(const char *id, size_t id_len,
         argv[0] = command;
         argv_len[0] = strlen(command);
     }
-    return store.backend->eval(
-        &(struct backend_call){script, key, len, script ? 1 : 0, argc, argv,
-                               argv_len},
-        fn ? fn : on_logged_reply, arg);
+    return store.backend->eval(&(struct backend_call){script, key, len,
+                                                      script ? 1 : 0, argc,
+                                                      argv, argv_len},
+                               fn ? fn : on_logged_reply, arg);
 }
 
 static int send(const struct session *s, struct backend_script *script,
                 const char *command, int argc, const char **argv,
                 size_t *argv_len, backend_reply_fn *fn, void *arg)
 {
-    return send_to(s->id, s->id_len, script, command, argc, argv, argv_len,
-                   fn, arg);
+    return send_to(s->id, s->id_len, script, command, argc, argv, argv_len, fn,
+                   arg);
 }
 
 static size_t hold_field(char *out, const struct lock_kind *kind,
@@ -193,9 +192,8 @@ int session_store_put(const struct session *s, const struct lock_kind *kind,
     return send(s, &put_script, NULL, 5, argv, argv_len, fn, arg);
 }
 
-void session_store_forget(const struct session *s,
-                          const struct lock_kind *kind, const char *key,
-                          size_t key_len, uint64_t thread_id)
+void session_store_forget(const struct session *s, const struct lock_kind *kind,
+                          const char *key, size_t key_len, uint64_t thread_id)
 {
     char field[FIELD_EXTRA + key_len];
     const char *argv[2];
@@ -232,8 +230,7 @@ int session_store_delete(const char *id, size_t len, backend_reply_fn *fn,
     return send_to(id, len, NULL, "DEL", 2, argv, argv_len, fn, arg);
 }
 
-int session_store_read(const struct session *s, backend_reply_fn *fn,
-                       void *arg)
+int session_store_read(const struct session *s, backend_reply_fn *fn, void *arg)
 {
     const char *argv[1];
     size_t argv_len[1];
@@ -280,9 +277,8 @@ static int parse_number(const char *s, size_t len, uint64_t *out)
     return 0;
 }
 
-int session_store_entry(const char *field, size_t field_len,
-                        const char *value, size_t value_len,
-                        struct session_entry *out)
+int session_store_entry(const char *field, size_t field_len, const char *value,
+                        size_t value_len, struct session_entry *out)
 {
     const char *end = field + field_len, *colon, *thread;
     uint64_t lease;

@@ -68,9 +68,8 @@ int session_store_put(const struct session *s, const struct lock_kind *kind,
                       bool pending, int64_t lease_ms, int64_t ttl_ms,
                       backend_reply_fn *fn, void *arg);
 /* Removes the hold's field, and the record with its last one. */
-void session_store_forget(const struct session *s,
-                          const struct lock_kind *kind, const char *key,
-                          size_t key_len, uint64_t thread_id);
+void session_store_forget(const struct session *s, const struct lock_kind *kind,
+                          const char *key, size_t key_len, uint64_t thread_id);
 /* Keeps the record at least ttl_ms more. */
 void session_store_touch(const struct session *s, int64_t ttl_ms);
 /* Deletes the whole record of client-id id: 0 or -ENOTCONN; fn (NULL:
@@ -99,8 +98,7 @@ bool session_store_proved(const struct session *s,
                           const struct backend_value *fields);
 /* Reads a field and value of the record: 0, or -EINVAL for the secret
  * field or anything this version cannot read. */
-int session_store_entry(const char *field, size_t field_len,
-                        const char *value, size_t value_len,
-                        struct session_entry *out);
+int session_store_entry(const char *field, size_t field_len, const char *value,
+                        size_t value_len, struct session_entry *out);
 
 #endif

@@ -436,31 +436,31 @@ static void fake_daemon_stop(struct fake_daemon *f)
 
 START_TEST(replies_map_to_rlock_errors)
 {
-    static const char *const replies[] = {
-        "+OK\r\n", /* CLIENTID */
-        "*0\r\n",  /* HELLO 2 SETNAME */
-        "-NOTOWNER x\r\n", "-LOCKLOST x\r\n", "-UNAVAILABLE x\r\n",
-        "-LIMIT x\r\n",    "-SHUTDOWN x\r\n", "-NOAUTH x\r\n",
-        "-NOPERM x\r\n",
-        "-ERR x\r\n",      "-WRONGTYPE x\r\n", "-NOREPLICAS x\r\n",
-        "-NEWCODE x\r\n",
-        "$1\r\n7\r\n",
-        "+OK\r\n",         ":7\r\n",          NULL};
+    static const char *const replies[] = {"+OK\r\n", /* CLIENTID */
+                                          "*0\r\n",  /* HELLO 2 SETNAME */
+                                          "-NOTOWNER x\r\n",
+                                          "-LOCKLOST x\r\n",
+                                          "-UNAVAILABLE x\r\n",
+                                          "-LIMIT x\r\n",
+                                          "-SHUTDOWN x\r\n",
+                                          "-NOAUTH x\r\n",
+                                          "-NOPERM x\r\n",
+                                          "-ERR x\r\n",
+                                          "-WRONGTYPE x\r\n",
+                                          "-NOREPLICAS x\r\n",
+                                          "-NEWCODE x\r\n",
+                                          "$1\r\n7\r\n",
+                                          "+OK\r\n",
+                                          ":7\r\n",
+                                          NULL};
     static const int expected[] = {
-        RLOCK_ENOTOWNER,
-        RLOCK_ELOCKLOST,
-        RLOCK_EREDIS,
-        RLOCK_ELIMIT,
-        RLOCK_ESHUTDOWN,
-        RLOCK_EAUTH,
-        RLOCK_ENOPERM,
-        RLOCK_EINVAL,
-        RLOCK_EWRONGTYPE,
-        RLOCK_ENOREPLICAS,
-        RLOCK_EPROTOCOL,
-        RLOCK_EPROTOCOL,
-        RLOCK_EPROTOCOL,
-        7,
+        RLOCK_ENOTOWNER,  RLOCK_ELOCKLOST,
+        RLOCK_EREDIS,     RLOCK_ELIMIT,
+        RLOCK_ESHUTDOWN,  RLOCK_EAUTH,
+        RLOCK_ENOPERM,    RLOCK_EINVAL,
+        RLOCK_EWRONGTYPE, RLOCK_ENOREPLICAS,
+        RLOCK_EPROTOCOL,  RLOCK_EPROTOCOL,
+        RLOCK_EPROTOCOL,  7,
     };
     /* the fake daemon answers one connection: the caller's */
     const rlock_options opts = {.heartbeat_ms = RLOCK_NO_HEARTBEAT};

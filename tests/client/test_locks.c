@@ -294,8 +294,7 @@ START_TEST(queries_report_the_state_of_a_lock)
     ck_assert_int_eq(rlock_pttl(c, "no-ttl", &ttl), RLOCK_OK);
     ck_assert_int_eq(ttl, -2);
     ck_assert_int_eq(rlock_is_locked(c, "no-ttl"), 0);
-    ck_assert_int_eq(rlock_lock(c, "no-ttl", RLOCK_WATCHDOG),
-                     RLOCK_EWRONGTYPE);
+    ck_assert_int_eq(rlock_lock(c, "no-ttl", RLOCK_WATCHDOG), RLOCK_EWRONGTYPE);
     redisFree(redis);
     rlock_close(c);
 }

@@ -90,21 +90,22 @@ START_TEST(redirections)
     struct redis_addr addr;
     unsigned slot;
     static const char *const bad[] = {
-        "MOVED 3999",         "MOVED x 127.0.0.1:6381", "MOVED 16384 h:1",
-        "ASK 1 127.0.0.1:0",  "ASK 1 :6381",            "MOVED 1 h:1 extra",
+        "MOVED 3999",         "MOVED x 127.0.0.1:6381",
+        "MOVED 16384 h:1",    "ASK 1 127.0.0.1:0",
+        "ASK 1 :6381",        "MOVED 1 h:1 extra",
         "ASK 1 127.0.0.1:6x", ""};
 
-    ck_assert(cluster_redirect_parse("MOVED 3999 127.0.0.1:6381", 25, &slot,
-                                     &addr));
+    ck_assert(
+        cluster_redirect_parse("MOVED 3999 127.0.0.1:6381", 25, &slot, &addr));
     ck_assert_uint_eq(slot, 3999);
     ck_assert_str_eq(addr.host, "127.0.0.1");
     ck_assert_int_eq(addr.port, 6381);
     ck_assert(cluster_redirect_parse("ASK 0 ::1:7000", 14, &slot, &addr));
     ck_assert_str_eq(addr.host, "::1");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        ck_assert_msg(!cluster_redirect_parse(bad[i], strlen(bad[i]), &slot,
-                                              &addr),
-                      "accepted \"%s\"", bad[i]);
+        ck_assert_msg(
+            !cluster_redirect_parse(bad[i], strlen(bad[i]), &slot, &addr),
+            "accepted \"%s\"", bad[i]);
 }
 END_TEST
 

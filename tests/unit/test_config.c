@@ -120,7 +120,8 @@ START_TEST(reload_applies_live_keys_and_keeps_the_rest)
     struct config live, fresh;
     char err[256];
 
-    log_set_level(LOG_LEVEL_ERROR); /* the reload's change log is not the test */
+    log_set_level(
+        LOG_LEVEL_ERROR); /* the reload's change log is not the test */
     config_set_defaults(&live);
     ck_assert_int_eq(load_text("[server]\nmax_clients = 5\nauth_token = s3\n"
                                "listen = 127.0.0.1:9999\n"
@@ -237,8 +238,8 @@ START_TEST(host_port_split)
                      -1);
     ck_assert_int_eq(
         config_split_host_port("[::1:7", host, sizeof(host), &port), -1);
-    ck_assert_int_eq(config_split_host_port("[[]: 6", host, sizeof(host), &port),
-                     -1);
+    ck_assert_int_eq(
+        config_split_host_port("[[]: 6", host, sizeof(host), &port), -1);
     ck_assert_int_eq(config_split_host_port("h: 6", host, sizeof(host), &port),
                      -1);
     ck_assert_int_eq(config_split_host_port("a b:6", host, sizeof(host), &port),
