@@ -167,6 +167,12 @@ class AsyncClient:
         return self
 
     async def close(self):
+        # The background tasks also stop on _closed at their next turn: a
+        # cancel alone can be lost. async-timeout 4.0.2 (Debian 12's, under
+        # redis-py 4.3's reads) turns a cancel that lands in the same loop
+        # turn as its own timer into TimeoutError, which get_message(timeout=)
+        # reads as "no message": the listener then polled forever (3 closes
+        # in 15 under two busy loops; async-timeout 4.0.3 fixed it).
         self._closed = True
         for task in self._tasks:
             task.cancel()
@@ -284,7 +290,7 @@ class AsyncClient:
         on a connection rlockd closed."""
         loop = asyncio.get_running_loop()
         due = loop.time() + self.heartbeat_ms / 3000
-        while True:
+        while not self._closed:
             await asyncio.sleep(REDIAL_S)
             if not await _drop_if_dead(conn) and loop.time() < due:
                 continue
@@ -297,11 +303,11 @@ class AsyncClient:
 
     async def _listen_main(self, pool):
         channel = core.lost_channel(self.client_id)
-        while True:
+        while not self._closed:
             pubsub = redis.asyncio.Redis(connection_pool=pool).pubsub()
             try:
                 await pubsub.subscribe(channel)
-                while True:
+                while not self._closed:
                     core.on_pubsub_message(await pubsub.get_message(timeout=0.2), self.book,
                                             self.lost_channel_ready)
             except redis.ResponseError as e:
