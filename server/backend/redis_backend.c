@@ -411,19 +411,37 @@ static void on_role_readiness(struct redis_link *link)
 }
 
 /*
+ * Whether a sentinel's poll may move the master: none yet, ROLE said it is
+ * not one, or it is unreachable and ROLE cannot reach it either. After a
+ * failover from A to B, a sentinel that has not heard of it yet still
+ * names A, and A passes ROLE until the sentinels demote it, seconds later;
+ * a poll cannot tell the old master from the new. So an unreachable pool
+ * alone (reconnecting after the move, or a connection killed) is no doubt
+ * while the master still answers ROLE: rlockd never leaves a working
+ * master on a poll's word, only on +switch-master, which a sentinel sends
+ * once the switch has its newer config epoch. Jedis's JedisSentinelPool
+ * (redis/clients/jedis/JedisSentinelPool.java) likewise switches only on
+ * +switch-master.
+ */
+static bool master_in_doubt(void)
+{
+    bool role_vouches = redis_addr_equal(&redis.role.addr, &redis.master) &&
+                        redis_link_ready(&redis.role);
+
+    return redis.master.port == 0 ||
+           redis_status.topology == TOPOLOGY_DISCOVERING ||
+           (!redis.reachable && !role_vouches);
+}
+
+/*
  * A sentinel named addr: confirm it unless it is the master already. A
- * poll's answer is heeded only while the master is in doubt (none yet,
- * unreachable, or ROLE says it is not one): during a failover a sentinel
- * that has not seen the switch yet still names the old master, which
- * still believes it is one until the sentinels reconfigure it, and would
- * pass ROLE; following it would move every connection back and forth. A
+ * poll's answer is heeded only while the master is in doubt (above). A
  * switch announced by +switch-master is always heeded.
  */
 static void on_sentinel_master(const struct redis_addr *addr,
                                const char *source, bool event)
 {
-    bool doubt = redis.master.port == 0 || !redis.reachable ||
-                 redis_status.topology != TOPOLOGY_OK;
+    bool doubt = master_in_doubt();
 
     if (redis_addr_equal(addr, &redis.role.addr) &&
         (redis.confirming || redis_addr_equal(addr, &redis.master)))

@@ -279,6 +279,7 @@ class FakeSentinel:
 
     def __init__(self, named):
         self.named = named
+        self.asked = 0       # SENTINEL queries answered
         self.subscribers = []
         self.conns = []
         self.listener = socket.create_server((HOST, 0))
@@ -314,6 +315,7 @@ class FakeSentinel:
 
     def _answer(self, conn, cmd):
         if cmd[0] == "SENTINEL":
+            self.asked += 1
             return encode_command(HOST, self.named)
         if cmd[0] == "SUBSCRIBE":
             self.subscribers.append(conn)
@@ -378,3 +380,69 @@ def test_the_master_named_again_after_a_doubt_is_no_second_switch():
                 fake.close()
             new.stop()
             old.stop()
+
+
+def _kill_all_but_role(me):
+    """CLIENT KILL of every connection on me's server but rlockd's ROLE link and me (the
+    connection asking): rlockd's pool and subscriber."""
+    killed = 0
+    for line in me.call("CLIENT", "LIST").splitlines():
+        fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+        if fields.get("cmd") not in ("role", "client|list"):
+            killed += me.call("CLIENT", "KILL", "ID", fields["id"])
+    return killed
+
+
+def test_a_stale_sentinel_naming_the_old_master_is_not_followed_back():
+    """After a failover from A to B, a sentinel that has not heard of it still names A,
+    and A passes ROLE until the sentinels demote it. Its polls come while rlockd's pool
+    moves to B, and again while the pool is cut (and kept out: maxclients); ROLE on B
+    still answers, so rlockd stays on B: one master change, each hold re-checked once."""
+    with TempDir() as workdir:
+        a = RedisServer(os.path.join(workdir, "a"))
+        b = RedisServer(os.path.join(workdir, "b"))
+        fake = None
+        rlockd = None
+        try:
+            for d in ("a", "b"):
+                os.mkdir(os.path.join(workdir, d))
+            a.start()
+            b.start()
+            on_a, on_b = a.client(), b.client()
+            assert_eq(on_b.call("REPLICAOF", HOST, a.port), "OK", "REPLICAOF")
+            fake = FakeSentinel(a.port)
+            rlockd = Rlockd(workdir, a.port, {"redis": {
+                "mode": "sentinel", "master_name": MASTER_NAME,
+                "sentinels": "%s:%d" % (HOST, fake.port), "sentinel_poll_ms": 200}})
+            rlockd.start()
+            wait_info(rlockd, "redis_master", "%s:%d" % (HOST, a.port), timeout=5.0)
+            holder = RespClient(rlockd.port, label="holder")
+            assert_eq(holder.call("LOCK", "h", 1, "LEASE", 60000), "OK", "LOCK")
+            wait_until(lambda: on_a.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the hold")
+            assert_eq(on_b.call("REPLICAOF", "NO", "ONE"), "OK", "B promoted; A not demoted yet")
+            fake.switch(a.port, b.port)   # the sentinel that did the failover; fake.named stays A
+            wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
+            wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
+            # the polls while the pool moves to B name A
+            assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, b.port), "INFO redis_master after the move")
+            assert_eq(on_b.call("CONFIG", "SET", "maxclients", "1"), "OK", "no new connections on B")
+            assert _kill_all_but_role(on_b) > 0, "rlockd's pool on B found"
+            wait_info(rlockd, "redis_connected", "0", timeout=5.0)
+            asked = fake.asked
+            wait_until(lambda: fake.asked >= asked + 3, 5.0, what="three polls while B is unreachable")
+            assert_eq(on_b.call("CONFIG", "SET", "maxclients", "10000"), "OK", "B lets rlockd back")
+            wait_info(rlockd, "redis_connected", "1", timeout=5.0)
+            assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, b.port), "INFO redis_master")
+            assert_eq(rlockd.info()["redis_master_changes"], "1", "INFO redis_master_changes")
+            assert_eq(rlockd.info()["failover_locks_kept"], "1", "INFO failover_locks_kept")
+            assert_eq(holder.call("UNLOCK", "h", 1), 1, "UNLOCK on B")
+            holder.close()
+            on_a.close()
+            on_b.close()
+        finally:
+            if rlockd is not None:
+                rlockd.stop()
+            if fake is not None:
+                fake.close()
+            b.stop()
+            a.stop()
