@@ -54,6 +54,7 @@
 #include "base/stats.h"
 #include "front/info.h"
 #include "front/listener.h"
+#include "front/locks_view.h"
 
 /* As the RESP port's: a burst of connections outpaces MHD's accepts (10
  * a run), and at 64 a full queue dropped a probe's SYN, which TCP sends
@@ -165,6 +166,73 @@ static enum MHD_Result respond_ready(struct MHD_Connection *conn)
     return respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, text);
 }
 
+/* A query parameter that is a number from 0 to max: 0 and *value set,
+ * absent (*value untouched), or -EINVAL. */
+static int query_number(struct MHD_Connection *conn, const char *key,
+                        int64_t max, int64_t *value)
+{
+    const char *text =
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+    char *end;
+    long long v;
+
+    if (text == NULL)
+        return 0;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < 0 || v > max)
+        return -EINVAL;
+    *value = v;
+    return 0;
+}
+
+/* Answers a JSON body, or 500 when it could not be made. */
+static enum MHD_Result respond_json(struct MHD_Connection *conn,
+                                    struct buffer *body, int err)
+{
+    enum MHD_Result rc =
+        err != 0 ? respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                "out of memory\n")
+                 : respond(conn, MHD_HTTP_OK, "application/json", body->data,
+                           body->len);
+
+    buffer_free(body);
+    return rc;
+}
+
+/* GET /locks?match=<glob>&count=<n>&offset=<n>: LOCKS' content in JSON,
+ * a page at a time, with the total that matched (the status page's
+ * pager); every name, as an admin's INFO. */
+static enum MHD_Result respond_locks(struct MHD_Connection *conn)
+{
+    struct locks_query q = {0};
+    int64_t count = 0, offset = 0;
+    struct buffer body;
+    char err[160];
+
+    q.match = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "match");
+    q.match_len = q.match != NULL ? strlen(q.match) : 0;
+    if (query_number(conn, "count", INT64_MAX, &count) != 0 ||
+        query_number(conn, "offset", INT64_MAX, &offset) != 0)
+        return respond_text(conn, MHD_HTTP_BAD_REQUEST,
+                            "count and offset must be numbers from 0\n");
+    if (locks_view_count(count, &q.count, err, sizeof(err)) != 0) {
+        strcat(err, "\n");
+        return respond_text(conn, MHD_HTTP_BAD_REQUEST, err);
+    }
+    q.offset = (size_t)offset;
+    buffer_init(&body);
+    return respond_json(conn, &body, locks_view_json(&body, &q));
+}
+
+static enum MHD_Result respond_events(struct MHD_Connection *conn)
+{
+    struct buffer body;
+
+    buffer_init(&body);
+    return respond_json(conn, &body, locks_view_events_json(&body));
+}
+
 /* Whether the request may see url: a probe, no http_token set, or its
  * Authorization header is "Bearer <http_token>" (the scheme in any case,
  * as RFC 7235 has it). */
@@ -215,8 +283,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return respond_text(conn, MHD_HTTP_OK, "ok\n");
     if (strcmp(url, "/readyz") == 0)
         return respond_ready(conn);
+    if (strcmp(url, "/locks") == 0)
+        return respond_locks(conn);
+    if (strcmp(url, "/events") == 0)
+        return respond_events(conn);
     return respond_text(conn, MHD_HTTP_NOT_FOUND,
-                        "not found: /metrics, /healthz or /readyz\n");
+                        "not found: /metrics, /healthz, /readyz, /locks or "
+                        "/events\n");
 }
 
 /* ---- deadlines ----------------------------------------------------------- */
@@ -454,8 +527,9 @@ int http_start(uv_loop_t *loop, const struct config *cfg)
     uv_timer_init(loop, &http.timer);
     http.open = true;
     uv_poll_start(&http.poll, UV_READABLE, on_poll);
-    log_info("http: serving /metrics, /healthz and /readyz on %s",
-             cfg->http_listen);
+    log_info(
+        "http: serving /metrics, /healthz, /readyz, /locks and /events on %s",
+        cfg->http_listen);
     http_run();
     return 0;
 }

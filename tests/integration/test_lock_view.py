@@ -1,0 +1,183 @@
+"""Who holds what, who waits for whom: LOCKS (RESP2 and RESP3), GET /locks and
+GET /events on a real rlockd: a reentrant holder with count 2 and a waiter with times
+checked against the test's own clock, MATCH/COUNT/OFFSET, the COUNT bound, ACL names
+filtering what a user sees, and a lost lock among the recent events."""
+
+import hashlib
+import http.client
+import json
+import time
+
+from harness import HOST, Env, assert_eq, assert_error, free_port, wait_until
+
+HTTP_PORT = free_port()
+CONFIG = {"server": {"http_listen": "%s:%d" % (HOST, HTTP_PORT)},
+          "lock": {"watchdog_timeout_ms": 900}}
+
+
+def _get(port, path):
+    conn = http.client.HTTPConnection(HOST, port, timeout=5.0)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        conn.close()
+
+
+def _get_json(path, port=HTTP_PORT):
+    status, body = _get(port, path)
+    assert_eq(status, 200, "GET %s (%s)" % (path, body[:200]))
+    return json.loads(body)
+
+
+def _maps(reply):
+    """LOCKS in RESP2: flat field/value arrays, nested; as dicts."""
+    if isinstance(reply, list) and reply and isinstance(reply[0], str) and len(reply) % 2 == 0 \
+            and reply[0] in ("name", "owner"):
+        return {k: _maps(v) for k, v in zip(reply[0::2], reply[1::2])}
+    if isinstance(reply, list):
+        return [_maps(x) for x in reply]
+    return reply
+
+
+def _owner(env, label):
+    c = env.client(label=label)
+    cid = env.name("view-" + label)
+    assert_eq(c.call("CLIENTID", cid), "OK", "CLIENTID")
+    assert_eq(c.call("CLIENT", "SETNAME", label), "OK", "SETNAME")
+    return c, cid
+
+
+def _check_view(lock, name, aid, bid, held_max, wait_max, what):
+    """The lock as LOCKS shows it; returns (held-ms, waiting-ms)."""
+    assert_eq(lock["name"], name, "%s: name" % what)
+    assert_eq(lock["kind"], "lock", "%s: kind" % what)
+    assert_eq(lock["ttl"], 900, "%s: ttl (the watchdog's lease)" % what)
+    assert_eq(len(lock["holders"]), 1, "%s: holders" % what)
+    h = lock["holders"][0]
+    assert_eq((h["owner"], h["count"], h["client-id"], h["peer"], h["client-name"]),
+              ("%s:1" % aid, 2, aid, "tcp 127.0.0.1", "holder"), "%s: the holder" % what)
+    assert 0 <= h["held-ms"] <= held_max, "%s: held-ms %r, at most %r" % (what, h["held-ms"], held_max)
+    assert_eq(len(lock["waiters"]), 1, "%s: waiters" % what)
+    w = lock["waiters"][0]
+    assert_eq((w["owner"], w["client-id"], w["client-name"], w["asked"]),
+              ("%s:7" % bid, bid, "waiter", "TRYLOCK WAIT 60000"), "%s: the waiter" % what)
+    assert 0 <= w["waiting-ms"] <= wait_max, "%s: waiting-ms %r, at most %r" % (what, w["waiting-ms"], wait_max)
+    return h["held-ms"], w["waiting-ms"]
+
+
+def test_a_reentrant_holder_and_a_waiter_in_resp2_resp3_and_json(env):
+    (a, aid), (b, bid) = _owner(env, "holder"), _owner(env, "waiter")
+    n = env.name("view")
+    t_held = time.monotonic()
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK again (reentrant)")
+    t_wait = time.monotonic()
+    b.send("TRYLOCK", n, 7, "WAIT", 60000)
+    env.wait_waiting(1)
+    ms = lambda t: (time.monotonic() - t) * 1000 + 5
+
+    r2 = _maps(env.client().call("LOCKS", "MATCH", n))
+    assert_eq(len(r2), 1, "RESP2: one lock matches")
+    first = _check_view(r2[0], n, aid, bid, ms(t_held), ms(t_wait), "RESP2")
+
+    c3 = env.client()
+    c3.hello3()
+    r3 = c3.call("LOCKS", "MATCH", n)
+    assert isinstance(r3, list) and isinstance(r3[0], dict), "RESP3: an array of maps: %r" % (r3,)
+    _check_view(r3[0], n, aid, bid, ms(t_held), ms(t_wait), "RESP3")
+
+    page = _get_json("/locks?match=%s" % n)
+    assert_eq((page["total"], page["offset"], page["count"]), (1, 0, 1), "GET /locks: the page")
+    _check_view(page["locks"][0], n, aid, bid, ms(t_held), ms(t_wait), "GET /locks")
+
+    def grown():
+        held, waiting = _check_view(_get_json("/locks?match=%s" % n)["locks"][0], n, aid, bid,
+                                    ms(t_held), ms(t_wait), "later")
+        return held >= first[0] + 100 and waiting >= first[1] + 100
+    wait_until(grown, 5.0, what="held-ms and waiting-ms growing")
+
+    assert_eq(a.call("UNLOCK", n, 1), 0, "UNLOCK one of two")
+    assert_eq(_maps(a.call("LOCKS", "MATCH", n))[0]["holders"][0]["count"], 1, "the count after")
+    assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK the last hold")
+    assert_eq(b.read_reply(5.0), 1, "the waiter gets it")
+    lock = _maps(a.call("LOCKS", "MATCH", n))[0]
+    assert_eq(([h["owner"] for h in lock["holders"]], lock["waiters"]), (["%s:7" % bid], []),
+              "after the hand-off")
+    assert_eq(b.call("UNLOCK", n, 7), 1, "UNLOCK")
+    assert_eq(a.call("LOCKS", "MATCH", n), [], "nothing held or waited for")
+
+
+def test_match_count_offset_the_longest_wait_first_and_the_bound(env):
+    (a, aid), (b, _) = _owner(env, "holder"), _owner(env, "waiter")
+    base = env.name("page")
+    names = ["%s:%d" % (base, i) for i in range(5)]
+    for n in names:
+        assert_eq(a.call("LOCK", n, 1), "OK", "LOCK %s" % n)
+    b.send("LOCK", names[3], 2)
+    env.wait_waiting(1)
+    pattern = base + ":*"
+    all_ = _maps(a.call("LOCKS", "MATCH", pattern))
+    assert_eq(len(all_), 5, "MATCH")
+    assert_eq(all_[0]["name"], names[3], "the one waited for first")
+    assert_eq(all_[0]["waiters"][0]["asked"], "LOCK", "what a LOCK asked")
+    assert_eq([l["name"] for l in all_[1:]], names[:3] + names[4:], "then the longest held")
+    assert_eq([l["name"] for l in _maps(a.call("LOCKS", "MATCH", pattern, "COUNT", 2))],
+              [names[3], names[0]], "COUNT 2")
+    assert_eq([l["name"] for l in _maps(a.call("LOCKS", "COUNT", 2, "MATCH", pattern, "OFFSET", 2))],
+              [names[1], names[2]], "OFFSET 2 COUNT 2")
+    page = _get_json("/locks?match=%s&count=2&offset=4" % pattern)
+    assert_eq((page["total"], page["count"], [l["name"] for l in page["locks"]]), (5, 1, [names[4]]),
+              "GET /locks, the last page")
+    assert_error(a.call("LOCKS", "COUNT", 1001), "ERR", "locks_max_count", what="COUNT over the bound")
+    assert_error(a.call("LOCKS", "COUNT", 0), "ERR", what="COUNT 0")
+    assert_error(a.call("LOCKS", "MATCH"), "ERR", what="MATCH without a glob")
+    status, body = _get(HTTP_PORT, "/locks?count=1001")
+    assert_eq(status, 400, "GET /locks?count=1001")
+    assert "locks_max_count" in body, "the reason: %r" % body
+    assert_eq(_get(HTTP_PORT, "/locks?offset=x")[0], 400, "a bad offset")
+    for n in names:
+        assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK %s" % n)
+    assert_eq(b.read_reply(5.0), "OK", "the waiter gets its lock")
+    assert_eq(b.call("UNLOCK", names[3], 2), 1, "UNLOCK")
+
+
+def test_a_lost_lock_is_among_the_recent_events(env):
+    c, cid = _owner(env, "loser")
+    n = env.name("lost")
+    lost = env.info_int("locks_lost")
+    assert_eq(c.call("LOCK", n, 3), "OK", "LOCK")
+    env.redis("DEL", n)
+    wait_until(lambda: env.info_int("locks_lost") > lost, 5.0, what="the watchdog finding the lock gone")
+    events = _get_json("/events")["events"]
+    mine = [e for e in events if n in e["text"]]
+    assert_eq(len(mine), 1, "the loss among the events: %r" % events)
+    e = mine[0]
+    assert_eq(e["kind"], "lost", "its kind")
+    assert "%s:3" % cid in e["text"], "the owner named: %r" % e
+    assert abs(e["time_ms"] / 1000.0 - time.time()) < 60, "its time: %r" % e
+    assert_eq(events[0]["seq"], max(x["seq"] for x in events), "the newest first")
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_user_sees_only_the_names_its_rules_allow():
+    port = free_port()
+    users = {"server": {"http_listen": "%s:%d" % (HOST, port), "auth_token": "view-token-0123456789"},
+             "user worker": {"password_sha256": sha256("worker-pw-0123456789"), "commands": "+@lock",
+                             "names": "orders:*"},
+             "user ops": {"password_sha256": sha256("ops-pw-0123456789"), "commands": "+@all", "names": "*"}}
+    with Env(users) as env:
+        w = env.client(label="worker")
+        assert_eq(w.call("AUTH", "worker", "worker-pw-0123456789"), "OK", "AUTH worker")
+        o = env.client(label="ops")
+        assert_eq(o.call("AUTH", "ops", "ops-pw-0123456789"), "OK", "AUTH ops")
+        assert_eq(w.call("LOCK", "orders:1", 1), "OK", "the worker's lock")
+        assert_eq(o.call("LOCK", "billing:1", 1), "OK", "ops' lock")
+        assert_eq([l["name"] for l in _maps(w.call("LOCKS"))], ["orders:1"], "what the worker sees")
+        assert_eq(sorted(l["name"] for l in _maps(o.call("LOCKS"))), ["billing:1", "orders:1"],
+                  "what ops sees")
+        assert_eq(_maps(w.call("LOCKS", "MATCH", "billing:*")), [], "MATCH cannot widen the rules")
