@@ -28,12 +28,16 @@
  *                 (HEALTH's answer, info_ready), but 200 for the first
  *                 readyz_grace_ms of a Redis outage
  *
- * With [server] http_token set, every path but /healthz and /readyz
- * needs "Authorization: Bearer <token>" (RFC 6750), the header
+ * With [server] http_token set, every path but /healthz, /readyz and
+ * / needs "Authorization: Bearer <token>" (RFC 6750), the header
  * Prometheus sends from a scrape config's `authorization` (or
  * `bearer_token`); else 401 with WWW-Authenticate. The probes stay open:
  * orchestrators probe without credentials, and they tell nothing but up
- * or down. The token is compared as a digest, in constant time.
+ * or down. So does / (the page's HTML and script, no data): a browser
+ * cannot send the header when it opens a URL, so the page's script sends
+ * it with each request, from the URL's fragment (/#token=...), which the
+ * browser never sends. The token is compared as a digest, in constant
+ * time.
  */
 #include "front/http.h"
 
@@ -55,6 +59,10 @@
 #include "front/info.h"
 #include "front/listener.h"
 #include "front/locks_view.h"
+
+/* The status page, generated from status_page.html (scripts/embed.sh). */
+extern const char status_page_html[];
+extern const size_t status_page_html_len;
 
 /* As the RESP port's: a burst of connections outpaces MHD's accepts (10
  * a run), and at 64 a full queue dropped a probe's SYN, which TCP sends
@@ -225,6 +233,26 @@ static enum MHD_Result respond_locks(struct MHD_Connection *conn)
     return respond_json(conn, &body, locks_view_json(&body, &q));
 }
 
+/* GET /info?section=<name>: INFO's text (the status page shows its
+ * redis section: the topology and the master). */
+static enum MHD_Result respond_info(struct MHD_Connection *conn)
+{
+    const char *section =
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section");
+    struct buffer body;
+    enum MHD_Result rc;
+
+    buffer_init(&body);
+    if (info_write(&body, section, section ? strlen(section) : 0) != 0)
+        rc = respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                          "out of memory\n");
+    else
+        rc = respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
+                     body.data ? body.data : "", body.len);
+    buffer_free(&body);
+    return rc;
+}
+
 static enum MHD_Result respond_events(struct MHD_Connection *conn)
 {
     struct buffer body;
@@ -244,7 +272,7 @@ static bool authorized(struct MHD_Connection *conn, const char *url)
     unsigned char want[DIGEST_SIZE], got[DIGEST_SIZE];
 
     if (token[0] == '\0' || strcmp(url, "/healthz") == 0 ||
-        strcmp(url, "/readyz") == 0)
+        strcmp(url, "/readyz") == 0 || strcmp(url, "/") == 0)
         return true;
     header = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                          MHD_HTTP_HEADER_AUTHORIZATION);
@@ -283,13 +311,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return respond_text(conn, MHD_HTTP_OK, "ok\n");
     if (strcmp(url, "/readyz") == 0)
         return respond_ready(conn);
+    if (strcmp(url, "/") == 0)
+        return respond(conn, MHD_HTTP_OK, "text/html; charset=utf-8",
+                       status_page_html, status_page_html_len);
     if (strcmp(url, "/locks") == 0)
         return respond_locks(conn);
+    if (strcmp(url, "/info") == 0)
+        return respond_info(conn);
     if (strcmp(url, "/events") == 0)
         return respond_events(conn);
     return respond_text(conn, MHD_HTTP_NOT_FOUND,
-                        "not found: /metrics, /healthz, /readyz, /locks or "
-                        "/events\n");
+                        "not found: /, /metrics, /healthz, /readyz, /locks, "
+                        "/events or /info\n");
 }
 
 /* ---- deadlines ----------------------------------------------------------- */

@@ -4,11 +4,16 @@ checked against the test's own clock, MATCH/COUNT/OFFSET, the COUNT bound, ACL n
 filtering what a user sees, and a lost lock among the recent events."""
 
 import hashlib
+import html
 import http.client
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 
-from harness import HOST, Env, assert_eq, assert_error, free_port, wait_until
+from harness import HOST, Env, Skip, assert_eq, assert_error, free_port, wait_until
 
 HTTP_PORT = free_port()
 CONFIG = {"server": {"http_listen": "%s:%d" % (HOST, HTTP_PORT)},
@@ -181,3 +186,46 @@ def test_a_user_sees_only_the_names_its_rules_allow():
         assert_eq(sorted(l["name"] for l in _maps(o.call("LOCKS"))), ["billing:1", "orders:1"],
                   "what ops sees")
         assert_eq(_maps(w.call("LOCKS", "MATCH", "billing:*")), [], "MATCH cannot widen the rules")
+
+
+def _chromium():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise Skip("chromium not found: apt-get install chromium (or scripts/install-deps.sh)")
+    return exe
+
+
+def _dump_dom(url, home):
+    """The page's DOM after its script ran, as headless Chromium sees it."""
+    out = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                          "--no-first-run", "--user-data-dir=" + home, "--virtual-time-budget=3000",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, HOME=home))
+    assert_eq(out.returncode, 0, "chromium's exit (%s)" % out.stderr[-500:])
+    return html.unescape(out.stdout)
+
+
+def test_the_status_page_in_headless_chromium_shows_the_lock_its_holder_and_its_waiter(env):
+    _chromium()
+    (a, aid), (b, bid) = _owner(env, "holder"), _owner(env, "waiter")
+    n = env.name("page")
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK again")
+    b.send("TRYLOCK", n, 7, "WAIT", 60000)
+    env.wait_waiting(1)
+    home = tempfile.mkdtemp(prefix="rlockd-chromium-")
+    try:
+        dom = _dump_dom("http://%s:%d/" % (HOST, HTTP_PORT), home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    rows = [r for r in dom.split("<tr") if n in r]
+    assert_eq(len(rows), 1, "the lock's row in the page: %s" % dom[-2000:])
+    row = rows[0]
+    for want in ("%s:1 (holder)" % aid, "%s:7 (waiter)" % bid, "TRYLOCK WAIT 60000", ">2<"):
+        assert want in row, "%r in the lock's row: %s" % (want, row)
+    assert "1-" in dom and " of " in dom, "the pager: %s" % dom[-1500:]
+    assert "redis_master:" in dom, "the Redis section (INFO redis): %s" % dom[-1500:]
+    assert_eq(a.call("UNLOCK", n, 1), 0, "UNLOCK")
+    assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
+    assert_eq(b.read_reply(5.0), 1, "the waiter gets it")
+    assert_eq(b.call("UNLOCK", n, 7), 1, "UNLOCK")
