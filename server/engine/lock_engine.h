@@ -207,8 +207,8 @@ struct lock_view_owner {
     const struct session *session;
     const char *owner; /* "<client-id>:<thread-id>", a permit's id... */
     size_t owner_len;
-    int64_t count; /* a holder's count (permits); a waiter's amount */
-    uint64_t ms;   /* held for; waiting for */
+    int64_t count;     /* a holder's count (permits); a waiter's amount */
+    uint64_t ms;       /* held for; waiting for */
     const char *asked; /* a waiter's request: "TRYLOCK WAIT 5000 FAIR" */
 };
 struct lock_view {
@@ -234,6 +234,23 @@ typedef int lock_view_fn(const struct lock_view *view, void *arg);
  */
 int64_t lock_engine_view(lock_view_filter_fn *filter, size_t offset,
                          size_t count, lock_view_fn *fn, void *arg);
+
+/* GET /sessions: one session (client-id) as the engine sees it. */
+struct session_view {
+    const struct session *session;
+    const char *id;
+    size_t id_len;
+    unsigned connections; /* open here (and kept by work in flight) */
+    size_t holds;
+    size_t waiters; /* calls queued for a lock */
+    /* It set a SECRET: a restarted rlockd resumes its holds from its
+     * record in Redis (CLIENTID ... RESUME). */
+    bool resumable;
+};
+typedef int session_view_fn(const struct session_view *view, void *arg);
+/* As lock_engine_view, for every live session, by client-id. */
+int64_t lock_engine_sessions_view(size_t offset, size_t count,
+                                  session_view_fn *fn, void *arg);
 
 /* The engine's timer is due (the clock's arm said when). */
 void lock_engine_run_timers(void);

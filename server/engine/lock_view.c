@@ -41,6 +41,24 @@ struct view_walk {
     int err;
 };
 
+/* Makes room for one more element of elem bytes in *array (count in use,
+ * *size allocated), doubling it; 0 or -ENOMEM. */
+static int room_for_one(void *array, size_t count, size_t *size, size_t elem)
+{
+    void **p = array;
+    size_t more = *size ? 2 * *size : 64;
+    void *grown;
+
+    if (count < *size)
+        return 0;
+    grown = realloc(*p, more * elem);
+    if (grown == NULL)
+        return -ENOMEM;
+    *p = grown;
+    *size = more;
+    return 0;
+}
+
 static void collect(struct lock *lock, void *arg)
 {
     struct view_walk *w = arg;
@@ -62,18 +80,9 @@ static void collect(struct lock *lock, void *arg)
         if (h->since_ms < e.oldest_hold_ms)
             e.oldest_hold_ms = h->since_ms;
     }
-    if (w->count == w->size) {
-        size_t size = w->size ? 2 * w->size : 64;
-        struct view_entry *grown = realloc(w->entries, size * sizeof(e));
-
-        if (grown == NULL) {
-            w->err = -ENOMEM;
-            return;
-        }
-        w->entries = grown;
-        w->size = size;
-    }
-    w->entries[w->count++] = e;
+    w->err = room_for_one(&w->entries, w->count, &w->size, sizeof(e));
+    if (w->err == 0)
+        w->entries[w->count++] = e;
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -218,5 +227,58 @@ int64_t lock_engine_view(lock_view_filter_fn *filter, size_t offset,
     for (size_t i = offset; i < w.count && i - offset < count && err == 0; i++)
         err = show(w.entries[i].lock, fn, arg);
     free(w.entries);
+    return err != 0 ? err : (int64_t)w.count;
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+struct session_walk {
+    struct session **sessions;
+    size_t count, size;
+    int err;
+};
+
+static void collect_session(struct session *s, void *arg)
+{
+    struct session_walk *w = arg;
+
+    if (w->err == 0)
+        w->err = room_for_one(&w->sessions, w->count, &w->size, sizeof(s));
+    if (w->err == 0)
+        w->sessions[w->count++] = s;
+}
+
+/* By client-id, so that pages of sessions follow one another. */
+static int session_order(const void *pa, const void *pb)
+{
+    const struct session *a = *(struct session *const *)pa;
+    const struct session *b = *(struct session *const *)pb;
+
+    return strcmp(a->id, b->id);
+}
+
+int64_t lock_engine_sessions_view(size_t offset, size_t count,
+                                  session_view_fn *fn, void *arg)
+{
+    struct session_walk w = {0};
+    int err = 0;
+
+    session_table_foreach(collect_session, &w);
+    if (w.err != 0) {
+        free(w.sessions);
+        return w.err;
+    }
+    if (w.count > 0)
+        qsort(w.sessions, w.count, sizeof(*w.sessions), session_order);
+    for (size_t i = offset; i < w.count && i - offset < count && err == 0;
+         i++) {
+        const struct session *s = w.sessions[i];
+
+        err = fn(&(struct session_view){s, s->id, s->id_len, s->connections,
+                                        s->hold_count, s->waiting_count,
+                                        s->has_secret},
+                 arg);
+    }
+    free(w.sessions);
     return err != 0 ? err : (int64_t)w.count;
 }

@@ -208,29 +208,55 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn,
     return rc;
 }
 
+/* A page's count and offset (query parameters, as LOCKS' COUNT and
+ * OFFSET); 0, or -EINVAL with the reason in err. */
+static int query_page(struct MHD_Connection *conn, size_t *offset,
+                      size_t *count, char *err, size_t size)
+{
+    int64_t asked = 0, from = 0;
+
+    if (query_number(conn, "count", INT64_MAX, &asked) != 0 ||
+        query_number(conn, "offset", INT64_MAX, &from) != 0) {
+        snprintf(err, size, "count and offset must be numbers from 0\n");
+        return -EINVAL;
+    }
+    if (locks_view_count(asked, count, err, size - 1) != 0) {
+        strcat(err, "\n");
+        return -EINVAL;
+    }
+    *offset = (size_t)from;
+    return 0;
+}
+
 /* GET /locks?match=<glob>&count=<n>&offset=<n>: LOCKS' content in JSON,
  * a page at a time, with the total that matched (the status page's
  * pager); every name, as an admin's INFO. */
 static enum MHD_Result respond_locks(struct MHD_Connection *conn)
 {
     struct locks_query q = {0};
-    int64_t count = 0, offset = 0;
     struct buffer body;
-    char err[160];
+    char err[200];
 
     q.match = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "match");
     q.match_len = q.match != NULL ? strlen(q.match) : 0;
-    if (query_number(conn, "count", INT64_MAX, &count) != 0 ||
-        query_number(conn, "offset", INT64_MAX, &offset) != 0)
-        return respond_text(conn, MHD_HTTP_BAD_REQUEST,
-                            "count and offset must be numbers from 0\n");
-    if (locks_view_count(count, &q.count, err, sizeof(err)) != 0) {
-        strcat(err, "\n");
+    if (query_page(conn, &q.offset, &q.count, err, sizeof(err)) != 0)
         return respond_text(conn, MHD_HTTP_BAD_REQUEST, err);
-    }
-    q.offset = (size_t)offset;
     buffer_init(&body);
     return respond_json(conn, &body, locks_view_json(&body, &q));
+}
+
+/* GET /sessions?count=<n>&offset=<n>: the client-ids, a page at a time. */
+static enum MHD_Result respond_sessions(struct MHD_Connection *conn)
+{
+    size_t offset, count;
+    struct buffer body;
+    char err[200];
+
+    if (query_page(conn, &offset, &count, err, sizeof(err)) != 0)
+        return respond_text(conn, MHD_HTTP_BAD_REQUEST, err);
+    buffer_init(&body);
+    return respond_json(conn, &body,
+                        locks_view_sessions_json(&body, offset, count));
 }
 
 /* GET /info?section=<name>: INFO's text (the status page shows its
@@ -316,13 +342,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                        status_page_html, status_page_html_len);
     if (strcmp(url, "/locks") == 0)
         return respond_locks(conn);
+    if (strcmp(url, "/sessions") == 0)
+        return respond_sessions(conn);
     if (strcmp(url, "/info") == 0)
         return respond_info(conn);
     if (strcmp(url, "/events") == 0)
         return respond_events(conn);
     return respond_text(conn, MHD_HTTP_NOT_FOUND,
                         "not found: /, /metrics, /healthz, /readyz, /locks, "
-                        "/events or /info\n");
+                        "/sessions, /events or /info\n");
 }
 
 /* ---- deadlines ----------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/event_ring.h"
@@ -291,31 +292,143 @@ int locks_view_resp(struct buffer *out, enum reply_protocol proto,
     return err;
 }
 
+/* {"total": n, "offset": n, "count": n, "<what>": [<body>]}: a page of
+ * a view; body is freed. -ENOMEM when total is an error. */
+static int write_envelope(struct buffer *out, const char *what, int64_t total,
+                          size_t offset, size_t shown, struct buffer *body)
+{
+    char head[160];
+    int err;
+
+    snprintf(head, sizeof(head),
+             "{\"total\": %lld, \"offset\": %zu, \"count\": %zu, "
+             "\"%s\": [",
+             (long long)total, offset, shown, what);
+    err = total < 0 ? -ENOMEM : buffer_append(out, head, strlen(head));
+    if (err == 0 && body->len > 0)
+        err = buffer_append(out, body->data, body->len);
+    if (err == 0)
+        err = buffer_append(out, "]}\n", 3);
+    buffer_free(body);
+    return err;
+}
+
 int locks_view_json(struct buffer *out, const struct locks_query *q)
 {
     struct buffer body;
     size_t shown;
     int64_t total;
-    char head[128];
-    int err;
 
     buffer_init(&body);
     total = write_page(&body, true, REPLY_RESP3, q, &shown);
-    if (total < 0) {
-        buffer_free(&body);
-        return -ENOMEM;
+    return write_envelope(out, "locks", total, q->offset, shown, &body);
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+struct sessions_ctx {
+    struct writer *w;
+    struct client **conns; /* every connection with a session, by it */
+    size_t conn_count;
+    uint64_t now_ms;
+    size_t shown;
+};
+
+static int by_session(const void *pa, const void *pb)
+{
+    const struct client *a = *(struct client *const *)pa;
+    const struct client *b = *(struct client *const *)pb;
+
+    return a->session < b->session ? -1 : a->session > b->session;
+}
+
+/* The first of the sorted connections of session s (conn_count: none). */
+static size_t first_conn(const struct sessions_ctx *v, const struct session *s)
+{
+    size_t lo = 0, hi = v->conn_count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if ((const void *)v->conns[mid]->session < (const void *)s)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    snprintf(head, sizeof(head),
-             "{\"total\": %lld, \"offset\": %zu, \"count\": %zu, "
-             "\"locks\": [",
-             (long long)total, q->offset, shown);
-    err = buffer_append(out, head, strlen(head));
-    if (err == 0 && body.len > 0)
-        err = buffer_append(out, body.data, body.len);
-    if (err == 0)
-        err = buffer_append(out, "]}\n", 3);
-    buffer_free(&body);
-    return err;
+    return lo;
+}
+
+static int write_session(const struct session_view *s, void *arg)
+{
+    struct sessions_ctx *v = arg;
+    struct writer *w = v->w;
+    size_t first = first_conn(v, s->session), end = first;
+
+    while (end < v->conn_count && v->conns[end]->session == s->session)
+        end++;
+    w_open(w, true, 6);
+    w_key(w, "client-id");
+    w_str(w, s->id, s->id_len);
+    w_key(w, "connections");
+    w_int(w, s->connections);
+    w_key(w, "holds");
+    w_int(w, (int64_t)s->holds);
+    w_key(w, "waiters");
+    w_int(w, (int64_t)s->waiters);
+    w_key(w, "resumable");
+    w->err |= buffer_append(w->b, s->resumable ? "true" : "false",
+                            s->resumable ? 4 : 5);
+    w_key(w, "clients");
+    w_open(w, false, end - first);
+    for (size_t i = first; i < end; i++) {
+        const struct client *c = v->conns[i];
+
+        w_open(w, true, 5);
+        w_key(w, "id");
+        w_int(w, (int64_t)c->id);
+        w_key(w, "peer");
+        w_cstr(w, c->peer != NULL ? c->peer->name : NULL);
+        w_key(w, "client-name");
+        w_cstr(w, c->name);
+        w_key(w, "heartbeat-ms");
+        w_int(w, c->heartbeat_ms);
+        w_key(w, "heard-ms-ago");
+        w_int(w,
+              v->now_ms > c->heard_ms ? (int64_t)(v->now_ms - c->heard_ms) : 0);
+        w_close(w);
+    }
+    w_close(w);
+    w_close(w);
+    v->shown++;
+    return w->err ? -ENOMEM : 0;
+}
+
+int locks_view_sessions_json(struct buffer *out, size_t offset, size_t count)
+{
+    struct buffer body;
+    struct writer w = {.b = &body, .json = true, .depth = 1};
+    struct sessions_ctx v = {.w = &w, .now_ms = uv_now(clients.loop)};
+    struct list_node *pos, *tmp;
+    int64_t total = -ENOMEM;
+
+    w.first[1] = true;
+    buffer_init(&body);
+    list_for_each_safe (pos, tmp, &clients.all)
+        v.conn_count++;
+    v.conns = calloc(v.conn_count + 1, sizeof(*v.conns));
+    if (v.conns != NULL) {
+        v.conn_count = 0;
+        list_for_each_safe (pos, tmp, &clients.all) {
+            struct client *c = list_entry(pos, struct client, link);
+
+            if (c->session != NULL)
+                v.conns[v.conn_count++] = c;
+        }
+        qsort(v.conns, v.conn_count, sizeof(*v.conns), by_session);
+        total = lock_engine_sessions_view(offset, count, write_session, &v);
+    }
+    free(v.conns);
+    return write_envelope(out, "sessions", total, offset, v.shown, &body);
 }
 
 void locks_view_note_loss(const struct lock_loss *loss)

@@ -32,6 +32,11 @@ int locks_view_resp(struct buffer *out, enum reply_protocol proto,
                     const struct locks_query *q);
 /* GET /locks: {"total": n, "offset": n, "count": n, "locks": [...]} */
 int locks_view_json(struct buffer *out, const struct locks_query *q);
+/* GET /sessions: {"total", "offset", "count", "sessions": [{"client-id",
+ * "connections", "holds", "waiters", "resumable", "clients": [{"id",
+ * "peer", "client-name", "heartbeat-ms", "heard-ms-ago"}]}]}, by
+ * client-id. */
+int locks_view_sessions_json(struct buffer *out, size_t offset, size_t count);
 /* Keeps a lost hold among the recent events. */
 void locks_view_note_loss(const struct lock_loss *loss);
 /* GET /events: {"events": [{"seq", "time_ms", "kind", "text"}...]},

@@ -229,3 +229,36 @@ def test_the_status_page_in_headless_chromium_shows_the_lock_its_holder_and_its_
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
     assert_eq(b.read_reply(5.0), 1, "the waiter gets it")
     assert_eq(b.call("UNLOCK", n, 7), 1, "UNLOCK")
+
+
+def test_sessions_lists_client_ids_with_connections_holds_waiters_and_heartbeat(env):
+    b, bid = _owner(env, "waiter")
+    a, a2 = env.client(label="holder"), env.client(label="holder-2")
+    aid = env.name("view-holder")
+    for c in (a, a2):
+        assert_eq(c.call("CLIENTID", aid, "SECRET", "view-secret-0123456789"), "OK", "CLIENTID with a SECRET")
+    assert_eq(a.call("CLIENT", "SETNAME", "holder"), "OK", "SETNAME")
+    assert_eq(a.call("CLIENT", "HEARTBEAT", 60000), "OK", "HEARTBEAT")
+    n = env.name("sessions")
+    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
+    b.send("LOCK", n, 2)
+    env.wait_waiting(1)
+    page = _get_json("/sessions?count=1000")
+    by_id = {s["client-id"]: s for s in page["sessions"]}
+    assert_eq(page["total"], len(page["sessions"]), "one page holds them all")
+    assert_eq([s["client-id"] for s in page["sessions"]], sorted(by_id), "by client-id")
+    sa, sb = by_id[aid], by_id[bid]
+    assert_eq((sa["connections"], sa["holds"], sa["waiters"], sa["resumable"]), (2, 1, 0, True), "the holder")
+    assert_eq(sorted(c["client-name"] or "" for c in sa["clients"]), ["", "holder"], "its connections")
+    assert_eq(sorted(c["heartbeat-ms"] for c in sa["clients"]), [0, 60000], "their heartbeats")
+    assert all(c["peer"] == "tcp 127.0.0.1" and 0 <= c["heard-ms-ago"] < 60000 for c in sa["clients"]), \
+        "peers and heard-ms-ago: %r" % sa["clients"]
+    assert_eq((sb["connections"], sb["holds"], sb["waiters"], sb["resumable"]), (1, 0, 1, False),
+              "the waiter, without a SECRET")
+    first = _get_json("/sessions?count=1&offset=0")
+    assert_eq((first["count"], first["sessions"][0]["client-id"]), (1, page["sessions"][0]["client-id"]),
+              "a page of one")
+    assert_eq(_get(HTTP_PORT, "/sessions?count=1001")[0], 400, "count over locks_max_count")
+    assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
+    assert_eq(b.read_reply(5.0), "OK", "the waiter gets it")
+    assert_eq(b.call("UNLOCK", n, 2), 1, "UNLOCK")
