@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import HOST, Env, Skip, assert_eq, assert_error, free_port, wait_until
+from harness import HOST, Env, Skip, assert_eq, assert_error, free_port, rlock_bin, wait_until
 
 HTTP_PORT = free_port()
 CONFIG = {"server": {"http_listen": "%s:%d" % (HOST, HTTP_PORT)},
@@ -72,16 +72,35 @@ def _check_view(lock, name, aid, bid, held_max, wait_max, what):
     return h["held-ms"], w["waiting-ms"]
 
 
-def test_a_reentrant_holder_and_a_waiter_in_resp2_resp3_and_json(env):
+def _ms_since(t):
+    """ms since monotonic time t, and a little: the most a time shown may be."""
+    return (time.monotonic() - t) * 1000 + 5
+
+
+def _scene(env, base):
+    """The holder takes a new lock twice, then the waiter's TRYLOCK WAIT 60000 queues for it:
+    (holder, its client-id, waiter, its client-id, the name, when held, when the wait began)."""
     (a, aid), (b, bid) = _owner(env, "holder"), _owner(env, "waiter")
-    n = env.name("view")
+    n = env.name(base)
     t_held = time.monotonic()
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
     assert_eq(a.call("LOCK", n, 1), "OK", "LOCK again (reentrant)")
     t_wait = time.monotonic()
     b.send("TRYLOCK", n, 7, "WAIT", 60000)
     env.wait_waiting(1)
-    ms = lambda t: (time.monotonic() - t) * 1000 + 5
+    return a, aid, b, bid, n, t_held, t_wait
+
+
+def _end_scene(a, b, n):
+    assert_eq(a.call("UNLOCK", n, 1), 0, "UNLOCK one of two")
+    assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK the last hold")
+    assert_eq(b.read_reply(5.0), 1, "the waiter gets it")
+    assert_eq(b.call("UNLOCK", n, 7), 1, "the waiter's UNLOCK")
+
+
+def test_a_reentrant_holder_and_a_waiter_in_resp2_resp3_and_json(env):
+    a, aid, b, bid, n, t_held, t_wait = _scene(env, "view")
+    ms = _ms_since
 
     r2 = _maps(env.client().call("LOCKS", "MATCH", n))
     assert_eq(len(r2), 1, "RESP2: one lock matches")
@@ -207,12 +226,7 @@ def _dump_dom(url, home):
 
 def test_the_status_page_in_headless_chromium_shows_the_lock_its_holder_and_its_waiter(env):
     _chromium()
-    (a, aid), (b, bid) = _owner(env, "holder"), _owner(env, "waiter")
-    n = env.name("page")
-    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK")
-    assert_eq(a.call("LOCK", n, 1), "OK", "LOCK again")
-    b.send("TRYLOCK", n, 7, "WAIT", 60000)
-    env.wait_waiting(1)
+    a, aid, b, bid, n, _, _ = _scene(env, "page")
     home = tempfile.mkdtemp(prefix="rlockd-chromium-")
     try:
         dom = _dump_dom("http://%s:%d/" % (HOST, HTTP_PORT), home)
@@ -225,10 +239,7 @@ def test_the_status_page_in_headless_chromium_shows_the_lock_its_holder_and_its_
         assert want in row, "%r in the lock's row: %s" % (want, row)
     assert "1-" in dom and " of " in dom, "the pager: %s" % dom[-1500:]
     assert "redis_master:" in dom, "the Redis section (INFO redis): %s" % dom[-1500:]
-    assert_eq(a.call("UNLOCK", n, 1), 0, "UNLOCK")
-    assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
-    assert_eq(b.read_reply(5.0), 1, "the waiter gets it")
-    assert_eq(b.call("UNLOCK", n, 7), 1, "UNLOCK")
+    _end_scene(a, b, n)
 
 
 def test_sessions_lists_client_ids_with_connections_holds_waiters_and_heartbeat(env):
@@ -262,3 +273,59 @@ def test_sessions_lists_client_ids_with_connections_holds_waiters_and_heartbeat(
     assert_eq(a.call("UNLOCK", n, 1), 1, "UNLOCK")
     assert_eq(b.read_reply(5.0), "OK", "the waiter gets it")
     assert_eq(b.call("UNLOCK", n, 2), 1, "UNLOCK")
+
+
+def _rlock_list(env, *args, tty=False):
+    """rlock -S ADDR ARGS: its stdout, a pipe or (tty) a terminal."""
+    argv = [rlock_bin(), "-S", "%s:%d" % (HOST, env.port)] + list(args)
+    if not tty:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        assert_eq(r.returncode, 0, "rlock %s (stderr %r)" % (" ".join(args), r.stderr))
+        return r.stdout
+    import pty
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's other side closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert_eq(p.wait(10), 0, "rlock %s on a terminal" % " ".join(args))
+        return out.decode().replace("\r\n", "\n")
+    finally:
+        os.close(master)
+
+
+def test_rlock_list_prints_the_holder_count_2_and_the_waiter_as_a_table_tsv_and_json(env):
+    a, aid, b, bid, n, t_held, t_wait = _scene(env, "list")
+    other = env.name("other")
+    assert_eq(a.call("LOCK", other, 1), "OK", "LOCK another name")
+    ms = _ms_since
+
+    lines = _rlock_list(env, "list", n).splitlines()
+    assert_eq(lines[0].split("\t"), ["NAME", "KIND", "HOLDER", "COUNT", "HELD", "WAITERS", "LONGEST_WAIT"],
+              "the heading, tab-separated")
+    assert_eq(len(lines), 2, "PATTERN selects one lock: %r" % lines)
+    row = lines[1].split("\t")
+    assert_eq(row[:4] + [row[5]], [n, "lock", "%s:1" % aid, "2", "1"], "the row")
+    assert 0 <= int(row[4]) <= ms(t_held), "HELD %r ms" % row[4]
+    assert 0 <= int(row[6]) <= ms(t_wait), "LONGEST_WAIT %r ms" % row[6]
+
+    table = _rlock_list(env, "list", n, tty=True).splitlines()
+    assert_eq(len(table), 2, "on a terminal: %r" % table)
+    assert table[0].index("KIND") == table[1].index("lock"), "aligned columns: %r" % table
+    assert table[1].split()[:4] == [n, "lock", "%s:1" % aid, "2"], "the row: %r" % table[1]
+
+    js = json.loads(_rlock_list(env, "--json", "list", n))
+    assert_eq(len(js), 1, "--json: one lock")
+    _check_view(js[0], n, aid, bid, ms(t_held), ms(t_wait), "rlock list --json")
+    names = [l["name"] for l in json.loads(_rlock_list(env, "--json", "list"))]
+    assert n in names and other in names, "without PATTERN, every lock: %r" % names
+    _end_scene(a, b, n)
+    assert_eq(a.call("UNLOCK", other, 1), 1, "UNLOCK")
