@@ -329,3 +329,20 @@ def test_rlock_list_prints_the_holder_count_2_and_the_waiter_as_a_table_tsv_and_
     assert n in names and other in names, "without PATTERN, every lock: %r" % names
     _end_scene(a, b, n)
     assert_eq(a.call("UNLOCK", other, 1), 1, "UNLOCK")
+
+
+def test_a_refused_deadlock_is_among_the_recent_events(env):
+    (a, aid), (b, bid) = _owner(env, "a"), _owner(env, "b")
+    x, y = env.name("dx"), env.name("dy")
+    assert_eq(a.call("LOCK", x, 1), "OK", "a takes x")
+    assert_eq(b.call("LOCK", y, 1), "OK", "b takes y")
+    a.send("LOCK", y, 1)
+    env.wait_waiting(1)
+    refusal = b.call("LOCK", x, 1)
+    assert_error(refusal, "DEADLOCK", what="the wait closing the cycle")
+    events = [e for e in _get_json("/events")["events"] if e["kind"] == "deadlock"]
+    assert_eq([e["text"] for e in events if x in e["text"]], [refusal.message], "the cycle among the events")
+    assert_eq(b.call("UNLOCK", y, 1), 1, "b gives y up")
+    assert_eq(a.read_reply(5.0), "OK", "a gets y")
+    assert_eq(a.call("UNLOCK", y, 1), 1, "UNLOCK y")
+    assert_eq(a.call("UNLOCK", x, 1), 1, "UNLOCK x")
