@@ -346,3 +346,14 @@ def test_a_refused_deadlock_is_among_the_recent_events(env):
     assert_eq(a.read_reply(5.0), "OK", "a gets y")
     assert_eq(a.call("UNLOCK", y, 1), 1, "UNLOCK y")
     assert_eq(a.call("UNLOCK", x, 1), 1, "UNLOCK x")
+
+
+def test_with_http_token_the_data_need_it_and_the_page_does_not():
+    token = "view-http-token-0123456789"
+    port = free_port()
+    with Env({"server": {"http_listen": "%s:%d" % (HOST, port), "http_token": token}}):
+        for path in ("/locks", "/sessions", "/events", "/info"):
+            assert_eq(_get(port, path)[0], 401, "GET %s without the token" % path)
+        status, body = _get(port, "/")
+        assert_eq(status, 200, "GET / (the page, no data) without the token")
+        assert "Bearer" in body, "the page's script sends the token"
