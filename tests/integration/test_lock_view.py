@@ -136,23 +136,25 @@ def test_a_reentrant_holder_and_a_waiter_in_resp2_resp3_and_json(env):
 def test_match_count_offset_the_longest_wait_first_and_the_bound(env):
     (a, aid), (b, _) = _owner(env, "holder"), _owner(env, "waiter")
     base = env.name("page")
-    names = ["%s:%d" % (base, i) for i in range(5)]
+    names = ["%s:%d" % (base, i) for i in range(8)]
     for n in names:
         assert_eq(a.call("LOCK", n, 1), "OK", "LOCK %s" % n)
     b.send("LOCK", names[3], 2)
     env.wait_waiting(1)
     pattern = base + ":*"
     all_ = _maps(a.call("LOCKS", "MATCH", pattern))
-    assert_eq(len(all_), 5, "MATCH")
+    assert_eq(len(all_), 8, "MATCH")
     assert_eq(all_[0]["name"], names[3], "the one waited for first")
     assert_eq(all_[0]["waiters"][0]["asked"], "LOCK", "what a LOCK asked")
     assert_eq([l["name"] for l in all_[1:]], names[:3] + names[4:], "then the longest held")
     assert_eq([l["name"] for l in _maps(a.call("LOCKS", "MATCH", pattern, "COUNT", 2))],
-              [names[3], names[0]], "COUNT 2")
+              [names[3], names[0]], "COUNT 2 (the first of a page: a heap, not a sort)")
+    assert_eq([l["name"] for l in _maps(a.call("LOCKS", "MATCH", pattern, "COUNT", 3))],
+              [names[3], names[0], names[1]], "COUNT 3")
     assert_eq([l["name"] for l in _maps(a.call("LOCKS", "COUNT", 2, "MATCH", pattern, "OFFSET", 2))],
               [names[1], names[2]], "OFFSET 2 COUNT 2")
-    page = _get_json("/locks?match=%s&count=2&offset=4" % pattern)
-    assert_eq((page["total"], page["count"], [l["name"] for l in page["locks"]]), (5, 1, [names[4]]),
+    page = _get_json("/locks?match=%s&count=2&offset=7" % pattern)
+    assert_eq((page["total"], page["count"], [l["name"] for l in page["locks"]]), (8, 1, [names[7]]),
               "GET /locks, the last page")
     assert_error(a.call("LOCKS", "COUNT", 1001), "ERR", "locks_max_count", what="COUNT over the bound")
     assert_error(a.call("LOCKS", "COUNT", 0), "ERR", what="COUNT 0")
