@@ -55,7 +55,10 @@ ENGINE_LIB   = $(BUILD)/engine.a
 UNIT_BACKEND_OBJ = $(BUILD)/obj/server/backend/cluster_map.o \
                    $(BUILD)/obj/server/backend/keyslot.o
 # The daemon's objects but main(): with libprotocol, what the unit tests link.
-LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(SERVER_SRC)))
+LIB_OBJ  = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(SERVER_SRC))) \
+           $(STATUS_PAGE_OBJ)
+# The status page (GET /), compiled in as a C string (scripts/embed.sh).
+STATUS_PAGE_OBJ = $(BUILD)/gen/status_page.o
 MAIN_OBJ = $(BUILD)/obj/server/main.o
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
@@ -172,6 +175,13 @@ $(BUILD)/rlockd.8: docs/rlockd.8 FORCE
 	    -e 's|/usr/local/lib/sysusers.d|$(SYSUSERSDIR)|g' \
 	    -e 's|/usr/local/share|$(DATADIR)|g' \
 	    $< > $@.tmp && { cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+
+$(BUILD)/gen/status_page.c: server/front/status_page.html scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh status_page_html $< > $@.tmp && mv $@.tmp $@
+
+$(STATUS_PAGE_OBJ): $(BUILD)/gen/status_page.c
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/rlockd: $(LIB_OBJ) $(MAIN_OBJ) $(PROTOCOL_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)

@@ -40,6 +40,7 @@ static const char usage_text[] =
     "       rlock [OPTION...] hold NAME NAME...\n"
     "       rlock [-S ADDR] [KIND] status NAME\n"
     "       rlock [-S ADDR] [KIND] force-unlock NAME\n"
+    "       rlock [-S ADDR] [--json] list [PATTERN]\n"
     "       rlock [OPTION...] --permits N NAME -- COMMAND [ARG...]\n"
     "                                 (or -c STRING, or hold NAME)\n"
     "\n"
@@ -120,6 +121,12 @@ static const char usage_text[] =
     "                     \"unlocked\"; exit 0 either way\n"
     "  force-unlock NAME  delete the lock, whoever holds it; print\n"
     "                     \"force-unlocked\" or \"not locked\"; exit 0\n"
+    "  list [PATTERN]     the locks rlockd holds or waits on for its clients\n"
+    "                     (rlockd's LOCKS), names matching the glob PATTERN,\n"
+    "                     the longest wait first: NAME KIND HOLDER COUNT\n"
+    "                     HELD_MS WAITERS LONGEST_WAIT_MS, aligned on a\n"
+    "                     terminal, tab-separated otherwise; --json: every\n"
+    "                     field, one JSON array\n"
     "\n"
     "While COMMAND runs:\n"
     "  - If rlock's standard input is the terminal and rlock runs in its\n"
@@ -183,6 +190,7 @@ enum {
     OPT_VERSION = 256,
     OPT_PERMITS,
     OPT_TLS,
+    OPT_JSON,
     OPT_CACERT,
     OPT_CERT,
     OPT_KEY,
@@ -212,6 +220,7 @@ static const struct option long_options[] = {
     {"fenced", no_argument, NULL, OPT_KIND + RLOCK_FENCED},
     {"permits", required_argument, NULL, OPT_PERMITS},
     {"tls", no_argument, NULL, OPT_TLS},
+    {"json", no_argument, NULL, OPT_JSON},
     {"cacert", required_argument, NULL, OPT_CACERT},
     {"cert", required_argument, NULL, OPT_CERT},
     {"key", required_argument, NULL, OPT_KEY},
@@ -417,6 +426,9 @@ static int parse_option(struct options *o, struct given *g, int opt,
     case OPT_TLS:
         o->tls = true;
         return 0;
+    case OPT_JSON:
+        o->json = true;
+        return 0;
     case OPT_CACERT:
     case OPT_CERT:
     case OPT_KEY:
@@ -512,10 +524,14 @@ static int parse_form(struct options *o, const struct given *g, int rest,
         o->mode = MODE_STATUS;
     } else if (rest == 2 && !strcmp(words[0], "force-unlock")) {
         o->mode = MODE_FORCE_UNLOCK;
+    } else if ((rest == 1 || rest == 2) && !strcmp(words[0], "list")) {
+        o->mode = MODE_LIST;
+        o->name = words[1]; /* NULL after the last word: every name */
+        return 0;
     } else {
         return usage_error(
             "expected NAME... -- COMMAND, NAME -c STRING, hold NAME..., "
-            "status NAME or force-unlock NAME%s",
+            "status NAME, force-unlock NAME or list [PATTERN]%s",
             g->short_s ? S_IS_SHARED_NOW : "");
     }
     if (o->mode == MODE_RUN) {
@@ -529,6 +545,8 @@ static int parse_form(struct options *o, const struct given *g, int rest,
 /* The options that make no sense for the form given. */
 static int check_form(const struct options *o, const struct given *g)
 {
+    if (o->json && o->mode != MODE_LIST)
+        return usage_error("--json goes with list only");
     if (o->mode == MODE_RUN)
         return 0;
     if (g->run_opt[0] != '\0')
@@ -552,7 +570,8 @@ static int check_permits(const struct options *o, const struct given *g)
         return usage_error(
             "--permits and %s exclude each other: a permit has no lease",
             g->lease_opt);
-    if (o->mode == MODE_STATUS || o->mode == MODE_FORCE_UNLOCK)
+    if (o->mode == MODE_STATUS || o->mode == MODE_FORCE_UNLOCK ||
+        o->mode == MODE_LIST)
         return usage_error("--permits goes with a COMMAND or hold only");
     return 0;
 }
@@ -619,7 +638,7 @@ int options_parse(int argc, char **argv, struct options *o)
         err = check_form(o, &g);
     if (err == 0)
         err = check_permits(o, &g);
-    if (err == 0 && o->name[0] == '\0')
+    if (err == 0 && o->name != NULL && o->name[0] == '\0')
         err = usage_error("empty lock NAME");
     if (err == 0 && !o->tls &&
         (o->tls_options.ca_file || o->tls_options.cert_file ||

@@ -10,12 +10,14 @@
 
 #include "rlock.h"
 
-enum mode { MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_FORCE_UNLOCK };
+enum mode { MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_FORCE_UNLOCK, MODE_LIST };
 
 struct options {
     enum mode mode;
     const char *addr;
-    const char *name; /* the first NAME when there are several */
+    const char *name; /* the first NAME when there are several; list's
+                         PATTERN (NULL: every name) */
+    bool json;        /* list --json: rlockd's view as JSON */
     /* NAME1 NAME2 ... -- COMMAND, or hold NAME1 NAME2 ...: the plain
      * locks taken together (rlock_multilock), in the order given;
      * name_count 1 for one NAME */

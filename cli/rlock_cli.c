@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "list.h"
 #include "options.h"
 #include "report.h"
 #include "rlock.h"
@@ -570,6 +571,8 @@ int main(int argc, char **argv)
         status = print_status(c, &o);
     else if (o.mode == MODE_FORCE_UNLOCK)
         status = force_unlock(c, &o);
+    else if (o.mode == MODE_LIST)
+        status = list_locks(c, &o);
     else if ((label = label_of(&o)) == NULL)
         status = fail_sys("malloc");
     else

@@ -376,6 +376,38 @@ RLOCK_API int rlock_owners_named_kind(rlock_client *c, const char *name,
                                       struct rlock_owner **owners,
                                       char ***names, size_t *count);
 
+/* One owner of a lock in rlock_locks(): a holder or a waiter. */
+struct rlock_lock_owner {
+    char *owner;       /* its field: "<client-id>:<thread-id>"... */
+    char *client_id;   /* NULL: none known */
+    char *peer;        /* of one of its connections; NULL: none open */
+    char *client_name; /* NULL: none */
+    long long count;   /* a holder's count (permits); 0 for a waiter */
+    long long ms;      /* held for, or waiting for */
+    char *asked;       /* a waiter's command ("TRYLOCK WAIT 5000"); NULL */
+};
+
+/* One lock as rlockd's LOCKS shows it. */
+struct rlock_lock_info {
+    char *name;
+    char *kind;        /* "lock", "fair", "read", "semaphore"... */
+    long long ttl_ms;  /* the lease rlockd keeps its holds at; -1 none */
+    size_t holder_count;
+    struct rlock_lock_owner *holders;
+    size_t waiter_count; /* in queue order */
+    struct rlock_lock_owner *waiters;
+};
+
+/* The locks rlockd holds or waits on for its clients, whose names match
+ * the glob match (NULL: all) and the user's names, the longest wait
+ * first (rlockd's LOCKS): from offset, count at most (0: rlockd's
+ * default, 100; at most its [server] locks_max_count). *locks (NULL when
+ * none) has *n, freed with rlock_locks_free(). RLOCK_OK or an error. */
+RLOCK_API int rlock_locks(rlock_client *c, const char *match, size_t count,
+                          size_t offset, struct rlock_lock_info **locks,
+                          size_t *n);
+RLOCK_API void rlock_locks_free(struct rlock_lock_info *locks, size_t n);
+
 /*
  * Semaphores and the count-down latch: Redisson's RSemaphore,
  * RPermitExpirableSemaphore and RCountDownLatch, in their formats, so

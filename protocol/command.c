@@ -55,6 +55,7 @@ bool command_has_lock_name(const struct command *cmd)
     case SYNTAX_SELECT:
     case SYNTAX_COMMAND:
     case SYNTAX_CHANNELS:
+    case SYNTAX_LOCKS:
         return false;
     case SYNTAX_NAME:
     case SYNTAX_NAME_KIND:
@@ -611,6 +612,35 @@ static int parse_names(const struct command *cmd, size_t argc,
     return 0;
 }
 
+/* LOCKS [MATCH <glob>] [COUNT <n>] [OFFSET <n>], in any order, each once;
+ * COUNT from 1 (its bound is the server's), OFFSET from 0. */
+static int parse_locks(size_t argc, char *const *argv, const size_t *argv_len,
+                       struct command_args *out, char *err, size_t err_size)
+{
+    bool seen[3] = {false, false, false};
+
+    for (size_t i = 1; i < argc; i += 2) {
+        size_t which = word_is("match", argv[i], argv_len[i])    ? 0
+                       : word_is("count", argv[i], argv_len[i])  ? 1
+                       : word_is("offset", argv[i], argv_len[i]) ? 2
+                                                                 : 3;
+        if (which == 3 || seen[which] || i + 1 == argc)
+            return parse_error(err, err_size, "syntax error");
+        seen[which] = true;
+        if (which == 0) {
+            out->value = argv[i + 1];
+            out->value_len = argv_len[i + 1];
+        } else if (parse_i64(argv[i + 1], argv_len[i + 1],
+                             which == 1 ? &out->count : &out->offset) != 0 ||
+                   (which == 1 ? out->count < 1 : out->offset < 0)) {
+            return parse_error(err, err_size,
+                               which == 1 ? "COUNT must be a positive number"
+                                          : "OFFSET must be a number from 0");
+        }
+    }
+    return 0;
+}
+
 int command_parse_args(const struct command *cmd, size_t argc,
                        char *const *argv, const size_t *argv_len,
                        size_t max_name_len, struct command_args *out, char *err,
@@ -638,6 +668,8 @@ int command_parse_args(const struct command *cmd, size_t argc,
         take_list(1, argc, argv, argv_len, out);
         return 0;
     }
+    if (cmd->syntax == SYNTAX_LOCKS)
+        return parse_locks(argc, argv, argv_len, out, err, err_size);
     if (cmd->syntax == SYNTAX_NAMES)
         return parse_names(cmd, argc, argv, argv_len, max_name_len, out, err,
                            err_size);

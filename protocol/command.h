@@ -42,6 +42,7 @@ enum command_syntax {
     SYNTAX_AWAIT,         /* AWAIT: <name> [WAIT ms] */
     SYNTAX_PERMITS,       /* PERMITS: <name> [HELD] */
     SYNTAX_NAMES,         /* MLOCK, MUNLOCK: <tid> <name>... [options] */
+    SYNTAX_LOCKS,         /* LOCKS [MATCH <glob>] [COUNT n] [OFFSET n] */
 };
 
 /* The subcommands of CLIENT and COMMAND, as their parser decodes them. */
@@ -102,6 +103,7 @@ enum command_sub {
     X(AWAIT,       "await",       request,     2, 4, SYNTAX_AWAIT,         CMD_ALONE) \
     X(MLOCK,       "mlock",       multilock,   3, COMMAND_ARGC_ANY, SYNTAX_NAMES, CMD_ALONE) \
     X(MUNLOCK,     "munlock",     multilock,   3, COMMAND_ARGC_ANY, SYNTAX_NAMES, 0)         \
+    X(LOCKS,       "locks",       locks,       1, 7, SYNTAX_LOCKS,         0)         \
     X(CLIENTID,    "clientid",    clientid,    1, 5, SYNTAX_CLIENTID,      CMD_ALONE) \
     X(CLIENT,      "client",      client,      2, 4, SYNTAX_CLIENT,        0)         \
     X(PING,        "ping",        ping,        1, 2, SYNTAX_OPTIONAL_TEXT, CMD_BEFORE_AUTH | CMD_SUBSCRIBED) \
@@ -210,6 +212,10 @@ struct command_args {
     bool held;             /* PERMITS ... HELD: the session's, not the free */
     bool with_names;       /* OWNERS ... WITHNAMES: each owner's client name */
     const char *permit_id; /* RELEASE ... ID: COMMAND_PERMIT_ID_LEN hex */
+    /* LOCKS: MATCH's glob (value, value_len; NULL: every name), COUNT
+     * (0: not given) and OFFSET */
+    int64_t count;
+    int64_t offset;
 };
 
 /* Case-insensitive lookup; NULL when unknown. */

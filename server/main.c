@@ -32,6 +32,7 @@
 
 #include "backend/redis_backend.h"
 #include "base/config.h"
+#include "base/event_ring.h"
 #include "base/hashmap.h"
 #include "base/log.h"
 #include "base/service.h"
@@ -45,6 +46,7 @@
 #include "front/http.h"
 #include "front/info.h"
 #include "front/listener.h"
+#include "front/locks_view.h"
 #include "front/pubsub.h"
 
 #define SHUTDOWN_GRACE_MS 3000
@@ -255,6 +257,14 @@ static void fit_open_files_limit(void)
     client_set_fd_limit(fit);
 }
 
+/* A hold lost: kept among the recent events (GET /events), and told to
+ * its client's lock-lost subscribers. */
+static void on_lock_lost(const struct lock_loss *loss)
+{
+    locks_view_note_loss(loss);
+    pubsub_on_loss(loss);
+}
+
 static int start(void)
 {
     uint8_t seed[16];
@@ -282,7 +292,9 @@ static int start(void)
         return err;
     fit_open_files_limit();
     commands_init(&rlockd.cfg);
-    lock_engine_on_loss(pubsub_on_loss); /* lock-lost events */
+    if ((err = event_ring_init((size_t)rlockd.cfg.events_kept)) != 0)
+        return UV_ENOMEM;
+    lock_engine_on_loss(on_lock_lost); /* lock-lost events */
     info_init(&rlockd.cfg, rlockd.config_path, loop_now_ms);
     if (tls_server_configured(&rlockd.cfg) &&
         tls_server_load(&rlockd.cfg, why, sizeof(why)) != 0) {
@@ -380,6 +392,7 @@ int main(int argc, char **argv)
     }
     uv_run(&rlockd.loop, UV_RUN_DEFAULT);
     lock_engine_free();
+    event_ring_free();
     redis_backend_free();
     commands_free();
     tls_server_free();

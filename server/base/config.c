@@ -77,6 +77,12 @@ const struct config_row config_rows[] = {
      * probe is one short request, sent at once. */
     INT_ROW("server", "http_request_timeout_ms", 0, http_request_timeout_ms,
             "2000", 100, 3600000),
+    /* LOCKS and GET /locks answer at most this many locks a call (the
+     * status page asks for pages of them). */
+    INT_ROW("server", "locks_max_count", LIVE, locks_max_count, "1000", 1,
+            100000),
+    /* GET /events: the newest lost locks and deadlocks kept in memory. */
+    INT_ROW("server", "events_kept", 0, events_kept, "100", 0, 100000),
     /* 0: /readyz fails as soon as Redis is unreachable. Above 0, it stays
      * ready through an outage that short, which rlockd rides through
      * (calls wait up to [redis] retry_timeout_ms). */

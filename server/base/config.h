@@ -52,6 +52,8 @@ struct config {
     int64_t http_max_connections;
     int64_t readyz_grace_ms; /* /readyz stays ready this long into an outage */
     int64_t http_request_timeout_ms;
+    int64_t locks_max_count; /* LOCKS' and GET /locks' COUNT at most */
+    int64_t events_kept;     /* GET /events: the newest so many */
     char auth_token[256];
     char http_token[256]; /* "": HTTP needs no token */
     int64_t max_auth_failures;

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/event_ring.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "engine/engine_int.h"
@@ -249,6 +250,7 @@ static void deadlock_report(const char *cycle)
 {
     stats.deadlocks_detected++;
     log_warn("deadlock refused: %s", cycle);
+    event_ring_push(EVENT_DEADLOCK, "%s", cycle);
 }
 
 /*

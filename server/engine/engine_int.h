@@ -97,6 +97,7 @@ struct lock_call {
      * semaphore's permits); try set, add: the value */
     int64_t amount;
     int64_t lease_ms; /* as asked; < 0: watchdog mode */
+    int64_t wait_ms;  /* as asked; < 0: for ever (LOCKS shows it) */
     uint64_t deadline_ms;
     char field[OWNER_FIELD_SIZE];
     size_t field_len;

@@ -96,6 +96,7 @@ struct lock_call *lock_engine_start(struct session *session,
     call->ctx = ctx;
     call->thread_id = req->thread_id;
     call->lease_ms = req->lease_ms;
+    call->wait_ms = req->wait_ms;
     call->started_us = timers_now_us();
     /* A lock's acquire and release take one; a count's value is as it is. */
     call->amount = (call->op == LOCK_OP_ACQUIRE || call->op == LOCK_OP_RELEASE)

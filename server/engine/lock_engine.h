@@ -197,6 +197,61 @@ bool lock_engine_session_last_with_holds(const struct session *session);
  * outlive its connection); lock_engine_leave gives it back. */
 void lock_engine_session_keep(struct session *session);
 
+/*
+ * LOCKS and GET /locks: the locks this daemon holds or waits on, as the
+ * engine sees them (lock_view.c). An owner is a holder or a waiter:
+ * its session (its client-id, lock_engine_session_id), its field in
+ * Redis, and ms since its first grant or since its call began.
+ */
+struct lock_view_owner {
+    const struct session *session;
+    const char *owner; /* "<client-id>:<thread-id>", a permit's id... */
+    size_t owner_len;
+    int64_t count;     /* a holder's count (permits); a waiter's amount */
+    uint64_t ms;       /* held for; waiting for */
+    const char *asked; /* a waiter's request: "TRYLOCK WAIT 5000 FAIR" */
+};
+struct lock_view {
+    const char *name; /* the Redis key: [lock] name_prefix and the name */
+    size_t name_len;
+    const char *kind; /* "lock", "fair", "fenced", "read", "write",
+                         "semaphore", "expirable", "latch" */
+    int64_t ttl_ms;   /* the lease its holds are kept at; -1: none held */
+    size_t holder_count;
+    const struct lock_view_owner *holders;
+    size_t waiter_count; /* in queue order */
+    const struct lock_view_owner *waiters;
+};
+/* Which locks a view shows (a name as Redis has it). */
+typedef bool lock_view_filter_fn(const char *name, size_t len, void *arg);
+/* One lock of a view; 0, or an error that ends the view. */
+typedef int lock_view_fn(const struct lock_view *view, void *arg);
+/*
+ * Shows the locks filter accepts that are held or waited for here, the
+ * longest wait first (then the longest held, then by name): fn is called
+ * for those from offset, count at most. Returns how many were accepted
+ * in all (for paging), or fn's error, or -ENOMEM.
+ */
+int64_t lock_engine_view(lock_view_filter_fn *filter, size_t offset,
+                         size_t count, lock_view_fn *fn, void *arg);
+
+/* GET /sessions: one session (client-id) as the engine sees it. */
+struct session_view {
+    const struct session *session;
+    const char *id;
+    size_t id_len;
+    unsigned connections; /* open here (and kept by work in flight) */
+    size_t holds;
+    size_t waiters; /* calls queued for a lock */
+    /* It set a SECRET: a restarted rlockd resumes its holds from its
+     * record in Redis (CLIENTID ... RESUME). */
+    bool resumable;
+};
+typedef int session_view_fn(const struct session_view *view, void *arg);
+/* As lock_engine_view, for every live session, by client-id. */
+int64_t lock_engine_sessions_view(size_t offset, size_t count,
+                                  session_view_fn *fn, void *arg);
+
 /* The engine's timer is due (the clock's arm said when). */
 void lock_engine_run_timers(void);
 /* The backend can serve more keys: calls and waiters it could not serve

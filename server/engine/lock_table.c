@@ -72,6 +72,23 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     return lock;
 }
 
+struct foreach_ctx {
+    void (*fn)(struct lock *lock, void *arg);
+    void *arg;
+};
+
+static void foreach_one(void *value, void *arg)
+{
+    struct foreach_ctx *ctx = arg;
+
+    ctx->fn(value, ctx->arg);
+}
+
+void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg)
+{
+    hashmap_foreach(&lock_map, foreach_one, &(struct foreach_ctx){fn, arg});
+}
+
 struct lock *lock_find(const struct lock_kind *kind, const char *name,
                        size_t len)
 {
@@ -169,6 +186,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     memcpy(h->field, field, field_len);
     h->field_len = field_len;
     h->refs = 1;
+    h->since_ms = timers_now();
     list_init(&h->watchdog_link);
     timer_init(&h->lease_timer, lease_ran_out);
     list_push_tail(&lock->holds, &h->lock_link);

@@ -68,6 +68,7 @@ struct hold {
     bool recheck;     /* to be looked for on a new master */
     unsigned refs;    /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
+    uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
     /* Lease mode: fires when the lease set by its last acquire has run
      * out in Redis, and marks it lost then, not at its next UNLOCK. */
     struct timer lease_timer;
@@ -89,6 +90,8 @@ struct lock *lock_find(const struct lock_kind *kind, const char *name,
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
                       size_t len);
 void lock_unref(struct lock *lock);
+/* Calls fn for every lock (LOCKS' view); fn must not free one. */
+void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg);
 
 /* Formats an owner's Redis field for a lock of kind (OWNER_FIELD_SIZE
  * bytes); returns its length. */

@@ -25,6 +25,7 @@
 #include "engine/record_keys.h"
 #include "front/connection.h"
 #include "front/info.h"
+#include "front/locks_view.h"
 #include "front/multilock.h"
 #include "front/pubsub.h"
 #include "reply.h"
@@ -42,6 +43,7 @@ void commands_init(const struct config *cfg)
 {
     commands.cfg = cfg;
     buffer_init(&commands.key);
+    locks_view_init(cfg);
     connection_init(cfg);
     pubsub_init(cfg);
 }
@@ -412,6 +414,26 @@ static int command_info(struct client *c, const struct command *cmd,
         err = reply_error(out, REPLY_ERR, "out of memory");
     buffer_free(&text);
     return err;
+}
+
+/* LOCKS [MATCH <glob>] [COUNT <n>] [OFFSET <n>]: the locks this rlockd
+ * holds or waits on whose names the user may see (locks_view.c). */
+static int command_locks(struct client *c, const struct command *cmd,
+                         const struct command_args *a)
+{
+    struct buffer *out = client_reply_buffer(c);
+    struct locks_query q = {a->value, a->value_len, commands_user(c),
+                            (size_t)a->offset, 0};
+    char err[160];
+
+    (void)cmd;
+    if (out == NULL)
+        return -ENOMEM;
+    if (locks_view_count(a->count, &q.count, err, sizeof(err)) != 0)
+        return reply_error(out, REPLY_ERR, "%s", err);
+    if (locks_view_resp(out, c->protocol, &q) != 0)
+        return reply_error(out, REPLY_ERR, "out of memory");
+    return 0;
 }
 
 /* +OK when lock commands can be served, else -UNAVAILABLE and why. */

@@ -379,6 +379,7 @@ static const char *const command_summaries[COMMAND_COUNT] = {
     [CMD_HOLDCOUNT] = "How many times this owner holds a lock",
     [CMD_PTTL] = "A lock's remaining time to live in ms",
     [CMD_OWNERS] = "Who holds a lock, and how many times",
+    [CMD_LOCKS] = "The locks held or waited for here, who holds and waits",
     [CMD_TOKEN] = "A fenced lock's latest fencing token",
     [CMD_CLIENTID] = "Gets or sets the connection's client-id",
     [CMD_CLIENT] = "Connection settings: HEARTBEAT, SETNAME, LIST, ...",

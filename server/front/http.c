@@ -28,12 +28,16 @@
  *                 (HEALTH's answer, info_ready), but 200 for the first
  *                 readyz_grace_ms of a Redis outage
  *
- * With [server] http_token set, every path but /healthz and /readyz
- * needs "Authorization: Bearer <token>" (RFC 6750), the header
+ * With [server] http_token set, every path but /healthz, /readyz and
+ * / needs "Authorization: Bearer <token>" (RFC 6750), the header
  * Prometheus sends from a scrape config's `authorization` (or
  * `bearer_token`); else 401 with WWW-Authenticate. The probes stay open:
  * orchestrators probe without credentials, and they tell nothing but up
- * or down. The token is compared as a digest, in constant time.
+ * or down. So does / (the page's HTML and script, no data): a browser
+ * cannot send the header when it opens a URL, so the page's script sends
+ * it with each request, from the URL's fragment (/#token=...), which the
+ * browser never sends. The token is compared as a digest, in constant
+ * time.
  */
 #include "front/http.h"
 
@@ -54,6 +58,11 @@
 #include "base/stats.h"
 #include "front/info.h"
 #include "front/listener.h"
+#include "front/locks_view.h"
+
+/* The status page, generated from status_page.html (scripts/embed.sh). */
+extern const char status_page_html[];
+extern const size_t status_page_html_len;
 
 /* As the RESP port's: a burst of connections outpaces MHD's accepts (10
  * a run), and at 64 a full queue dropped a probe's SYN, which TCP sends
@@ -165,6 +174,119 @@ static enum MHD_Result respond_ready(struct MHD_Connection *conn)
     return respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, text);
 }
 
+/* A query parameter that is a number from 0 to max: 0 and *value set,
+ * absent (*value untouched), or -EINVAL. */
+static int query_number(struct MHD_Connection *conn, const char *key,
+                        int64_t max, int64_t *value)
+{
+    const char *text =
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+    char *end;
+    long long v;
+
+    if (text == NULL)
+        return 0;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < 0 || v > max)
+        return -EINVAL;
+    *value = v;
+    return 0;
+}
+
+/* Answers a JSON body, or 500 when it could not be made. */
+static enum MHD_Result respond_json(struct MHD_Connection *conn,
+                                    struct buffer *body, int err)
+{
+    enum MHD_Result rc =
+        err != 0 ? respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                "out of memory\n")
+                 : respond(conn, MHD_HTTP_OK, "application/json", body->data,
+                           body->len);
+
+    buffer_free(body);
+    return rc;
+}
+
+/* A page's count and offset (query parameters, as LOCKS' COUNT and
+ * OFFSET); 0, or -EINVAL with the reason in err. */
+static int query_page(struct MHD_Connection *conn, size_t *offset,
+                      size_t *count, char *err, size_t size)
+{
+    int64_t asked = 0, from = 0;
+
+    if (query_number(conn, "count", INT64_MAX, &asked) != 0 ||
+        query_number(conn, "offset", INT64_MAX, &from) != 0) {
+        snprintf(err, size, "count and offset must be numbers from 0\n");
+        return -EINVAL;
+    }
+    if (locks_view_count(asked, count, err, size - 1) != 0) {
+        strcat(err, "\n");
+        return -EINVAL;
+    }
+    *offset = (size_t)from;
+    return 0;
+}
+
+/* GET /locks?match=<glob>&count=<n>&offset=<n>: LOCKS' content in JSON,
+ * a page at a time, with the total that matched (the status page's
+ * pager); every name, as an admin's INFO. */
+static enum MHD_Result respond_locks(struct MHD_Connection *conn)
+{
+    struct locks_query q = {0};
+    struct buffer body;
+    char err[200];
+
+    q.match = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "match");
+    q.match_len = q.match != NULL ? strlen(q.match) : 0;
+    if (query_page(conn, &q.offset, &q.count, err, sizeof(err)) != 0)
+        return respond_text(conn, MHD_HTTP_BAD_REQUEST, err);
+    buffer_init(&body);
+    return respond_json(conn, &body, locks_view_json(&body, &q));
+}
+
+/* GET /sessions?count=<n>&offset=<n>: the client-ids, a page at a time. */
+static enum MHD_Result respond_sessions(struct MHD_Connection *conn)
+{
+    size_t offset, count;
+    struct buffer body;
+    char err[200];
+
+    if (query_page(conn, &offset, &count, err, sizeof(err)) != 0)
+        return respond_text(conn, MHD_HTTP_BAD_REQUEST, err);
+    buffer_init(&body);
+    return respond_json(conn, &body,
+                        locks_view_sessions_json(&body, offset, count));
+}
+
+/* GET /info?section=<name>: INFO's text (the status page shows its
+ * redis section: the topology and the master). */
+static enum MHD_Result respond_info(struct MHD_Connection *conn)
+{
+    const char *section =
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "section");
+    struct buffer body;
+    enum MHD_Result rc;
+
+    buffer_init(&body);
+    if (info_write(&body, section, section ? strlen(section) : 0) != 0)
+        rc = respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                          "out of memory\n");
+    else
+        rc = respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
+                     body.data ? body.data : "", body.len);
+    buffer_free(&body);
+    return rc;
+}
+
+static enum MHD_Result respond_events(struct MHD_Connection *conn)
+{
+    struct buffer body;
+
+    buffer_init(&body);
+    return respond_json(conn, &body, locks_view_events_json(&body));
+}
+
 /* Whether the request may see url: a probe, no http_token set, or its
  * Authorization header is "Bearer <http_token>" (the scheme in any case,
  * as RFC 7235 has it). */
@@ -176,7 +298,7 @@ static bool authorized(struct MHD_Connection *conn, const char *url)
     unsigned char want[DIGEST_SIZE], got[DIGEST_SIZE];
 
     if (token[0] == '\0' || strcmp(url, "/healthz") == 0 ||
-        strcmp(url, "/readyz") == 0)
+        strcmp(url, "/readyz") == 0 || strcmp(url, "/") == 0)
         return true;
     header = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                          MHD_HTTP_HEADER_AUTHORIZATION);
@@ -215,8 +337,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return respond_text(conn, MHD_HTTP_OK, "ok\n");
     if (strcmp(url, "/readyz") == 0)
         return respond_ready(conn);
+    if (strcmp(url, "/") == 0)
+        return respond(conn, MHD_HTTP_OK, "text/html; charset=utf-8",
+                       status_page_html, status_page_html_len);
+    if (strcmp(url, "/locks") == 0)
+        return respond_locks(conn);
+    if (strcmp(url, "/sessions") == 0)
+        return respond_sessions(conn);
+    if (strcmp(url, "/info") == 0)
+        return respond_info(conn);
+    if (strcmp(url, "/events") == 0)
+        return respond_events(conn);
     return respond_text(conn, MHD_HTTP_NOT_FOUND,
-                        "not found: /metrics, /healthz or /readyz\n");
+                        "not found: /, /metrics, /healthz, /readyz, /locks, "
+                        "/sessions, /events or /info\n");
 }
 
 /* ---- deadlines ----------------------------------------------------------- */
@@ -454,8 +588,9 @@ int http_start(uv_loop_t *loop, const struct config *cfg)
     uv_timer_init(loop, &http.timer);
     http.open = true;
     uv_poll_start(&http.poll, UV_READABLE, on_poll);
-    log_info("http: serving /metrics, /healthz and /readyz on %s",
-             cfg->http_listen);
+    log_info(
+        "http: serving /metrics, /healthz, /readyz, /locks and /events on %s",
+        cfg->http_listen);
     http_run();
     return 0;
 }

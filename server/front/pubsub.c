@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "client_id.h"
@@ -59,39 +60,6 @@ void pubsub_free(void)
 }
 
 /* ---- the message ---------------------------------------------------------- */
-
-/* A JSON string: " and \ escaped, and every byte that is not printable
- * ASCII as \u00XX, so that any lock name makes valid JSON in ASCII. */
-static int json_string(struct buffer *b, const char *s, size_t len)
-{
-    char esc[8];
-    int err = buffer_append(b, "\"", 1);
-
-    for (size_t i = 0; i < len && err == 0; i++) {
-        unsigned char ch = (unsigned char)s[i];
-
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            err = buffer_append(b, esc, 2);
-        } else if (ch < 0x20 || ch >= 0x7f) {
-            snprintf(esc, sizeof(esc), "\\u%04x", ch);
-            err = buffer_append(b, esc, 6);
-        } else {
-            err = buffer_append(b, s + i, 1);
-        }
-    }
-    return err ? err : buffer_append(b, "\"", 1);
-}
-
-static int json_key(struct buffer *b, const char *key, bool first)
-{
-    int err = buffer_append(b, first ? "{" : ", ", first ? 1 : 2);
-
-    err |= json_string(b, key, strlen(key));
-    err |= buffer_append(b, ": ", 2);
-    return err ? -ENOMEM : 0;
-}
 
 /* The lock's name as its client named it: the engine's is the Redis key,
  * [lock] name_prefix included. */

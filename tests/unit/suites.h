@@ -30,7 +30,8 @@
     X(semaphores_suite)                                                        \
     X(record_keys_suite)                                                       \
     X(watchdog_suite)                                                          \
-    X(deadlock_suite)
+    X(deadlock_suite)                                                          \
+    X(event_ring_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);
 UNIT_SUITE_LIST(UNIT_SUITE_DECLARE)

@@ -150,7 +150,8 @@ START_TEST(command_rules_apply_left_to_right)
                     BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE) | BIT(SETPERMITS) |
                     BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) |
                     BIT(RELEASE) | BIT(LATCHSET) | BIT(COUNTDOWN) |
-                    BIT(LATCHCOUNT) | BIT(AWAIT) | BIT(MLOCK) | BIT(MUNLOCK);
+                    BIT(LATCHCOUNT) | BIT(AWAIT) | BIT(MLOCK) | BIT(MUNLOCK) |
+                    BIT(LOCKS);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);
