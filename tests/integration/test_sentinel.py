@@ -273,6 +273,15 @@ def test_a_killed_master_is_replaced_and_rlockd_serves_from_the_new_one():
         assert_eq(s.master().call("HGETALL", "after"), ["after-kill:1", "1"], "the lock on the new master")
 
 
+# A replica's first sync starts at once, not after Redis 7's default 5 s
+# wait for more replicas (repl-diskless-sync-delay): the tests below wait
+# for the replica to have a hold (asked of the replica itself: WAIT on a
+# connection that wrote nothing counts a replica that has nothing yet),
+# which would otherwise race that delay under load. Their fake sentinel's
+# +switch-master waits for rlockd's subscription: a poll does not move a
+# master that still answers.
+NO_SYNC_DELAY = ("--repl-diskless-sync-delay", "0")
+
 class FakeSentinel:
     """A scripted sentinel on a loopback port: SENTINEL get-master-addr-by-name is answered
     with self.named, and switch() sends a +switch-master message to every subscriber, so a
@@ -340,8 +349,8 @@ def test_the_master_named_again_after_a_doubt_is_no_second_switch():
     (ROLE refuses it), and the poll that follows names the current one: its holds are not
     re-checked a second time, nor a second master change counted."""
     with TempDir() as workdir:
-        old = RedisServer(os.path.join(workdir, "old"))
-        new = RedisServer(os.path.join(workdir, "new"))
+        old = RedisServer(os.path.join(workdir, "old"), args=NO_SYNC_DELAY)
+        new = RedisServer(os.path.join(workdir, "new"), args=NO_SYNC_DELAY)
         fake = None
         rlockd = None
         try:
@@ -359,10 +368,11 @@ def test_the_master_named_again_after_a_doubt_is_no_second_switch():
             wait_info(rlockd, "redis_master", "%s:%d" % (HOST, old.port), timeout=5.0)
             holder = RespClient(rlockd.port, label="holder")
             assert_eq(holder.call("LOCK", "h", 1, "LEASE", 60000), "OK", "LOCK")
-            wait_until(lambda: on_old.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the hold")
+            wait_until(lambda: on_new.call("EXISTS", "h") == 1, 5.0, what="the replica to have the hold")
             assert_eq(on_new.call("REPLICAOF", "NO", "ONE"), "OK", "the replica promoted")
             assert_eq(on_old.call("REPLICAOF", HOST, new.port), "OK", "the old master demoted")
             fake.named = new.port
+            wait_until(lambda: fake.subscribers, 5.0, what="rlockd subscribed to the sentinel's events")
             fake.switch(old.port, new.port)
             wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
             fake.switch(new.port, old.port)   # the poll that follows names the current master
@@ -400,8 +410,8 @@ def test_a_stale_sentinel_naming_the_old_master_is_not_followed_back():
     moves to B, and again while the pool is cut (and kept out: maxclients); ROLE on B
     still answers, so rlockd stays on B: one master change, each hold re-checked once."""
     with TempDir() as workdir:
-        a = RedisServer(os.path.join(workdir, "a"))
-        b = RedisServer(os.path.join(workdir, "b"))
+        a = RedisServer(os.path.join(workdir, "a"), args=NO_SYNC_DELAY)
+        b = RedisServer(os.path.join(workdir, "b"), args=NO_SYNC_DELAY)
         fake = None
         rlockd = None
         try:
@@ -419,8 +429,9 @@ def test_a_stale_sentinel_naming_the_old_master_is_not_followed_back():
             wait_info(rlockd, "redis_master", "%s:%d" % (HOST, a.port), timeout=5.0)
             holder = RespClient(rlockd.port, label="holder")
             assert_eq(holder.call("LOCK", "h", 1, "LEASE", 60000), "OK", "LOCK")
-            wait_until(lambda: on_a.call("WAIT", 1, 100) == 1, 5.0, what="the replica to have the hold")
+            wait_until(lambda: on_b.call("EXISTS", "h") == 1, 5.0, what="the replica to have the hold")
             assert_eq(on_b.call("REPLICAOF", "NO", "ONE"), "OK", "B promoted; A not demoted yet")
+            wait_until(lambda: fake.subscribers, 5.0, what="rlockd subscribed to the sentinel's events")
             fake.switch(a.port, b.port)   # the sentinel that did the failover; fake.named stays A
             wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
             wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
