@@ -24,7 +24,10 @@
     X(keyslot_suite)                                                           \
     X(histogram_suite)                                                         \
     X(cluster_map_suite)                                                       \
-    X(lock_engine_suite)                                                       \
+    X(acquire_suite)                                                           \
+    X(ride_through_suite)                                                      \
+    X(waiters_suite)                                                           \
+    X(sessions_suite)                                                          \
     X(call_state_suite)                                                        \
     X(lock_kinds_suite)                                                        \
     X(semaphores_suite)                                                        \

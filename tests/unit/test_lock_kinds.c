@@ -5,7 +5,7 @@
  * daemon's waiters asks Redis and when, and what the kind word means to a
  * lock's identity and its renewals.
  *
- * The plain lock (RLock) has test_lock_engine.c, whose idiom this file
+ * The plain lock (RLock) has test_acquire.c, whose idiom this file
  * follows; the harness (engine_harness.h) checks after every test that
  * nothing leaked and that each call was answered exactly once.
  */
