@@ -24,8 +24,8 @@
 struct rlock_target {
     char *host; /* TCP: host and port; or */
     int port;
-    char *unix_path; /* a Unix socket */
-    char *auth_user; /* NULL: AUTH <auth_token> (the default user) */
+    char *unix_path;   /* a Unix socket */
+    char *auth_user;   /* NULL: AUTH <auth_token> (the default user) */
     char *auth_token;  /* the password AUTH sends; NULL: no AUTH */
     char *client_name; /* HELLO 2 SETNAME's; NULL: none */
     int connect_timeout_ms;

@@ -390,8 +390,8 @@ struct rlock_lock_owner {
 /* One lock as rlockd's LOCKS shows it. */
 struct rlock_lock_info {
     char *name;
-    char *kind;        /* "lock", "fair", "read", "semaphore"... */
-    long long ttl_ms;  /* the lease rlockd keeps its holds at; -1 none */
+    char *kind;       /* "lock", "fair", "read", "semaphore"... */
+    long long ttl_ms; /* the lease rlockd keeps its holds at; -1 none */
     size_t holder_count;
     struct rlock_lock_owner *holders;
     size_t waiter_count; /* in queue order */

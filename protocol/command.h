@@ -25,24 +25,24 @@ enum command_syntax {
     SYNTAX_CLIENTID,      /* CLIENTID [<id> [SECRET <secret> [RESUME]]] */
     SYNTAX_AUTH,          /* AUTH [username] <password> */
     SYNTAX_NAME,          /* TOKEN: <name> */
-    SYNTAX_NAME_KIND,     /* FORCEUNLOCK, ISLOCKED, PTTL, OWNERS: <name> [kind] */
-    SYNTAX_NAME_THREAD,   /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> [kind] */
-    SYNTAX_LOCK,          /* <name> <thread-id> [kind] [LEASE ms] */
-    SYNTAX_TRYLOCK,       /* <name> <thread-id> [kind] [WAIT ms] [LEASE ms] */
-    SYNTAX_CLIENT,        /* CLIENT <subcommand> [...] (enum command_sub) */
-    SYNTAX_HELLO,         /* HELLO [ver [AUTH <user> <pass>] [SETNAME <name>]] */
-    SYNTAX_SELECT,        /* SELECT <index>: 0, the one database */
-    SYNTAX_COMMAND,       /* COMMAND [COUNT | LIST | INFO .. | DOCS ..] */
-    SYNTAX_CHANNELS,      /* SUBSCRIBE and its kin: [<channel>...] */
-    SYNTAX_NAME_COUNT,    /* SETPERMITS, LATCHSET: <name> <n>, n >= 0 */
-    SYNTAX_NAME_DELTA,    /* ADDPERMITS: <name> <n>, n of either sign */
+    SYNTAX_NAME_KIND,   /* FORCEUNLOCK, ISLOCKED, PTTL, OWNERS: <name> [kind] */
+    SYNTAX_NAME_THREAD, /* UNLOCK, ISHELD, HOLDCOUNT: <name> <thread-id> [kind] */
+    SYNTAX_LOCK,        /* <name> <thread-id> [kind] [LEASE ms] */
+    SYNTAX_TRYLOCK,     /* <name> <thread-id> [kind] [WAIT ms] [LEASE ms] */
+    SYNTAX_CLIENT,      /* CLIENT <subcommand> [...] (enum command_sub) */
+    SYNTAX_HELLO,       /* HELLO [ver [AUTH <user> <pass>] [SETNAME <name>]] */
+    SYNTAX_SELECT,      /* SELECT <index>: 0, the one database */
+    SYNTAX_COMMAND,     /* COMMAND [COUNT | LIST | INFO .. | DOCS ..] */
+    SYNTAX_CHANNELS,    /* SUBSCRIBE and its kin: [<channel>...] */
+    SYNTAX_NAME_COUNT, /* SETPERMITS, LATCHSET: <name> <n>, n >= 0 */
+    SYNTAX_NAME_DELTA, /* ADDPERMITS: <name> <n>, n of either sign */
     /* ACQUIRE: <name> [PERMITS n] [WAIT ms] [EXPIRABLE [LEASE ms]] */
     SYNTAX_ACQUIRE,
-    SYNTAX_RELEASE,       /* RELEASE: <name> [PERMITS n | ID <permit-id>] */
-    SYNTAX_AWAIT,         /* AWAIT: <name> [WAIT ms] */
-    SYNTAX_PERMITS,       /* PERMITS: <name> [HELD] */
-    SYNTAX_NAMES,         /* MLOCK, MUNLOCK: <tid> <name>... [options] */
-    SYNTAX_LOCKS,         /* LOCKS [MATCH <glob>] [COUNT n] [OFFSET n] */
+    SYNTAX_RELEASE, /* RELEASE: <name> [PERMITS n | ID <permit-id>] */
+    SYNTAX_AWAIT,   /* AWAIT: <name> [WAIT ms] */
+    SYNTAX_PERMITS, /* PERMITS: <name> [HELD] */
+    SYNTAX_NAMES,   /* MLOCK, MUNLOCK: <tid> <name>... [options] */
+    SYNTAX_LOCKS,   /* LOCKS [MATCH <glob>] [COUNT n] [OFFSET n] */
 };
 
 /* The subcommands of CLIENT and COMMAND, as their parser decodes them. */

@@ -29,7 +29,8 @@ set -euo pipefail
 # ss, which shows a socket's keepalive timer. binutils: objdump, on the
 # installed library. nodejs and npm (below): the Node example, package and
 # clients, whose npm modules come from scripts/install-npm-deps.sh.
-# chromium: test_lock_view loads the status page in headless Chromium. Not
+# chromium: test_lock_view loads the status page in headless Chromium.
+# clang-format: make test's format-check. Not
 # here: prometheus, whose promtool test_metrics uses when it is installed
 # (the package also installs and starts a Prometheus server).
 PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
@@ -38,7 +39,7 @@ PACKAGES=(pkg-config libuv1-dev libhiredis-dev libinih-dev libsystemd-dev
     python3-wheel python3-prometheus-client mandoc
     netcat-openbsd telnet ruby ruby-redis
     debhelper lintian dh-python pybuild-plugin-pyproject python3-all
-    bash-completion openssl iproute2 binutils chromium)
+    bash-completion openssl iproute2 binutils chromium clang-format)
 
 is_installed() {
     local status

@@ -48,9 +48,10 @@ static struct {
     uv_loop_t *loop;
     const struct config *cfg;
     struct redis_backend_events events;
-    struct redis_pool *pool;       /* standalone and sentinel */
-    struct subscriber *subscriber; /* plain pub/sub (cluster: cluster_pubsub.c's) */
-    struct redis_addr master;      /* in use; port 0: none yet */
+    struct redis_pool *pool; /* standalone and sentinel */
+    struct subscriber
+        *subscriber;          /* plain pub/sub (cluster: cluster_pubsub.c's) */
+    struct redis_addr master; /* in use; port 0: none yet */
     /* Sentinel mode: ROLE of a candidate, then of the master. */
     struct redis_link role;
     struct redis_request role_request;
@@ -217,10 +218,10 @@ static void note_reachability(void)
 
     if (reachable && !redis.reachable) {
         if (redis.ever_reachable)
-            log_warn("redis: reachable again after %llu ms (master %s)",
-                     (unsigned long long)(now -
-                                          redis_status.unreachable_since_ms),
-                     redis_status.master);
+            log_warn(
+                "redis: reachable again after %llu ms (master %s)",
+                (unsigned long long)(now - redis_status.unreachable_since_ms),
+                redis_status.master);
         else if (redis.never_reached_told)
             log_info(
                 "redis: reached at last, %llu ms after start-up "
@@ -373,7 +374,8 @@ static void on_role_reply(struct redis_request *req, redisReply *reply)
                      : "no answer");
     else
         log_warn("redis: master %s is not a master any more; asking the "
-                 "sentinels", addr);
+                 "sentinels",
+                 addr);
     redis.confirming = false;
     set_topology(TOPOLOGY_DISCOVERING);
     sentinel_ask();

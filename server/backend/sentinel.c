@@ -42,8 +42,7 @@ static struct {
 
 static void ask_next(void);
 
-static void node_label(const struct sentinel_node *node, char *buf,
-                       size_t size)
+static void node_label(const struct sentinel_node *node, char *buf, size_t size)
 {
     redis_addr_text(&node->query.addr, buf, size);
 }
@@ -77,8 +76,7 @@ static void on_ask_reply(struct redis_request *req, redisReply *reply)
     node->asking = false;
     node_label(node, label, sizeof(label));
     if (reply != NULL && reply->type == REDIS_REPLY_ARRAY &&
-        reply->elements == 2 &&
-        reply->element[0]->type == REDIS_REPLY_STRING &&
+        reply->elements == 2 && reply->element[0]->type == REDIS_REPLY_STRING &&
         reply->element[1]->type == REDIS_REPLY_STRING &&
         addr_from(reply->element[0]->str, reply->element[0]->len,
                   reply->element[1]->str, &addr) == 0) {

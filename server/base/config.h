@@ -127,7 +127,7 @@ struct config {
     /* local hand-offs of one lock before a release leaves it free */
     int64_t max_handoffs_in_a_row;
     int64_t deadlock_detection; /* 1: a wait closing a cycle is refused */
-    int64_t sync_replicas; /* SYNC_REPLICAS_AUTO, or how many */
+    int64_t sync_replicas;      /* SYNC_REPLICAS_AUTO, or how many */
     int64_t sync_timeout_ms;
     /* [log] */
     int64_t log_level;  /* enum log_level */

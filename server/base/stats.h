@@ -213,7 +213,7 @@ struct redis_status {
     uint64_t changed_ms;  /* when master or topology last changed */
     uint64_t unreachable_since_ms; /* 0 while the pool can serve */
     bool ever_reached;             /* since start-up */
-    const char *pubsub; /* "global", "sharded", "both"; "auto" undecided */
+    const char *pubsub;  /* "global", "sharded", "both"; "auto" undecided */
     char tls_error[128]; /* why TLS to Redis last failed; "" since a link
                           * became ready */
 };

@@ -177,8 +177,7 @@ struct lock_join;
  */
 struct lock_join *lock_engine_join(const char *id, size_t len,
                                    const char *secret, size_t secret_len,
-                                   bool resume, lock_join_fn *done,
-                                   void *ctx);
+                                   bool resume, lock_join_fn *done, void *ctx);
 /* The caller went: its session, once resumed, is left as by it. */
 void lock_engine_join_abandon(struct lock_join *join);
 /* A connection leaves; after the last one the session's holds are

@@ -60,13 +60,13 @@ struct hold {
     struct session *session;
     uint64_t thread_id;
     size_t field_len;
-    int64_t count;    /* as in Redis: acquires granted less releases */
+    int64_t count;     /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
-    int64_t lease_ms; /* the PEXPIRE of renewals and reentrant releases */
-    bool watchdog;    /* renewed by the watchdog */
-    bool lost;        /* Redis no longer has it */
-    bool recheck;     /* to be looked for on a new master */
-    unsigned refs;    /* 1 while held, 1 per renewal in flight */
+    int64_t lease_ms;  /* the PEXPIRE of renewals and reentrant releases */
+    bool watchdog;     /* renewed by the watchdog */
+    bool lost;         /* Redis no longer has it */
+    bool recheck;      /* to be looked for on a new master */
+    unsigned refs;     /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
     uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
     /* Lease mode: fires when the lease set by its last acquire has run

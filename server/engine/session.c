@@ -92,8 +92,7 @@ static void visit(void *value, void *arg)
     v->fn(value, v->arg);
 }
 
-void session_table_foreach(void (*fn)(struct session *s, void *arg),
-                           void *arg)
+void session_table_foreach(void (*fn)(struct session *s, void *arg), void *arg)
 {
     struct session_visit v = {fn, arg};
 

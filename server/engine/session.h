@@ -29,14 +29,14 @@ struct session {
     unsigned connections;
     struct list_node holds; /* struct hold.session_link */
     size_t hold_count;
-    size_t waiting_count; /* calls queued for a lock */
+    size_t waiting_count;     /* calls queued for a lock */
     struct list_node waiting; /* those calls (struct lock_call.owner_link) */
-    bool has_secret;      /* false: no other connection may join; and
+    bool has_secret;          /* false: no other connection may join; and
                              no record in Redis (session_store.h) */
     unsigned char secret[DIGEST_SIZE];
-    bool resuming;              /* its record is being read */
-    bool has_record;            /* may have a record in Redis */
-    struct timer record_timer;  /* renews the record with the watchdog */
+    bool resuming;             /* its record is being read */
+    bool has_record;           /* may have a record in Redis */
+    struct timer record_timer; /* renews the record with the watchdog */
 };
 
 void session_table_init(void);
@@ -54,7 +54,6 @@ int session_join(const char *id, size_t len, const char *secret,
 /* Forgets a session whose last connection left and that holds nothing. */
 void session_free(struct session *s);
 /* Calls fn for every live session; fn must not free one. */
-void session_table_foreach(void (*fn)(struct session *s, void *arg),
-                           void *arg);
+void session_table_foreach(void (*fn)(struct session *s, void *arg), void *arg);
 
 #endif

@@ -196,14 +196,13 @@ static int command_request(struct client *c, const struct command *cmd,
                            const struct command_args *a)
 {
     const struct lock_kind *kind = lock_kinds[kind_of_command(cmd, a)];
-    struct lock_request req = {.kind = kind,
-                               .op = a->held ? LOCK_REQUEST_HOLD_COUNT
-                                             : op_of_command[cmd->id],
-                               .thread_id = a->thread_id,
-                               .wait_ms = a->wait_ms,
-                               .lease_ms = a->lease_ms,
-                               .amount =
-                                   cmd->id == CMD_COUNTDOWN ? -1 : a->amount};
+    struct lock_request req = {
+        .kind = kind,
+        .op = a->held ? LOCK_REQUEST_HOLD_COUNT : op_of_command[cmd->id],
+        .thread_id = a->thread_id,
+        .wait_ms = a->wait_ms,
+        .lease_ms = a->lease_ms,
+        .amount = cmd->id == CMD_COUNTDOWN ? -1 : a->amount};
     char id[LOCK_PERMIT_ID_LEN + 1];
     char why[QUOTED_NAME_MAX * 3];
     struct buffer *out;

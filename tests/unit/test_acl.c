@@ -143,15 +143,14 @@ static uint64_t commands_of(const char *rules)
 
 START_TEST(command_rules_apply_left_to_right)
 {
-    uint64_t lock = BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) |
-                    BIT(ISHELD) | BIT(HOLDCOUNT) | BIT(PTTL) | BIT(OWNERS) |
-                    BIT(TOKEN) | BIT(CLIENTID) | BIT(CLIENT) | BIT(SUBSCRIBE) |
-                    BIT(UNSUBSCRIBE) | BIT(PSUBSCRIBE) | BIT(PUNSUBSCRIBE) |
-                    BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE) | BIT(SETPERMITS) |
-                    BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) |
-                    BIT(RELEASE) | BIT(LATCHSET) | BIT(COUNTDOWN) |
-                    BIT(LATCHCOUNT) | BIT(AWAIT) | BIT(MLOCK) | BIT(MUNLOCK) |
-                    BIT(LOCKS);
+    uint64_t lock =
+        BIT(LOCK) | BIT(TRYLOCK) | BIT(UNLOCK) | BIT(ISLOCKED) | BIT(ISHELD) |
+        BIT(HOLDCOUNT) | BIT(PTTL) | BIT(OWNERS) | BIT(TOKEN) | BIT(CLIENTID) |
+        BIT(CLIENT) | BIT(SUBSCRIBE) | BIT(UNSUBSCRIBE) | BIT(PSUBSCRIBE) |
+        BIT(PUNSUBSCRIBE) | BIT(SSUBSCRIBE) | BIT(SUNSUBSCRIBE) |
+        BIT(SETPERMITS) | BIT(ADDPERMITS) | BIT(PERMITS) | BIT(ACQUIRE) |
+        BIT(RELEASE) | BIT(LATCHSET) | BIT(COUNTDOWN) | BIT(LATCHCOUNT) |
+        BIT(AWAIT) | BIT(MLOCK) | BIT(MUNLOCK) | BIT(LOCKS);
 
     ck_assert_uint_eq(commands_of(""), 0);
     ck_assert_uint_eq(commands_of("commands = +@lock\n"), lock);
