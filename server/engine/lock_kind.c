@@ -177,10 +177,25 @@ static char *put(char *p, const char *s, size_t len)
     return p + len;
 }
 
+/* Whether how's name of name wraps it in braces (a hash tag): always for
+ * NAMED_BRACED, else when the name has none of its own. */
+static bool name_braced(const struct lock_kind_name *how, const char *name,
+                        size_t len)
+{
+    return how->how == NAMED_BRACED || memchr(name, '{', len) == NULL;
+}
+
+size_t lock_kind_name_len(const struct lock_kind_name *how, const char *name,
+                          size_t len)
+{
+    return strlen(how->affix) + (how->how == NAMED_BRACED ? 0 : 1) +
+           (name_braced(how, name, len) ? 2 : 0) + len;
+}
+
 size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
                          const char *name, size_t len)
 {
-    bool braces = how->how == NAMED_BRACED || memchr(name, '{', len) == NULL;
+    bool braces = name_braced(how, name, len);
     size_t alen = strlen(how->affix);
     char *p = out;
 

@@ -308,6 +308,10 @@ enum lock_outcome lock_kind_read_owners(const struct backend_value *reply,
 
 /* Writes how's name of the lock name to out, which has room for len +
  * LOCK_KIND_NAME_EXTRA bytes; returns its length. */
+/* The length lock_kind_name_of writes, without writing it: a lock's block
+ * is sized to its names, not to the bound. */
+size_t lock_kind_name_len(const struct lock_kind_name *how, const char *name,
+                          size_t len);
 size_t lock_kind_name_of(char *out, const struct lock_kind_name *how,
                          const char *name, size_t len);
 

@@ -34,16 +34,19 @@ static size_t kind_keys(const struct lock_kind *kind)
 }
 
 /* One block: the struct, the table key (kind byte + name), the channel
- * and the kind's keys (each at most len + LOCK_KIND_NAME_EXTRA bytes, so
- * that the block is allocated before they are written; a plain lock, the
- * most numerous, has room for its channel alone). */
+ * and the kind's keys (a plain lock, the most numerous, has its channel
+ * alone), sized to their lengths: a million locks would otherwise carry
+ * the unused part of a bound each. */
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    size_t room = (1 + kind_keys(kind)) * (len + LOCK_KIND_NAME_EXTRA);
-    struct lock *lock = calloc(1, sizeof(*lock) + 1 + len + room);
+    size_t room = lock_kind_name_len(&kind->channel, name, len);
+    struct lock *lock;
     char *p;
 
+    for (size_t i = 0; i < kind_keys(kind); i++)
+        room += lock_kind_name_len(&kind->keys[i], name, len);
+    lock = calloc(1, sizeof(*lock) + 1 + len + room + 1); /* and a NUL */
     if (lock == NULL)
         return NULL;
     lock->kind = kind;

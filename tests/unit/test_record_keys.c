@@ -167,6 +167,9 @@ START_TEST(the_owner_of_a_kind_key_inverts_its_naming)
                 lock_kind_name_of(key, namings[i], names[n], strlen(names[n]));
             const char *back;
 
+            /* a lock's block is sized by lock_kind_name_len */
+            ck_assert_int_eq(klen, lock_kind_name_len(namings[i], names[n],
+                                                      strlen(names[n])));
             ck_assert(
                 lock_kind_name_owner(namings[i], key, klen, &owner, &len));
             /* "{n}" and "{a}b}" name the keys of "n" and "a}b" */
