@@ -322,7 +322,20 @@ def run_all(names, serial, patterns):
     return total
 
 
+def restore_signal_defaults():
+    """Undo what a caller's ignored signals would pass down. A shell starts a
+    background job with SIGINT ignored (nohup ignores SIGHUP), an ignored
+    signal stays ignored across exec, and a program that reads its signals
+    from a signalfd never sees one that is ignored: the tests that send
+    rlock SIGINT or SIGHUP hung. Each test starts from the defaults, as
+    from a terminal."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for signum in (signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def main(argv):
+    restore_signal_defaults()
     opts = dict(a[2:].partition("=")[::2] for a in argv[1:] if a.startswith("--"))
     patterns = [a for a in argv[1:] if not a.startswith("--")]
     if "module" in opts:

@@ -466,7 +466,7 @@ def test_int_term_hup_are_passed_to_command_which_decides_the_status(env):
             assert_eq(env.redis("EXISTS", n), 1, "lock while COMMAND runs")
             t0 = time.monotonic()
             rl.proc.send_signal(sig)
-            assert_eq(rl.wait(10.0), 42, "rlock's exit status after %s (COMMAND's trap exits 42)" % sig.name)
+            assert_eq(rl.wait(3.0), 42, "rlock's exit status after %s (COMMAND's trap exits 42)" % sig.name)
             assert time.monotonic() - t0 < 1.0, "%s took too long to reach COMMAND" % sig.name
             assert_eq(open(rl.path("trapped")).read().strip(), sig.name, "what COMMAND's trap saw")
             assert_eq(env.redis("EXISTS", n), 0, "lock key after rlock exited")
@@ -652,7 +652,7 @@ def test_ctrl_c_on_the_terminal_reaches_command_and_rlock_reports_it(env):
             wait_until(lambda: (_stat(kids[0]) or "?")[0] == "S", 2.0, what="%s waiting" % command[0])
             assert_eq(env.redis("EXISTS", n), 1, "lock while %s runs" % command[0])
             term.type(b"\x03")
-            assert_eq(term.proc.wait(10), 128 + signal.SIGINT, "rlock's exit status after Ctrl-C, COMMAND %s"
+            assert_eq(term.proc.wait(3), 128 + signal.SIGINT, "rlock's exit status after Ctrl-C, COMMAND %s"
                       % command[0])
             assert_eq(env.redis("EXISTS", n), 0, "lock after Ctrl-C")
 
