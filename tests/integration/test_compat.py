@@ -9,11 +9,10 @@ import os
 import select
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 
-from harness import (Env, HOST, RespClient, Skip, assert_eq, assert_error, node_with, redis_cli,
+from harness import (Env, HOST, RespClient, Skip, TempDir, assert_eq, assert_error, node_with, redis_cli,
                      ruby_redis, system_python, wait_info, wait_until, which)
 
 LEASE_MS = 200
@@ -581,13 +580,13 @@ def test_hiredis_with_default_options(env):
     cc = which("cc")
     if not cc:
         raise Skip("no C compiler (apt-get install build-essential)")
-    tmp = tempfile.mkdtemp(prefix="rlockd-hiredis-")
-    src, exe = os.path.join(tmp, "lost.c"), os.path.join(tmp, "lost")
-    with open(src, "w") as f:
-        f.write(HIREDIS)
-    _run([cc, "-o", exe, src, "-lhiredis"], "compiling the hiredis program")
-    cid, secret = _identity()
-    out = _run([exe, str(env.port), cid, secret, env.name("hiredis")], "hiredis")
+    with TempDir() as tmp:
+        src, exe = os.path.join(tmp, "lost.c"), os.path.join(tmp, "lost")
+        with open(src, "w") as f:
+            f.write(HIREDIS)
+        _run([cc, "-o", exe, src, "-lhiredis"], "compiling the hiredis program")
+        cid, secret = _identity()
+        out = _run([exe, str(env.port), cid, secret, env.name("hiredis")], "hiredis")
     _check_client_output(out, cid, "hiredis")
 
 
