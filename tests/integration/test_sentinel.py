@@ -13,6 +13,7 @@ grant no replica acknowledges is undone and answered -NOREPLICAS; the master nam
 again after a doubt (a scripted sentinel orders the events) is no second switch.
 """
 
+import contextlib
 import os
 import socket
 import threading
@@ -348,54 +349,64 @@ class FakeSentinel:
             conn.close()
 
 
-def test_the_master_named_again_after_a_doubt_is_no_second_switch():
-    """Every sentinel announces a switch, and a poll after a doubt names the master again:
-    only a new address is a switch. Here an event names the old master, now a replica
-    (ROLE refuses it), and the poll that follows names the current one: its holds are not
-    re-checked a second time, nor a second master change counted."""
+@contextlib.contextmanager
+def _pair_behind_a_fake_sentinel(poll_ms):
+    """A master and its replica (which has synced), a FakeSentinel naming the
+    master, and rlockd on it with a holder of "h" (LEASE 60 s) that the
+    replica has too, subscribed to the fake's events. Yields (master,
+    replica, on_master, on_replica, fake, rlockd, holder); stops them all."""
     with TempDir() as workdir:
-        old = RedisServer(os.path.join(workdir, "old"), args=NO_SYNC_DELAY)
-        new = RedisServer(os.path.join(workdir, "new"), args=NO_SYNC_DELAY)
+        master = RedisServer(os.path.join(workdir, "master"), args=NO_SYNC_DELAY)
+        replica = RedisServer(os.path.join(workdir, "replica"), args=NO_SYNC_DELAY)
         fake = None
         rlockd = None
         try:
-            for d in ("old", "new"):
+            for d in ("master", "replica"):
                 os.mkdir(os.path.join(workdir, d))
-            old.start()
-            new.start()
-            on_old, on_new = old.client(), new.client()
-            assert_eq(on_new.call("REPLICAOF", HOST, old.port), "OK", "REPLICAOF")
-            fake = FakeSentinel(old.port)
-            rlockd = Rlockd(workdir, old.port, {"redis": {
+            master.start()
+            replica.start()
+            on_master, on_replica = master.client(), replica.client()
+            assert_eq(on_replica.call("REPLICAOF", HOST, master.port), "OK", "REPLICAOF")
+            fake = FakeSentinel(master.port)
+            rlockd = Rlockd(workdir, master.port, {"redis": {
                 "mode": "sentinel", "master_name": MASTER_NAME,
-                "sentinels": "%s:%d" % (HOST, fake.port), "sentinel_poll_ms": 500}})
+                "sentinels": "%s:%d" % (HOST, fake.port), "sentinel_poll_ms": poll_ms}})
             rlockd.start()
-            wait_info(rlockd, "redis_master", "%s:%d" % (HOST, old.port), timeout=5.0)
+            wait_info(rlockd, "redis_master", "%s:%d" % (HOST, master.port), timeout=5.0)
             holder = RespClient(rlockd.port, label="holder")
             assert_eq(holder.call("LOCK", "h", 1, "LEASE", 60000), "OK", "LOCK")
-            wait_until(lambda: on_new.call("EXISTS", "h") == 1, 5.0, what="the replica to have the hold")
-            assert_eq(on_new.call("REPLICAOF", "NO", "ONE"), "OK", "the replica promoted")
-            assert_eq(on_old.call("REPLICAOF", HOST, new.port), "OK", "the old master demoted")
-            fake.named = new.port
+            wait_until(lambda: on_replica.call("EXISTS", "h") == 1, 5.0, what="the replica to have the hold")
             wait_until(lambda: fake.subscribers, 5.0, what="rlockd subscribed to the sentinel's events")
-            fake.switch(old.port, new.port)
-            wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
-            fake.switch(new.port, old.port)   # the poll that follows names the current master
-            rlockd.wait_log("named %s:%d as the master, but it is not one" % (HOST, old.port), timeout=5.0)
-            wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
-            assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, new.port), "INFO redis_master")
-            assert_eq(rlockd.info()["redis_master_changes"], "1", "INFO redis_master_changes")
-            assert_eq(rlockd.info()["failover_locks_kept"], "1", "INFO failover_locks_kept")
+            yield master, replica, on_master, on_replica, fake, rlockd, holder
             holder.close()
-            on_old.close()
-            on_new.close()
+            on_master.close()
+            on_replica.close()
         finally:
             if rlockd is not None:
                 rlockd.stop()
             if fake is not None:
                 fake.close()
-            new.stop()
-            old.stop()
+            replica.stop()
+            master.stop()
+
+
+def test_the_master_named_again_after_a_doubt_is_no_second_switch():
+    """Every sentinel announces a switch, and a poll after a doubt names the master again:
+    only a new address is a switch. Here an event names the old master, now a replica
+    (ROLE refuses it), and the poll that follows names the current one: its holds are not
+    re-checked a second time, nor a second master change counted."""
+    with _pair_behind_a_fake_sentinel(500) as (old, new, on_old, on_new, fake, rlockd, holder):
+        assert_eq(on_new.call("REPLICAOF", "NO", "ONE"), "OK", "the replica promoted")
+        assert_eq(on_old.call("REPLICAOF", HOST, new.port), "OK", "the old master demoted")
+        fake.named = new.port
+        fake.switch(old.port, new.port)
+        wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
+        fake.switch(new.port, old.port)   # the poll that follows names the current master
+        rlockd.wait_log("named %s:%d as the master, but it is not one" % (HOST, old.port), timeout=5.0)
+        wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
+        assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, new.port), "INFO redis_master")
+        assert_eq(rlockd.info()["redis_master_changes"], "1", "INFO redis_master_changes")
+        assert_eq(rlockd.info()["failover_locks_kept"], "1", "INFO failover_locks_kept")
 
 
 def _kill_all_but_role(me):
@@ -414,52 +425,21 @@ def test_a_stale_sentinel_naming_the_old_master_is_not_followed_back():
     and A passes ROLE until the sentinels demote it. Its polls come while rlockd's pool
     moves to B, and again while the pool is cut (and kept out: maxclients); ROLE on B
     still answers, so rlockd stays on B: one master change, each hold re-checked once."""
-    with TempDir() as workdir:
-        a = RedisServer(os.path.join(workdir, "a"), args=NO_SYNC_DELAY)
-        b = RedisServer(os.path.join(workdir, "b"), args=NO_SYNC_DELAY)
-        fake = None
-        rlockd = None
-        try:
-            for d in ("a", "b"):
-                os.mkdir(os.path.join(workdir, d))
-            a.start()
-            b.start()
-            on_a, on_b = a.client(), b.client()
-            assert_eq(on_b.call("REPLICAOF", HOST, a.port), "OK", "REPLICAOF")
-            fake = FakeSentinel(a.port)
-            rlockd = Rlockd(workdir, a.port, {"redis": {
-                "mode": "sentinel", "master_name": MASTER_NAME,
-                "sentinels": "%s:%d" % (HOST, fake.port), "sentinel_poll_ms": 200}})
-            rlockd.start()
-            wait_info(rlockd, "redis_master", "%s:%d" % (HOST, a.port), timeout=5.0)
-            holder = RespClient(rlockd.port, label="holder")
-            assert_eq(holder.call("LOCK", "h", 1, "LEASE", 60000), "OK", "LOCK")
-            wait_until(lambda: on_b.call("EXISTS", "h") == 1, 5.0, what="the replica to have the hold")
-            assert_eq(on_b.call("REPLICAOF", "NO", "ONE"), "OK", "B promoted; A not demoted yet")
-            wait_until(lambda: fake.subscribers, 5.0, what="rlockd subscribed to the sentinel's events")
-            fake.switch(a.port, b.port)   # the sentinel that did the failover; fake.named stays A
-            wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
-            wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
-            # the polls while the pool moves to B name A
-            assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, b.port), "INFO redis_master after the move")
-            assert_eq(on_b.call("CONFIG", "SET", "maxclients", "1"), "OK", "no new connections on B")
-            assert _kill_all_but_role(on_b) > 0, "rlockd's pool on B found"
-            wait_info(rlockd, "redis_connected", "0", timeout=5.0)
-            asked = fake.asked
-            wait_until(lambda: fake.asked >= asked + 3, 5.0, what="three polls while B is unreachable")
-            assert_eq(on_b.call("CONFIG", "SET", "maxclients", "10000"), "OK", "B lets rlockd back")
-            wait_info(rlockd, "redis_connected", "1", timeout=5.0)
-            assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, b.port), "INFO redis_master")
-            assert_eq(rlockd.info()["redis_master_changes"], "1", "INFO redis_master_changes")
-            assert_eq(rlockd.info()["failover_locks_kept"], "1", "INFO failover_locks_kept")
-            assert_eq(holder.call("UNLOCK", "h", 1), 1, "UNLOCK on B")
-            holder.close()
-            on_a.close()
-            on_b.close()
-        finally:
-            if rlockd is not None:
-                rlockd.stop()
-            if fake is not None:
-                fake.close()
-            b.stop()
-            a.stop()
+    with _pair_behind_a_fake_sentinel(200) as (a, b, on_a, on_b, fake, rlockd, holder):
+        assert_eq(on_b.call("REPLICAOF", "NO", "ONE"), "OK", "B promoted; A not demoted yet")
+        fake.switch(a.port, b.port)   # the sentinel that did the failover; fake.named stays A
+        wait_info(rlockd, "failover_locks_kept", "1", timeout=5.0)
+        wait_info(rlockd, "redis_topology", "ok", timeout=5.0)
+        # the polls while the pool moves to B name A
+        assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, b.port), "INFO redis_master after the move")
+        assert_eq(on_b.call("CONFIG", "SET", "maxclients", "1"), "OK", "no new connections on B")
+        assert _kill_all_but_role(on_b) > 0, "rlockd's pool on B found"
+        wait_info(rlockd, "redis_connected", "0", timeout=5.0)
+        asked = fake.asked
+        wait_until(lambda: fake.asked >= asked + 3, 5.0, what="three polls while B is unreachable")
+        assert_eq(on_b.call("CONFIG", "SET", "maxclients", "10000"), "OK", "B lets rlockd back")
+        wait_info(rlockd, "redis_connected", "1", timeout=5.0)
+        assert_eq(rlockd.info()["redis_master"], "%s:%d" % (HOST, b.port), "INFO redis_master")
+        assert_eq(rlockd.info()["redis_master_changes"], "1", "INFO redis_master_changes")
+        assert_eq(rlockd.info()["failover_locks_kept"], "1", "INFO failover_locks_kept")
+        assert_eq(holder.call("UNLOCK", "h", 1), 1, "UNLOCK on B")
