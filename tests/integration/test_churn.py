@@ -198,9 +198,16 @@ def _sanitized(pid):
 
 
 def _until_ok(env, *cmd):
-    """cmd through rlockd, again until Redis answers it (an operator's retry)."""
-    return wait_until(lambda: (lambda r: None if isinstance(r, RespError) else r)(env.admin().call(*cmd)),
-                      10.0, interval=0.05, what="%r answered" % (cmd,))
+    """cmd through rlockd, again until Redis answers it (an operator's retry).
+    Any reply but an error is an answer, 0 too: a latch actor may set the
+    latch again after a Redis restart before this LATCHSET does."""
+    last = []
+
+    def answered():
+        last[:] = [env.admin().call(*cmd)]
+        return not isinstance(last[0], RespError)
+    wait_until(answered, 10.0, interval=0.05, what="%r answered" % (cmd,))
+    return last[0]
 
 
 def test_every_kind_churns_through_redis_faults():
