@@ -59,10 +59,7 @@
 #include "front/info.h"
 #include "front/listener.h"
 #include "front/locks_view.h"
-
-/* The status page, generated from status_page.html (scripts/embed.sh). */
-extern const char status_page_html[];
-extern const size_t status_page_html_len;
+#include "front/status_page.h"
 
 /* As the RESP port's: a burst of connections outpaces MHD's accepts (10
  * a run), and at 64 a full queue dropped a probe's SYN, which TCP sends
@@ -120,6 +117,12 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status,
     MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL,
                             "no-store");
+    MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+    /* The page, the one answer that runs script: its policy. */
+    if (body == status_page_html)
+        MHD_add_response_header(response,
+                                MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY,
+                                status_page_policy());
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     if (status == MHD_HTTP_UNAUTHORIZED)

@@ -3,11 +3,13 @@ GET /events on a real rlockd: a reentrant holder with count 2 and a waiter with 
 checked against the test's own clock, MATCH/COUNT/OFFSET, the COUNT bound, ACL names
 filtering what a user sees, and a lost lock among the recent events."""
 
+import base64
 import hashlib
 import html
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,14 +22,20 @@ CONFIG = {"server": {"http_listen": "%s:%d" % (HOST, HTTP_PORT)},
           "lock": {"watchdog_timeout_ms": 900}}
 
 
-def _get(port, path):
+def _fetch(port, path):
+    """GET path: its status, its headers, its body."""
     conn = http.client.HTTPConnection(HOST, port, timeout=5.0)
     try:
         conn.request("GET", path)
         r = conn.getresponse()
-        return r.status, r.read().decode()
+        return r.status, dict(r.getheaders()), r.read().decode()
     finally:
         conn.close()
+
+
+def _get(port, path):
+    status, _, body = _fetch(port, path)
+    return status, body
 
 
 def _get_json(path, port=HTTP_PORT):
@@ -242,6 +250,24 @@ def test_the_status_page_in_headless_chromium_shows_the_lock_its_holder_and_its_
     assert "1-" in dom and " of " in dom, "the pager: %s" % dom[-1500:]
     assert "redis_master:" in dom, "the Redis section (INFO redis): %s" % dom[-1500:]
     _end_scene(a, b, n)
+
+
+def test_the_status_page_may_run_its_own_script_and_styles_and_nothing_else(env):
+    status, headers, page = _fetch(HTTP_PORT, "/")
+    assert_eq(status, 200, "GET /")
+
+    def hash_source(open_tag, close_tag):
+        text = page.split(open_tag, 1)[1].split(close_tag, 1)[0]
+        return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+    policy = headers.get("Content-Security-Policy", "")
+    directives = dict(d.strip().split(" ", 1) for d in policy.split(";") if d.strip())
+    for name, want in (("default-src", "'none'"), ("script-src", hash_source("<script>", "</script>")),
+                       ("style-src", hash_source("<style>", "</style>")), ("connect-src", "'self'"),
+                       ("form-action", "'none'"), ("frame-ancestors", "'none'")):
+        assert_eq(directives.get(name), want, "%s in the page's policy %r" % (name, policy))
+    assert re.search(r"<[^>]*\son[a-z]+=", page) is None, "an inline event handler, which the policy blocks"
+    assert_eq(headers.get("X-Content-Type-Options"), "nosniff", "X-Content-Type-Options")
+    assert "Content-Security-Policy" not in _fetch(HTTP_PORT, "/locks")[1], "a policy on data, not the page"
 
 
 def test_sessions_lists_client_ids_with_connections_holds_waiters_and_heartbeat(env):
