@@ -108,14 +108,7 @@ static void on_acquired(void *ctx, const struct lock_result *result)
  * held at least LEASE after +OK. */
 static void step(struct multilock *m)
 {
-    struct lock_request req = {.kind = lock_kinds[LOCK_KIND_RLOCK],
-                               .op = LOCK_REQUEST_ACQUIRE,
-                               .name = m->keys[m->held].key,
-                               .name_len = m->keys[m->held].len,
-                               .thread_id = m->thread_id,
-                               .wait_ms = m->wait_ms,
-                               .lease_ms = m->lease_ms,
-                               .amount = 1};
+    struct lock_request req;
     struct lock_call *call;
 
     if (m->held == m->count) {
@@ -123,6 +116,14 @@ static void step(struct multilock *m)
         set_state(m, MULTILOCK_FINISH);
         return;
     }
+    req = (struct lock_request){.kind = lock_kinds[LOCK_KIND_RLOCK],
+                                .op = LOCK_REQUEST_ACQUIRE,
+                                .name = m->keys[m->held].key,
+                                .name_len = m->keys[m->held].len,
+                                .thread_id = m->thread_id,
+                                .wait_ms = m->wait_ms,
+                                .lease_ms = m->lease_ms,
+                                .amount = 1};
     if (m->wait_ms > 0) {
         uint64_t now = timers_now();
 
