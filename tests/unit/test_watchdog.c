@@ -298,6 +298,25 @@ START_TEST(holds_of_several_leases_and_retries_are_renewed_in_due_order)
 }
 END_TEST
 
+/* More leases than the schedule keeps lists for (32), longest first:
+ * the shortest share a list of a longer delay, and are still renewed at
+ * their own times, each alone while the windows do not meet. */
+START_TEST(more_leases_than_lists_are_still_renewed_in_due_order)
+{
+    struct session *a = join("a");
+    char name[8];
+
+    for (int i = 40; i >= 1; i--) {
+        snprintf(name, sizeof(name), "K%d", i);
+        take_with_lease(a, name, 3000 * i); /* renewed every i s */
+    }
+    for (int i = 1; i <= 6; i++) {
+        snprintf(name, sizeof(name), "K%d", i);
+        answer_renewal(expect_renewal_at(1000 * (uint64_t)i, name, 1), 1, gone);
+    }
+}
+END_TEST
+
 #define MANY_HOLDS 10000
 
 /* n watchdog holds of s, of locks H0, H1, ..., scheduled as an acquire
@@ -411,6 +430,8 @@ Suite *watchdog_suite(void)
         an_old_renewal_result_does_not_touch_a_hold_taken_after_unlock);
     tcase_add_test(
         schedule, holds_of_several_leases_and_retries_are_renewed_in_due_order);
+    tcase_add_test(schedule,
+                   more_leases_than_lists_are_still_renewed_in_due_order);
     tcase_add_test(schedule,
                    a_retry_among_many_later_holds_is_sent_at_its_own_time);
     tcase_add_test(schedule,
