@@ -56,7 +56,8 @@ struct due_list {
 struct renew_batch {
     const struct lock_kind_renewal *row;
     bool places;
-    unsigned key[3]; /* while open */
+    unsigned key[3];          /* while open */
+    struct renew_batch *next; /* once full, until sent */
     size_t count;
     union renew_entry {
         struct hold *hold;
@@ -333,12 +334,30 @@ static void send_batch(struct renew_batch *batch)
     batch_unsent(batch);
 }
 
+/* The batches one round (a fire of either timer) fills: those still open
+ * by kind and key group, and those filled, in order. None is sent until
+ * the round has taken all it takes: a batch that cannot be sent puts its
+ * holds back on the schedule, due within the round's coalescing window,
+ * and the round would take them again, and again, while Redis is
+ * unavailable. */
+struct round {
+    struct hashmap open;
+    struct renew_batch *full, **full_tail;
+};
+
+static void round_init(struct round *round)
+{
+    hashmap_init(&round->open);
+    round->full = NULL;
+    round->full_tail = &round->full;
+}
+
 /* The open batch for a hold's, or a place's (places), lock's kind and
  * key group, created when needed. The map's key is the kind's index,
  * places and the group: unlike the kind's address, the same in every
  * run, so that batches go out in the same order (the simulation replays
  * a seed). */
-static struct renew_batch *batch_for(struct hashmap *open,
+static struct renew_batch *batch_for(struct round *round,
                                      const struct lock *lock, bool places)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
@@ -348,12 +367,14 @@ static struct renew_batch *batch_for(struct hashmap *open,
                        watchdog.backend->key_group(lock->name, lock->name_len)};
     struct renew_batch *batch;
 
-    batch = hashmap_get(open, key, sizeof(key));
+    batch = hashmap_get(&round->open, key, sizeof(key));
     if (batch != NULL && batch->count < max)
         return batch;
-    if (batch != NULL) { /* full: send it and start another */
-        hashmap_remove(open, key, sizeof(key));
-        send_batch(batch);
+    if (batch != NULL) { /* full: sent with the round, another starts */
+        hashmap_remove(&round->open, key, sizeof(key));
+        batch->next = NULL;
+        *round->full_tail = batch;
+        round->full_tail = &batch->next;
     }
     batch = malloc(sizeof(*batch) + max * sizeof(batch->entries[0]));
     if (batch == NULL)
@@ -362,7 +383,7 @@ static struct renew_batch *batch_for(struct hashmap *open,
     batch->places = places;
     batch->count = 0;
     memcpy(batch->key, key, sizeof(key));
-    if (hashmap_put(open, batch->key, sizeof(key), batch) != 0) {
+    if (hashmap_put(&round->open, batch->key, sizeof(key), batch) != 0) {
         free(batch);
         return NULL;
     }
@@ -375,24 +396,37 @@ static void send_open_batch(void *value, void *arg)
     send_batch(value);
 }
 
+/* Sends the round's batches, the full ones first. */
+static void round_send(struct round *round)
+{
+    while (round->full != NULL) {
+        struct renew_batch *batch = round->full;
+
+        round->full = batch->next;
+        send_batch(batch);
+    }
+    hashmap_foreach(&round->open, send_open_batch, NULL);
+    hashmap_free(&round->open);
+}
+
 /* Takes the holds due by now and those due within their coalescing
  * window, earliest first over all the lists, into batches and sends
  * them. */
 static void watchdog_fire(struct timer *timer)
 {
     uint64_t now = timers_now();
-    struct hashmap open;
+    struct round round;
     struct due_list *list;
 
     (void)timer;
-    hashmap_init(&open);
+    round_init(&round);
     while ((list = earliest_list()) != NULL) {
         struct hold *h = first_hold(list);
         struct renew_batch *batch;
 
         if (h->renew_due_ms > now + interval_of(h) / COALESCE_DIVISOR)
             break;
-        batch = batch_for(&open, h->lock, false);
+        batch = batch_for(&round, h->lock, false);
         if (batch == NULL) {
             log_error("watchdog: out of memory; renewing later");
             break;
@@ -401,8 +435,7 @@ static void watchdog_fire(struct timer *timer)
         h->refs++;
         batch->entries[batch->count++].hold = h;
     }
-    hashmap_foreach(&open, send_open_batch, NULL);
-    hashmap_free(&open);
+    round_send(&round);
     /* After an out-of-memory stop the first hold is still due: not a
      * busy loop, try again a little later. */
     if (list != NULL && first_hold(list)->renew_due_ms <= now)
@@ -425,14 +458,14 @@ static void places_arm(void)
 
 static void places_fire(struct timer *timer)
 {
-    struct hashmap open;
+    struct round round;
     struct list_node *pos, *tmp;
 
     (void)timer;
-    hashmap_init(&open);
+    round_init(&round);
     list_for_each_safe (pos, tmp, &watchdog.places) {
         struct watchdog_place *p = list_entry(pos, struct watchdog_place, link);
-        struct renew_batch *batch = batch_for(&open, p->lock, true);
+        struct renew_batch *batch = batch_for(&round, p->lock, true);
 
         if (batch == NULL) {
             log_error("watchdog: out of memory; renewing places later");
@@ -441,8 +474,7 @@ static void places_fire(struct timer *timer)
         p->refs++;
         batch->entries[batch->count++].place = p;
     }
-    hashmap_foreach(&open, send_open_batch, NULL);
-    hashmap_free(&open);
+    round_send(&round);
     if (!list_empty(&watchdog.places))
         places_arm();
 }

@@ -6,6 +6,7 @@
  * regression fixed by commit 00faacf); and the schedule's lists, one per
  * delay, taken in due order whatever the mix of leases and retries.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -247,6 +248,31 @@ START_TEST(an_old_renewal_result_does_not_touch_a_hold_taken_after_unlock)
 }
 END_TEST
 
+/* Redis refuses every call: a round that fills more than one batch sends
+ * them only once it has taken its holds, so that a hold put back for a
+ * retry (due within the round's window) is not taken again by the same
+ * round, which would then never end. */
+START_TEST(a_round_whose_batches_redis_refuses_ends)
+{
+    struct session *a = join("a");
+
+    engine_cfg.renew_batch_size = 1;
+    take(a, "L", 1, WATCHDOG_MODE);
+    take(a, "M", 1, WATCHDOG_MODE);
+    fake_backend.eval_error = -ENOTCONN;
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(stats.watchdog_locks, 2); /* both back, for a retry */
+    fake_backend.eval_error = 0;
+    advance(499);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 2);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    answer_renewal(expect_eval(RENEW, "M"), 1, renewed);
+    ck_assert_uint_eq(stats.watchdog_locks, 2);
+}
+END_TEST
+
 /* ---- the schedule: one list per delay ----------------------------------- */
 
 /* Takes name in watchdog mode with a lease of lease_ms (the
@@ -419,6 +445,7 @@ Suite *watchdog_suite(void)
                    a_hold_released_while_renewed_is_not_scheduled_again);
     tcase_add_test(renewal,
                    a_reentrant_acquire_while_renewed_is_scheduled_once);
+    tcase_add_test(renewal, a_round_whose_batches_redis_refuses_ends);
     tcase_add_test(regression,
                    an_old_renewal_result_does_not_lose_a_hold_acquired_again);
     tcase_add_test(regression,
