@@ -9,6 +9,7 @@
 #   make valgrind the integration tests with the daemon under memcheck
 #   make simulate the lock engine's deterministic simulation, many seeds
 #   make bench    load generator: rlockd vs. Redis direct, side by side
+#   make bench-million  1,000,000 held locks: memory, renewals, idle CPU
 #   make fuzz     libFuzzer on the request parser, the glob matcher, the settings,
 #                 the cluster map
 #                 (clang; FUZZ_TIME seconds each)
@@ -100,7 +101,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
 
-.PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench fuzz clean format format-check
+.PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench bench-million fuzz clean format format-check
 
 all: $(BUILD)/rlockd $(CLIENT_ALL) $(BUILD)/engine.layered
 
@@ -393,6 +394,12 @@ valgrind: deps npm-deps all $(BUILD)/client_tests
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/rlockd-bench
 	@bench/run.sh $(abspath $(BUILD))
+
+# 1,000,000 held locks alone (opt-in: minutes, and ~1 GB of memory).
+bench-million: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/rlockd-bench
+	@bench/run.sh $(abspath $(BUILD)) --held-only --held 1000000 \
+	    --held-clients 16 --held-window 25
 
 # Coverage-guided fuzzing of the request parser, command decoder and reply
 # writer (clang with libFuzzer: Debian's clang and libclang-rt-14-dev).

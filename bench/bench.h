@@ -125,6 +125,7 @@ struct bench_options {
     int permits; /* of the contended semaphore */
     bool direct_only;
     bool rlockd_only;
+    bool held_only;        /* the held-locks scenario alone */
     bool results;          /* also print the figures as "result" lines */
     bool skip_unsupported; /* skip a kind the rlockd refuses, not fail */
     unsigned kinds;        /* bit per kind_id: which kinds' scenarios run */

@@ -23,12 +23,14 @@
  * connection's requests at a time, 1024 by default, and closes a
  * connection whose unprocessed input passes max_input_buffer_bytes, 1 MiB
  * by default: 512 requests are ~30 KiB); the most keys one EXISTS names;
- * how long a phase (all LOCKs, all UNLOCKs) may take; and how long rlockd
- * may take to report held_locks:0 after the last UNLOCK reply. */
+ * how long a phase (all LOCKs, all UNLOCKs) may take per
+ * HELD_PHASE_LOCKS locks (and at least); and how long rlockd may take to
+ * report held_locks:0 after the last UNLOCK reply. */
 #define DEFAULT_WATCHDOG_MS 30000
 #define HELD_PIPELINE 512
 #define EXISTS_CHUNK 1000
-#define HELD_PHASE_TIMEOUT_NS (60 * NS_PER_SEC)
+#define HELD_PHASE_TIMEOUT_S 60
+#define HELD_PHASE_LOCKS 100000
 #define HELD_SETTLE_TIMEOUT_NS (5 * NS_PER_SEC)
 /*
  * The held case measures what holding many locks costs, not how fast
@@ -224,6 +226,12 @@ static double held_phase(struct scenario *sc, enum held_phase phase,
                                     bench_opt.pids[PROC_REDIS],
                                     bench_opt.held_rlockd_pid};
     struct cpu_snapshot before, after;
+    long timeout_s =
+        HELD_PHASE_TIMEOUT_S *
+        (bench_opt.held > HELD_PHASE_LOCKS
+             ? (bench_opt.held + HELD_PHASE_LOCKS - 1) / HELD_PHASE_LOCKS
+             : 1);
+    char late[96];
     int64_t start;
 
     cpu_snapshot_take(&before, pids);
@@ -243,10 +251,9 @@ static double held_phase(struct scenario *sc, enum held_phase phase,
                cl->held_sent < HELD_PIPELINE)
             held_send(cl);
     }
-    scenario_loop(sc, held_all_answered, start + HELD_PHASE_TIMEOUT_NS,
-                  phase == HELD_LOCK
-                      ? "LOCKs still unanswered 60 s after the first"
-                      : "UNLOCKs still unanswered 60 s after the first");
+    snprintf(late, sizeof(late), "%s still unanswered %ld s after the first",
+             phase == HELD_LOCK ? "LOCKs" : "UNLOCKs", timeout_s);
+    scenario_loop(sc, held_all_answered, start + timeout_s * NS_PER_SEC, late);
     cpu_snapshot_take(&after, pids);
     cpu_percent(&before, &after, cpu_pct);
     return (double)(after.at - start) / NS_PER_SEC;
@@ -378,6 +385,7 @@ struct held_figures {
     double default_calls_per_s; /* derived */
     double rss_bytes_per_lock;  /* NAN if rlockd's pid is unknown */
     double redis_bytes_per_lock;
+    double rss_per_redis_byte; /* rlockd's bytes per Redis's; NAN: unknown */
     double acquire_per_s;
     double release_per_s;
     bool clean; /* nothing held or left after the release */
@@ -401,6 +409,9 @@ static struct held_figures held_figures(const struct held_result *h)
             : NAN;
     f.redis_bytes_per_lock =
         (double)(h->redis_mem_holding - h->redis_mem_before) / n;
+    f.rss_per_redis_byte = f.redis_bytes_per_lock > 0
+                               ? f.rss_bytes_per_lock / f.redis_bytes_per_lock
+                               : NAN;
     f.acquire_per_s = n / h->acquire_s;
     f.release_per_s = n / h->release_s;
     f.clean = h->held_after == 0 && h->existing_after == 0;
@@ -427,6 +438,8 @@ static void print_held_memory(const struct held_result *h,
            "lock\n",
            (double)(h->redis_mem_holding - h->redis_mem_before) / 1048576.0,
            f->redis_bytes_per_lock);
+    if (!isnan(f->rss_per_redis_byte))
+        printf("  per lock, rlockd / Redis  %.2fx\n", f->rss_per_redis_byte);
 }
 
 void print_held(const struct held_result *h)
@@ -461,12 +474,13 @@ void print_held(const struct held_result *h)
            "                            %.1f renewals per call\n",
            h->watchdog_ms, f.calls_per_s, f.renewals_per_s,
            f.renewals_per_call);
-    printf("  DERIVED for %5d ms      %.0f renewal calls/s, %.0f renewals/s "
-           "(measured x %lld/%d:\n"
-           "                            the rate scales with "
-           "1/watchdog_timeout_ms)\n",
-           DEFAULT_WATCHDOG_MS, f.default_calls_per_s,
-           f.renewals_per_s * f.scale, h->watchdog_ms, DEFAULT_WATCHDOG_MS);
+    if (h->watchdog_ms != DEFAULT_WATCHDOG_MS)
+        printf("  DERIVED for %5d ms      %.0f renewal calls/s, %.0f "
+               "renewals/s (measured x %lld/%d:\n"
+               "                            the rate scales with "
+               "1/watchdog_timeout_ms)\n",
+               DEFAULT_WATCHDOG_MS, f.default_calls_per_s,
+               f.renewals_per_s * f.scale, h->watchdog_ms, DEFAULT_WATCHDOG_MS);
     printf("  CPU while holding         rlockd %.0f%%, Redis %.0f%% of one "
            "core (measured at %lld ms)\n",
            h->rlockd_cpu_pct, h->redis_cpu_pct, h->watchdog_ms);
@@ -500,10 +514,11 @@ void print_markdown_held(const struct held_result *h)
            "%.0f/s |\n",
            h->watchdog_ms, f.calls_per_s);
     printf("| Renewals per call (measured) | %.1f |\n", f.renewals_per_call);
-    printf("| Renewal calls to Redis at watchdog %d ms (derived: measured "
-           "× %lld/%d) | %.0f/s |\n",
-           DEFAULT_WATCHDOG_MS, h->watchdog_ms, DEFAULT_WATCHDOG_MS,
-           f.default_calls_per_s);
+    if (h->watchdog_ms != DEFAULT_WATCHDOG_MS)
+        printf("| Renewal calls to Redis at watchdog %d ms (derived: "
+               "measured × %lld/%d) | %.0f/s |\n",
+               DEFAULT_WATCHDOG_MS, h->watchdog_ms, DEFAULT_WATCHDOG_MS,
+               f.default_calls_per_s);
     printf("| rlockd CPU while holding, watchdog %lld ms (measured) | "
            "%.0f%% of a core |\n",
            h->watchdog_ms, h->rlockd_cpu_pct);
@@ -514,6 +529,9 @@ void print_markdown_held(const struct held_result *h)
                f.rss_bytes_per_lock);
     printf("| Redis memory per lock (used_memory, for reference) | %.0f B |\n",
            f.redis_bytes_per_lock);
+    if (!isnan(f.rss_per_redis_byte))
+        printf("| Memory per lock, rlockd / Redis | %.2fx |\n",
+               f.rss_per_redis_byte);
     printf("| Release all, pipelined UNLOCK (measured) | %.1f s (%.0f/s)%s |\n",
            h->release_s, f.release_per_s,
            f.clean ? "; nothing left" : "; LEFTOVERS, see above");
@@ -533,4 +551,5 @@ void print_held_results(const struct held_result *h)
     if (h->rlockd_cpu_pct >= 0)
         print_result(name, "rlockd CPU% holding", "lower", h->rlockd_cpu_pct);
     print_result(name, "rlockd B/held lock", "lower", f.rss_bytes_per_lock);
+    print_result(name, "Redis B/lock", "lower", f.redis_bytes_per_lock);
 }

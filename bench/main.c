@@ -202,14 +202,15 @@ int main(int argc, char **argv)
     run_held = bench_opt.held > 0 && !bench_opt.direct_only;
     /* A closed socket must surface as a hiredis error, not kill us. */
     signal(SIGPIPE, SIG_IGN);
-    count = scenarios_plan(scs);
+    count = bench_opt.held_only ? 0 : scenarios_plan(scs);
     held_sc = scenario_new(&bench_kinds[KIND_RLOCK], TARGET_RLOCKD, UNCONTENDED,
                            bench_opt.held_clients);
     snprintf(held_sc.title, sizeof(held_sc.title), "held locks, via rlockd");
     held_sc.held = true;
     redis_setup();
     leftover = run_scenarios(scs, count, run_held ? &held_sc : NULL, &held);
-    print_table(scs, count);
+    if (!bench_opt.held_only)
+        print_table(scs, count);
     if (!bench_opt.direct_only) {
         for (int i = 0; i < count; i++) {
             if (scs[i].ran && scs[i].mode == HANDOFF)
@@ -220,9 +221,10 @@ int main(int argc, char **argv)
         if (held.ran)
             print_held(&held);
     }
-    if (!bench_opt.direct_only && !bench_opt.rlockd_only) {
+    if (bench_opt.held_only && held.ran)
+        print_markdown_held(&held);
+    else if (!bench_opt.direct_only && !bench_opt.rlockd_only)
         print_targets_and_markdown(scs, count, &held);
-    }
     if (bench_opt.results)
         print_results(scs, count, &held);
     for (int i = 0; i < count; i++)

@@ -64,6 +64,7 @@ static void bench_usage(FILE *out)
         "0: skip)\n"
         "      --held-window SEC  measured time holding them (5)\n"
         "      --held-clients N   connections taking them (8)\n"
+        "      --held-only        the held-locks scenario alone\n"
         "      --held-rlockd HOST:PORT\n"
         "                         rlockd for the held locks (--rlockd's)\n"
         "      --held-rlockd-pid PID\n"
@@ -120,6 +121,7 @@ enum {
     OPT_HELD,
     OPT_HELD_WINDOW,
     OPT_HELD_CLIENTS,
+    OPT_HELD_ONLY,
     OPT_HELD_RLOCKD,
     OPT_HELD_RLOCKD_PID,
 };
@@ -142,6 +144,7 @@ static const struct option long_options[] = {
     {"held", required_argument, NULL, OPT_HELD},
     {"held-window", required_argument, NULL, OPT_HELD_WINDOW},
     {"held-clients", required_argument, NULL, OPT_HELD_CLIENTS},
+    {"held-only", no_argument, NULL, OPT_HELD_ONLY},
     {"held-rlockd", required_argument, NULL, OPT_HELD_RLOCKD},
     {"held-rlockd-pid", required_argument, NULL, OPT_HELD_RLOCKD_PID},
     {"help", no_argument, NULL, 'h'},
@@ -229,6 +232,9 @@ static void bench_parse_option(int c, const char *arg)
     case OPT_SKIP_UNSUPPORTED:
         bench_opt.skip_unsupported = true;
         break;
+    case OPT_HELD_ONLY:
+        bench_opt.held_only = true;
+        break;
     case OPT_HELD:
         bench_opt.held = bench_parse_integer(arg, "held", 0, 10000000);
         break;
@@ -273,6 +279,9 @@ void bench_parse_options(int argc, char **argv)
     }
     if (bench_opt.direct_only && bench_opt.rlockd_only)
         fatal("--direct-only and --rlockd-only leave no scenario to run");
+    if (bench_opt.held_only && (bench_opt.direct_only || bench_opt.held == 0))
+        fatal("--held-only with --direct-only or --held 0 leaves no scenario "
+              "to run");
     if (bench_opt.permits >= bench_opt.contended_clients)
         fatal("--permits %d with --contended %d: no client would wait",
               bench_opt.permits, bench_opt.contended_clients);

@@ -22,6 +22,12 @@
 #   rlockd-bench (e.g. --duration 5, or --kinds none to leave out the
 #   lock kinds other than RLock, the semaphore among them, about 40 s).
 #
+# --held-only (passed on to rlockd-bench) runs the held-locks scenario
+# alone, as `make bench-million` does with --held 1000000: the held-locks
+# rlockd then runs with watchdog_timeout_ms 30000, the default, since a
+# million locks renewed every second would swamp Redis; and the rlock vs
+# flock, failover and cluster runs are left out.
+#
 # RLOCKD_BASELINE=/path/to/old/rlockd (optional) compares that binary
 # with BUILD_DIR's rlockd in the same run. The script then also starts
 # it, with the main rlockd's config on a free port of its own against the
@@ -72,6 +78,16 @@ if [ -n "$baseline" ]; then
 fi
 
 held_watchdog_ms=3000
+held_only=
+for arg in "$@"; do
+    if [ "$arg" = --held-only ]; then
+        held_only=1
+        held_watchdog_ms=30000
+        echo "bench/run.sh: --held-only: the held-locks rlockd runs with" \
+            "watchdog_timeout_ms $held_watchdog_ms (the default), so that" \
+            "renewals do not swamp Redis" >&2
+    fi
+done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlockd-bench.XXXXXX")
 redis_pid=
@@ -224,7 +240,9 @@ per_run_ms() {
 # The rlock command against flock(1), each running `true` under a lock:
 # what a shell script pays per locked run (process start, connect, LOCK,
 # fork/exec, UNLOCK) beside a local file lock.
-if [ -x "$build/rlock" ] && command -v flock >/dev/null; then
+if [ -n "$held_only" ]; then
+    : # the held-locks scenario alone
+elif [ -x "$build/rlock" ] && command -v flock >/dev/null; then
     cli_runs=300
     echo
     echo "== rlock command vs flock(1): $cli_runs runs of \`true\` under a lock, one after another"
@@ -366,6 +384,7 @@ for daemon in $daemons; do
     fi
 done
 [ -z "$baseline" ] || print_comparison
+[ -z "$held_only" ] || exit "$status"
 # The failover scenario brings its own Redis, sentinels and rlockd.
 python3 "$(dirname "$0")/failover.py" "$build" || status=1
 python3 "$(dirname "$0")/cluster.py" "$build" || status=1

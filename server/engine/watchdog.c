@@ -1,11 +1,20 @@
 /*
- * watchdog.c - one timer, one due-ordered list, batched renewals; and a
- * second timer for waiters' places in a queue in Redis.
+ * watchdog.c - the renewal schedule, batched renewals; and a second timer
+ * for waiters' places in a queue in Redis.
  *
  * A hold is due one third of its lease after its last renewal. When the
  * timer fires, every hold due within the next coalescing window is taken
  * too: renewing a little early is harmless, and it turns many timers
  * that would fire milliseconds apart into one Redis call.
+ *
+ * The schedule is one list per delay (as Node.js keeps its timers, one
+ * list per duration: lib/internal/timers.js): a hold scheduled delay
+ * from now goes at the tail of that delay's list, which is so always in
+ * due order, since now only grows. There are few delays (0 for a hold
+ * taken over, a third of each lease in use and its retry), so the first
+ * hold due is found among a few lists' heads: scheduling and taking the
+ * next hold cost O(1) however many holds there are, where one list in
+ * due order had a retry walk past every hold due later.
  *
  * A batch in flight holds a reference on each of its holds (hold_unref
  * frees): a hold dropped or lost meanwhile is not judged by its result
@@ -30,13 +39,25 @@
 #define RENEW_RETRY_MS 500
 /* Holds due within interval / COALESCE_DIVISOR of the first go with it. */
 #define COALESCE_DIVISOR 8
+/* The most delays the schedule keeps a list for. A watchdog hold's lease
+ * is the watchdog_timeout_ms of its acquire, so a few lists are in use,
+ * unless watchdog_timeout_ms is reloaded many times while holds live;
+ * a list whose holds are all gone is taken for the next new delay. */
+#define SCHEDULE_LISTS 32
+
+/* The holds scheduled delay_ms after a moment: in due order. */
+struct due_list {
+    uint64_t delay_ms;
+    struct list_node holds; /* struct hold.watchdog_link, by renew_due_ms */
+};
 
 /* A batch renews holds, or waiters' places (row is a kind's
  * place_renewal), of one kind and key group. */
 struct renew_batch {
     const struct lock_kind_renewal *row;
     bool places;
-    unsigned key[3]; /* while open */
+    unsigned key[3];          /* while open */
+    struct renew_batch *next; /* once full, until sent */
     size_t count;
     union renew_entry {
         struct hold *hold;
@@ -58,39 +79,93 @@ struct watchdog_place {
 static struct {
     const struct config *cfg;
     const struct backend *backend;
-    struct timer timer;
-    struct list_node due; /* struct hold.watchdog_link, by renew_due_ms */
+    struct timer timer; /* at the first due time of all the lists */
+    struct due_list lists[SCHEDULE_LISTS];
+    size_t list_count; /* lists[] taken so far */
     struct timer places_timer;
     struct list_node places; /* struct watchdog_place.link */
 } watchdog;
 
+static struct hold *first_hold(const struct due_list *list)
+{
+    return list_entry(list->holds.next, struct hold, watchdog_link);
+}
+
+/* The list whose first hold is due soonest (the first such list on a
+ * tie), or NULL when none has a hold. */
+static struct due_list *earliest_list(void)
+{
+    struct due_list *best = NULL;
+
+    for (size_t i = 0; i < watchdog.list_count; i++) {
+        struct due_list *list = &watchdog.lists[i];
+
+        if (!list_empty(&list->holds) &&
+            (best == NULL ||
+             first_hold(list)->renew_due_ms < first_hold(best)->renew_due_ms))
+            best = list;
+    }
+    return best;
+}
+
 static void arm_timer(void)
 {
-    struct list_node *first = list_first(&watchdog.due);
+    struct due_list *first = earliest_list();
 
     if (first == NULL) {
         timer_stop(&watchdog.timer);
         return;
     }
-    if (timer_start(
-            &watchdog.timer,
-            list_entry(first, struct hold, watchdog_link)->renew_due_ms) != 0)
+    if (timer_start(&watchdog.timer, first_hold(first)->renew_due_ms) != 0)
         log_error("watchdog: out of memory arming its timer");
 }
 
-/* Inserts by due time, scanning from the tail: renewals are almost always
- * scheduled "interval from now", which is the tail. */
-static void schedule(struct hold *h, uint64_t due)
+/* The list for holds scheduled delay from now: its own, or one with no
+ * holds taken for it. When all SCHEDULE_LISTS have holds of other
+ * delays, the list of the nearest shorter delay (else the first), where
+ * schedule() walks past the few holds of longer delays. */
+static struct due_list *list_for(uint64_t delay)
 {
-    struct list_node *pos = watchdog.due.prev;
+    struct due_list *spare = NULL, *shorter = NULL;
 
-    h->renew_due_ms = due;
-    while (pos != &watchdog.due &&
-           list_entry(pos, struct hold, watchdog_link)->renew_due_ms > due)
+    for (size_t i = 0; i < watchdog.list_count; i++) {
+        struct due_list *list = &watchdog.lists[i];
+
+        if (list->delay_ms == delay)
+            return list;
+        if (spare == NULL && list_empty(&list->holds))
+            spare = list;
+        if (list->delay_ms < delay &&
+            (shorter == NULL || list->delay_ms > shorter->delay_ms))
+            shorter = list;
+    }
+    if (spare == NULL && watchdog.list_count < SCHEDULE_LISTS) {
+        spare = &watchdog.lists[watchdog.list_count++];
+        list_init(&spare->holds);
+    }
+    if (spare != NULL) {
+        spare->delay_ms = delay;
+        return spare;
+    }
+    return shorter != NULL ? shorter : &watchdog.lists[0];
+}
+
+/* Schedules h delay from now at the tail of its delay's list; the walk
+ * back from the tail passes holds due later only in a list shared by
+ * several delays (list_for says when). */
+static void schedule(struct hold *h, uint64_t delay)
+{
+    struct due_list *list = list_for(delay);
+    struct list_node *pos = list->holds.prev;
+
+    h->renew_due_ms = timers_now() + delay;
+    while (pos != &list->holds &&
+           list_entry(pos, struct hold, watchdog_link)->renew_due_ms >
+               h->renew_due_ms)
         pos = pos->prev;
     list_insert_before(pos->next, &h->watchdog_link);
     stats.watchdog_locks++;
-    if (watchdog.due.next == &h->watchdog_link)
+    if (list->holds.next == &h->watchdog_link)
         arm_timer();
 }
 
@@ -109,13 +184,13 @@ static uint64_t retry_of(const struct hold *h)
 void watchdog_start(struct hold *h)
 {
     if (!list_linked(&h->watchdog_link))
-        schedule(h, timers_now() + interval_of(h));
+        schedule(h, interval_of(h));
 }
 
 void watchdog_start_now(struct hold *h)
 {
     watchdog_stop(h);
-    schedule(h, timers_now());
+    schedule(h, 0);
 }
 
 void watchdog_stop(struct hold *h)
@@ -158,9 +233,9 @@ static void hold_done(struct renew_batch *batch,
     if (h->lock != NULL && !h->lost && h->watchdog &&
         !list_linked(&h->watchdog_link)) {
         if (reply == NULL)
-            schedule(h, timers_now() + retry_of(h));
+            schedule(h, retry_of(h));
         else if (batch->row->renewed(&reply->element[i]))
-            schedule(h, timers_now() + interval_of(h));
+            schedule(h, interval_of(h));
         else
             hold_mark_lost(h, "watchdog found the lock gone");
     }
@@ -217,8 +292,7 @@ static void batch_unsent(struct renew_batch *batch)
             place_unref(batch->entries[i].place);
             continue;
         }
-        schedule(batch->entries[i].hold,
-                 timers_now() + retry_of(batch->entries[i].hold));
+        schedule(batch->entries[i].hold, retry_of(batch->entries[i].hold));
         hold_unref(batch->entries[i].hold);
     }
     free(batch);
@@ -260,12 +334,30 @@ static void send_batch(struct renew_batch *batch)
     batch_unsent(batch);
 }
 
+/* The batches one round (a fire of either timer) fills: those still open
+ * by kind and key group, and those filled, in order. None is sent until
+ * the round has taken all it takes: a batch that cannot be sent puts its
+ * holds back on the schedule, due within the round's coalescing window,
+ * and the round would take them again, and again, while Redis is
+ * unavailable. */
+struct round {
+    struct hashmap open;
+    struct renew_batch *full, **full_tail;
+};
+
+static void round_init(struct round *round)
+{
+    hashmap_init(&round->open);
+    round->full = NULL;
+    round->full_tail = &round->full;
+}
+
 /* The open batch for a hold's, or a place's (places), lock's kind and
  * key group, created when needed. The map's key is the kind's index,
  * places and the group: unlike the kind's address, the same in every
  * run, so that batches go out in the same order (the simulation replays
  * a seed). */
-static struct renew_batch *batch_for(struct hashmap *open,
+static struct renew_batch *batch_for(struct round *round,
                                      const struct lock *lock, bool places)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
@@ -275,12 +367,14 @@ static struct renew_batch *batch_for(struct hashmap *open,
                        watchdog.backend->key_group(lock->name, lock->name_len)};
     struct renew_batch *batch;
 
-    batch = hashmap_get(open, key, sizeof(key));
+    batch = hashmap_get(&round->open, key, sizeof(key));
     if (batch != NULL && batch->count < max)
         return batch;
-    if (batch != NULL) { /* full: send it and start another */
-        hashmap_remove(open, key, sizeof(key));
-        send_batch(batch);
+    if (batch != NULL) { /* full: sent with the round, another starts */
+        hashmap_remove(&round->open, key, sizeof(key));
+        batch->next = NULL;
+        *round->full_tail = batch;
+        round->full_tail = &batch->next;
     }
     batch = malloc(sizeof(*batch) + max * sizeof(batch->entries[0]));
     if (batch == NULL)
@@ -289,7 +383,7 @@ static struct renew_batch *batch_for(struct hashmap *open,
     batch->places = places;
     batch->count = 0;
     memcpy(batch->key, key, sizeof(key));
-    if (hashmap_put(open, batch->key, sizeof(key), batch) != 0) {
+    if (hashmap_put(&round->open, batch->key, sizeof(key), batch) != 0) {
         free(batch);
         return NULL;
     }
@@ -302,21 +396,37 @@ static void send_open_batch(void *value, void *arg)
     send_batch(value);
 }
 
+/* Sends the round's batches, the full ones first. */
+static void round_send(struct round *round)
+{
+    while (round->full != NULL) {
+        struct renew_batch *batch = round->full;
+
+        round->full = batch->next;
+        send_batch(batch);
+    }
+    hashmap_foreach(&round->open, send_open_batch, NULL);
+    hashmap_free(&round->open);
+}
+
+/* Takes the holds due by now and those due within their coalescing
+ * window, earliest first over all the lists, into batches and sends
+ * them. */
 static void watchdog_fire(struct timer *timer)
 {
     uint64_t now = timers_now();
-    struct hashmap open;
-    struct list_node *pos;
+    struct round round;
+    struct due_list *list;
 
     (void)timer;
-    hashmap_init(&open);
-    while ((pos = list_first(&watchdog.due)) != NULL) {
-        struct hold *h = list_entry(pos, struct hold, watchdog_link);
+    round_init(&round);
+    while ((list = earliest_list()) != NULL) {
+        struct hold *h = first_hold(list);
         struct renew_batch *batch;
 
         if (h->renew_due_ms > now + interval_of(h) / COALESCE_DIVISOR)
             break;
-        batch = batch_for(&open, h->lock, false);
+        batch = batch_for(&round, h->lock, false);
         if (batch == NULL) {
             log_error("watchdog: out of memory; renewing later");
             break;
@@ -325,12 +435,10 @@ static void watchdog_fire(struct timer *timer)
         h->refs++;
         batch->entries[batch->count++].hold = h;
     }
-    hashmap_foreach(&open, send_open_batch, NULL);
-    hashmap_free(&open);
+    round_send(&round);
     /* After an out-of-memory stop the first hold is still due: not a
      * busy loop, try again a little later. */
-    if (pos != NULL &&
-        list_entry(pos, struct hold, watchdog_link)->renew_due_ms <= now)
+    if (list != NULL && first_hold(list)->renew_due_ms <= now)
         timer_start(&watchdog.timer, now + RENEW_RETRY_MS);
     else
         arm_timer();
@@ -350,14 +458,14 @@ static void places_arm(void)
 
 static void places_fire(struct timer *timer)
 {
-    struct hashmap open;
+    struct round round;
     struct list_node *pos, *tmp;
 
     (void)timer;
-    hashmap_init(&open);
+    round_init(&round);
     list_for_each_safe (pos, tmp, &watchdog.places) {
         struct watchdog_place *p = list_entry(pos, struct watchdog_place, link);
-        struct renew_batch *batch = batch_for(&open, p->lock, true);
+        struct renew_batch *batch = batch_for(&round, p->lock, true);
 
         if (batch == NULL) {
             log_error("watchdog: out of memory; renewing places later");
@@ -366,8 +474,7 @@ static void places_fire(struct timer *timer)
         p->refs++;
         batch->entries[batch->count++].place = p;
     }
-    hashmap_foreach(&open, send_open_batch, NULL);
-    hashmap_free(&open);
+    round_send(&round);
     if (!list_empty(&watchdog.places))
         places_arm();
 }
@@ -412,7 +519,7 @@ void watchdog_init(const struct config *cfg, const struct backend *backend)
 {
     watchdog.cfg = cfg;
     watchdog.backend = backend;
-    list_init(&watchdog.due);
+    watchdog.list_count = 0;
     timer_init(&watchdog.timer, watchdog_fire);
     list_init(&watchdog.places);
     timer_init(&watchdog.places_timer, places_fire);

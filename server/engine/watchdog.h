@@ -1,9 +1,9 @@
 /*
  * watchdog.h - keeps watchdog-mode holds alive while their owners live.
  *
- * Owns the renewal schedule: holds wait in one list ordered by due time
- * under a single engine timer. Renewals due together are sent together,
- * up to renew_batch_size holds per call, grouped by kind and by the
+ * Owns the renewal schedule: holds wait in one due-ordered list per
+ * delay, under a single engine timer. Renewals due together are sent
+ * together, up to renew_batch_size holds per call, grouped by kind and by the
  * backend's key group (the keys one script call may touch: a whole
  * Standalone Redis, one Cluster slot), so 100,000 held locks cost Redis
  * a few dozen calls a second. A renewal that finds the lock gone marks

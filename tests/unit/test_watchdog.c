@@ -3,8 +3,15 @@
  * clock: when renewals are sent, what they carry, how they are batched,
  * and what their replies may and may not do to a hold, above all one
  * lost and acquired again while an old renewal was in flight (the
- * regression fixed by commit 00faacf).
+ * regression fixed by commit 00faacf); and the schedule's lists, one per
+ * delay, taken in due order whatever the mix of leases and retries.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine/lock_table.h"
+#include "engine/watchdog.h"
 #include "engine_harness.h"
 #include "suites.h"
 
@@ -241,11 +248,193 @@ START_TEST(an_old_renewal_result_does_not_touch_a_hold_taken_after_unlock)
 }
 END_TEST
 
+/* Redis refuses every call: a round that fills more than one batch sends
+ * them only once it has taken its holds, so that a hold put back for a
+ * retry (due within the round's window) is not taken again by the same
+ * round, which would then never end. */
+START_TEST(a_round_whose_batches_redis_refuses_ends)
+{
+    struct session *a = join("a");
+
+    engine_cfg.renew_batch_size = 1;
+    take(a, "L", 1, WATCHDOG_MODE);
+    take(a, "M", 1, WATCHDOG_MODE);
+    fake_backend.eval_error = -ENOTCONN;
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(stats.watchdog_locks, 2); /* both back, for a retry */
+    fake_backend.eval_error = 0;
+    advance(499);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 2);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    answer_renewal(expect_eval(RENEW, "M"), 1, renewed);
+    ck_assert_uint_eq(stats.watchdog_locks, 2);
+}
+END_TEST
+
+/* ---- the schedule: one list per delay ----------------------------------- */
+
+/* Takes name in watchdog mode with a lease of lease_ms (the
+ * watchdog_timeout_ms of its acquire). */
+static void take_with_lease(struct session *s, const char *name, int lease_ms)
+{
+    engine_cfg.watchdog_timeout_ms = lease_ms;
+    take(s, name, 1, WATCHDOG_MODE);
+}
+
+/* Moves the clock to at ms after T0, and expects nothing sent before it
+ * and then exactly one renewal, of nkeys holds, key's first. */
+static struct fake_eval *expect_renewal_at(uint64_t at, const char *key,
+                                           int nkeys)
+{
+    struct fake_eval *e;
+
+    advance(T0 + at - 1 - fake_clock.now_ms);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(fake_backend_pending(), 1);
+    e = expect_eval(RENEW, key);
+    ck_assert_int_eq(e->nkeys, nkeys);
+    return e;
+}
+
+/* Leases of 3 s, 9 s, 30 s and 60 s: renewed every 1, 3, 10 and 20 s,
+ * retried after 300 and 500 ms; six lists, each due at its own time. */
+START_TEST(holds_of_several_leases_and_retries_are_renewed_in_due_order)
+{
+    struct session *a = join("a");
+
+    take_with_lease(a, "M", 3000);
+    take_with_lease(a, "P", 9000);
+    take_with_lease(a, "L", 30000);
+    take_with_lease(a, "N", 60000);
+    fake_eval_answer(expect_renewal_at(1000, "M", 1), NULL);
+    answer_renewal(expect_renewal_at(1300, "M", 1), 1, renewed);
+    answer_renewal(expect_renewal_at(2300, "M", 1), 1, gone);
+    fake_eval_answer(expect_renewal_at(3000, "P", 1), NULL);
+    answer_renewal(expect_renewal_at(3500, "P", 1), 1, renewed);
+    answer_renewal(expect_renewal_at(6500, "P", 1), 1, gone);
+    fake_eval_answer(expect_renewal_at(10000, "L", 1), NULL);
+    answer_renewal(expect_renewal_at(10500, "L", 1), 1, renewed);
+    /* L, due at 20.5 s, is within its window of N's 20 s */
+    answer_renewal(expect_renewal_at(20000, "N", 2), 2, renewed);
+    ck_assert_uint_eq(stats.locks_lost, 2);
+    ck_assert_uint_eq(stats.watchdog_locks, 2);
+}
+END_TEST
+
+/* More leases than the schedule keeps lists for (32), longest first:
+ * the shortest share a list of a longer delay, and are still renewed at
+ * their own times, each alone while the windows do not meet. */
+START_TEST(more_leases_than_lists_are_still_renewed_in_due_order)
+{
+    struct session *a = join("a");
+    char name[8];
+
+    for (int i = 40; i >= 1; i--) {
+        snprintf(name, sizeof(name), "K%d", i);
+        take_with_lease(a, name, 3000 * i); /* renewed every i s */
+    }
+    for (int i = 1; i <= 6; i++) {
+        snprintf(name, sizeof(name), "K%d", i);
+        answer_renewal(expect_renewal_at(1000 * (uint64_t)i, name, 1), 1, gone);
+    }
+}
+END_TEST
+
+#define MANY_HOLDS 10000
+
+/* n watchdog holds of s, of locks H0, H1, ..., scheduled as an acquire
+ * schedules them, without the acquires (more than a test's calls). */
+static struct hold **hold_many(struct session *s, size_t n)
+{
+    struct hold **holds = malloc(n * sizeof(*holds));
+
+    ck_assert_ptr_nonnull(holds);
+    for (size_t i = 0; i < n; i++) {
+        char name[16], field[16];
+        struct lock *lock;
+
+        snprintf(name, sizeof(name), "H%zu", i);
+        snprintf(field, sizeof(field), "a:%zu", i);
+        lock = lock_ref(&lock_kind_rlock, name, strlen(name));
+        ck_assert_ptr_nonnull(lock);
+        holds[i] = hold_create(lock, s, 1, field, strlen(field));
+        ck_assert_ptr_nonnull(holds[i]);
+        lock_unref(lock); /* the hold's own reference keeps it */
+        holds[i]->count = 1;
+        holds[i]->watchdog = true;
+        holds[i]->lease_ms = engine_cfg.watchdog_timeout_ms;
+        watchdog_start(holds[i]);
+    }
+    return holds;
+}
+
+/* Forgets them as an UNLOCK would. */
+static void drop_many(struct hold **holds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        watchdog_stop(holds[i]);
+        hold_drop(holds[i]);
+    }
+    free(holds);
+}
+
+/* L's retry, due in 500 ms, is scheduled behind 10,000 holds due in
+ * 10 s: it goes at its own time, they at theirs (L with them, within
+ * its window). */
+START_TEST(a_retry_among_many_later_holds_is_sent_at_its_own_time)
+{
+    struct session *a = join("a");
+    struct fake_eval *old = take_and_send_renewal(a);
+    struct hold **holds = hold_many(a, MANY_HOLDS);
+
+    ck_assert_uint_eq(stats.watchdog_locks, MANY_HOLDS);
+    fake_eval_answer(old, NULL);
+    answer_renewal(expect_renewal_at(RENEW_EVERY_MS + 500, "L", 1), 1, renewed);
+    advance(T0 + 2 * RENEW_EVERY_MS - 1 - fake_clock.now_ms);
+    expect_nothing_pending();
+    advance(1);
+    ck_assert_uint_eq(stats.watchdog_locks, 0);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL),
+                      (MANY_HOLDS + 1 + 99) / 100); /* renew_batch_size */
+    ck_assert_uint_eq(stats.watchdog_renewals, 2 + MANY_HOLDS + 1);
+    drop_many(holds, MANY_HOLDS);
+}
+END_TEST
+
+/* M, in the middle of its list, is released and taken again: it leaves
+ * its place, and is renewed from its new one, last. */
+START_TEST(a_hold_stopped_in_the_middle_of_its_list_leaves_its_place)
+{
+    struct session *a = join("a");
+
+    take(a, "L", 1, WATCHDOG_MODE);
+    advance(2000);
+    take(a, "M", 1, WATCHDOG_MODE);
+    advance(2000);
+    take(a, "N", 1, WATCHDOG_MODE);
+    ck_assert_uint_eq(stats.watchdog_locks, 3);
+    expect_integer(unlock_answered(a, "M", 1, &one_reply), 1);
+    ck_assert_uint_eq(stats.watchdog_locks, 2);
+    advance(2000);
+    take(a, "M", 1, WATCHDOG_MODE);
+    answer_renewal(expect_renewal_at(RENEW_EVERY_MS, "L", 1), 1, renewed);
+    answer_renewal(expect_renewal_at(RENEW_EVERY_MS + 4000, "N", 1), 1,
+                   renewed);
+    answer_renewal(expect_renewal_at(RENEW_EVERY_MS + 6000, "M", 1), 1,
+                   renewed);
+    ck_assert_uint_eq(stats.watchdog_locks, 3);
+}
+END_TEST
+
 Suite *watchdog_suite(void)
 {
     Suite *s = suite_create("watchdog");
     TCase *renewal = tcase_create("renewal");
     TCase *regression = tcase_create("reacquired");
+    TCase *schedule = tcase_create("schedule");
 
     tcase_add_test(renewal, a_hold_is_renewed_a_third_into_its_lease);
     tcase_add_test(renewal, a_renewal_that_finds_the_lock_gone_loses_the_hold);
@@ -256,6 +445,7 @@ Suite *watchdog_suite(void)
                    a_hold_released_while_renewed_is_not_scheduled_again);
     tcase_add_test(renewal,
                    a_reentrant_acquire_while_renewed_is_scheduled_once);
+    tcase_add_test(renewal, a_round_whose_batches_redis_refuses_ends);
     tcase_add_test(regression,
                    an_old_renewal_result_does_not_lose_a_hold_acquired_again);
     tcase_add_test(regression,
@@ -265,7 +455,16 @@ Suite *watchdog_suite(void)
     tcase_add_test(
         regression,
         an_old_renewal_result_does_not_touch_a_hold_taken_after_unlock);
+    tcase_add_test(
+        schedule, holds_of_several_leases_and_retries_are_renewed_in_due_order);
+    tcase_add_test(schedule,
+                   more_leases_than_lists_are_still_renewed_in_due_order);
+    tcase_add_test(schedule,
+                   a_retry_among_many_later_holds_is_sent_at_its_own_time);
+    tcase_add_test(schedule,
+                   a_hold_stopped_in_the_middle_of_its_list_leaves_its_place);
     engine_suite_add(s, renewal);
     engine_suite_add(s, regression);
+    engine_suite_add(s, schedule);
     return s;
 }
