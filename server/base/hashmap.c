@@ -4,6 +4,7 @@
 #include "base/hashmap.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,8 @@ static int grow(struct hashmap *map)
             buckets[e->hash & (count - 1)] = e;
         }
     }
+    map->bytes += malloc_usable_size(buckets);
+    map->bytes -= malloc_usable_size(map->buckets);
     free(map->buckets);
     map->buckets = buckets;
     map->bucket_count = count;
@@ -144,6 +147,7 @@ int hashmap_put(struct hashmap *map, const void *key, size_t len, void *value)
         return -ENOMEM;
     *e = (struct hashmap_entry){
         .key = key, .key_len = len, .hash = hash, .value = value};
+    map->bytes += malloc_usable_size(e);
     e->next = map->buckets[hash & (map->bucket_count - 1)];
     map->buckets[hash & (map->bucket_count - 1)] = e;
     map->size++;
@@ -163,6 +167,7 @@ void *hashmap_remove(struct hashmap *map, const void *key, size_t len)
         return NULL;
     *slot = e->next;
     value = e->value;
+    map->bytes -= malloc_usable_size(e);
     free(e);
     map->size--;
     return value;

@@ -21,6 +21,7 @@ struct hashmap {
     struct hashmap_entry **buckets;
     size_t bucket_count; /* a power of two, or 0 before the first put */
     size_t size;
+    size_t bytes; /* its slots and entries, as malloc_usable_size counts */
 };
 
 /* Seeds the hash function; call once at start-up (tests may skip it). */

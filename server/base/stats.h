@@ -56,6 +56,17 @@ enum stats_section {
     X(LOCKS,   GAUGE,   waiting_clients, "calls queued for a lock")            \
     X(LOCKS,   GAUGE,   lock_entries, "lock names known to this daemon")       \
     X(LOCKS,   GAUGE,   subscribed_channels, "pub/sub channels listened on")   \
+    X(LOCKS,   GAUGE,   lock_bytes,                                            \
+      "memory of the lock records, their names and keys inline")             \
+    X(LOCKS,   GAUGE,   lock_string_bytes,                                     \
+      "of it, the names, channels and keys")                                  \
+    X(LOCKS,   GAUGE,   lock_wait_bytes,                                       \
+      "of it, the waiting state: queue, listener, hand-off")                 \
+    X(LOCKS,   GAUGE,   lock_map_bytes,                                        \
+      "memory of the lock table's hash slots and entries")                   \
+    X(LOCKS,   GAUGE,   hold_bytes,                                            \
+      "memory of the hold records, owner fields inline")                     \
+    X(LOCKS,   GAUGE,   hold_string_bytes, "of it, the owner fields")         \
     X(COUNTS,  COUNTER, total_connections_received, "connections accepted")    \
     X(COUNTS,  COUNTER, rejected_connections,                                  \
       "connections refused (max_clients, max_clients_per_peer, shutdown)")     \

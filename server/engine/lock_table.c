@@ -3,6 +3,7 @@
  */
 #include "engine/lock_table.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,26 @@ static size_t kind_keys(const struct lock_kind *kind)
     while (n < LOCK_KIND_MAX_KEYS && kind->keys[n].affix != NULL)
         n++;
     return n;
+}
+
+/* What a lock spends on waiting (INFO's lock_wait_bytes): inline in each,
+ * used only while it has waiters or listens. */
+#define LOCK_WAIT_BYTES                                                        \
+    (sizeof(((struct lock *)0)->handoffs) +                                    \
+     sizeof(((struct lock *)0)->waiters) +                                     \
+     sizeof(((struct lock *)0)->waiting_link) +                                \
+     sizeof(((struct lock *)0)->freed_us) +                                    \
+     sizeof(((struct lock *)0)->listener))
+
+/* Adds (sign 1) or takes off (-1) a lock's memory in INFO's figures. */
+static void lock_count_bytes(const struct lock *lock, int sign)
+{
+    size_t strings = malloc_usable_size((void *)lock) - sizeof(*lock);
+
+    stats.lock_bytes += (uint64_t)sign * malloc_usable_size((void *)lock);
+    stats.lock_string_bytes += (uint64_t)sign * strings;
+    stats.lock_wait_bytes += (uint64_t)sign * LOCK_WAIT_BYTES;
+    stats.lock_map_bytes = lock_map.bytes;
 }
 
 /* One block: the struct, the table key (kind byte + name), the channel
@@ -72,6 +93,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
         return NULL;
     }
     stats.lock_entries++;
+    lock_count_bytes(lock, 1);
     return lock;
 }
 
@@ -120,6 +142,7 @@ void lock_unref(struct lock *lock)
         return;
     hashmap_remove(&lock_map, lock->key, 1 + lock->name_len);
     stats.lock_entries--;
+    lock_count_bytes(lock, -1);
     free(lock);
 }
 
@@ -175,6 +198,15 @@ static void lease_ran_out(struct timer *t)
                    "its lease ran out");
 }
 
+/* Adds (sign 1) or takes off (-1) a hold's memory in INFO's figures. */
+static void hold_count_bytes(const struct hold *h, int sign)
+{
+    size_t size = malloc_usable_size((void *)h);
+
+    stats.hold_bytes += (uint64_t)sign * size;
+    stats.hold_string_bytes += (uint64_t)sign * (size - sizeof(*h));
+}
+
 struct hold *hold_create(struct lock *lock, struct session *session,
                          uint64_t thread_id, const char *field,
                          size_t field_len)
@@ -194,6 +226,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     timer_init(&h->lease_timer, lease_ran_out);
     list_push_tail(&lock->holds, &h->lock_link);
     list_push_tail(&session->holds, &h->session_link);
+    hold_count_bytes(h, 1);
     session->hold_count++;
     lock->refs++;
     stats.held_locks++;
@@ -215,8 +248,10 @@ void hold_drop(struct hold *h)
 
 void hold_unref(struct hold *h)
 {
-    if (--h->refs == 0)
-        free(h);
+    if (--h->refs > 0)
+        return;
+    hold_count_bytes(h, -1);
+    free(h);
 }
 
 void hold_mark_lost(struct hold *h, const char *why)

@@ -3,6 +3,7 @@
  * subscriptions: binary keys, growth, removal, and a known SipHash value.
  */
 #include <check.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,6 +94,30 @@ START_TEST(grows_and_keeps_every_entry)
 }
 END_TEST
 
+START_TEST(bytes_count_slots_and_entries)
+{
+    enum { N = 100 };
+    static char keys[N][16];
+    struct hashmap m;
+    size_t with_entries;
+
+    hashmap_init(&m);
+    ck_assert_uint_eq(m.bytes, 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+        ck_assert_int_eq(hashmap_put(&m, keys[i], strlen(keys[i]), keys[i]), 0);
+    }
+    with_entries = m.bytes;
+    ck_assert_uint_ge(with_entries,
+                      malloc_usable_size(m.buckets) + N * 4 * sizeof(void *));
+    for (int i = 0; i < N; i++)
+        hashmap_remove(&m, keys[i], strlen(keys[i]));
+    ck_assert_uint_eq(m.bytes, malloc_usable_size(m.buckets));
+    hashmap_free(&m);
+    ck_assert_uint_eq(m.bytes, 0);
+}
+END_TEST
+
 Suite *hashmap_suite(void)
 {
     Suite *s = suite_create("hashmap");
@@ -102,6 +127,7 @@ Suite *hashmap_suite(void)
     tcase_add_test(tc, put_get_remove);
     tcase_add_test(tc, binary_keys_with_nul_bytes);
     tcase_add_test(tc, grows_and_keeps_every_entry);
+    tcase_add_test(tc, bytes_count_slots_and_entries);
     suite_add_tcase(s, tc);
     return s;
 }
