@@ -54,47 +54,67 @@ static void lock_count_bytes(const struct lock *lock, int sign)
     stats.lock_map_bytes = lock_map.bytes;
 }
 
-/* One block: the struct, the table key (kind byte + name), the channel
- * and the kind's keys (a plain lock, the most numerous, has its channel
- * alone), sized to their lengths: a million locks would otherwise carry
- * the unused part of a bound each. */
+/* One block: the struct, the table key (name + kind byte) and the kind's
+ * keys (a plain lock, the most numerous, has none), sized to their
+ * lengths: a million locks would otherwise carry the unused part of a
+ * bound each. */
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    size_t room = lock_kind_name_len(&kind->channel, name, len);
+    size_t room = 0;
     struct lock *lock;
     char *p;
 
     for (size_t i = 0; i < kind_keys(kind); i++)
         room += lock_kind_name_len(&kind->keys[i], name, len);
-    lock = calloc(1, sizeof(*lock) + 1 + len + room + 1); /* and a NUL */
+    lock = calloc(1, sizeof(*lock) + len + 1 + room);
     if (lock == NULL)
         return NULL;
     lock->kind = kind;
-    lock->key[0] = (char)lock_kind_index(kind);
-    memcpy(lock->key + 1, name, len);
-    lock->name = lock->key + 1;
+    memcpy(lock->name, name, len);
+    lock->name[len] = (char)lock_kind_index(kind);
     lock->name_len = len;
-    p = lock->key + 1 + len;
-    lock->channel = p;
-    lock->channel_len = lock_kind_name_of(p, &kind->channel, name, len);
-    p += lock->channel_len;
-    for (size_t i = 0; i < kind_keys(kind); i++) {
-        lock->keys[i] = p;
-        lock->key_len[i] = lock_kind_name_of(p, &kind->keys[i], name, len);
-        p += lock->key_len[i];
-    }
+    p = lock->name + len + 1;
+    for (size_t i = 0; i < kind_keys(kind); i++)
+        p += lock_kind_name_of(p, &kind->keys[i], name, len);
     waiter_queue_init(&lock->waiters);
     list_init(&lock->waiting_link);
     list_init(&lock->holds);
     list_init(&lock->listener.link);
-    if (hashmap_put(&lock_map, lock->key, 1 + len, lock) != 0) {
+    if (hashmap_put(&lock_map, lock->name, len + 1, lock) != 0) {
         free(lock);
         return NULL;
     }
     stats.lock_entries++;
     lock_count_bytes(lock, 1);
     return lock;
+}
+
+size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
+                 size_t key_len[LOCK_KIND_MAX_KEYS])
+{
+    const char *p = lock->name + lock->name_len + 1;
+    size_t n = kind_keys(lock->kind);
+
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = p;
+        key_len[i] = lock_kind_name_len(&lock->kind->keys[i], lock->name,
+                                        lock->name_len);
+        p += key_len[i];
+    }
+    return n;
+}
+
+size_t lock_channel_len(const struct lock *lock)
+{
+    return lock_kind_name_len(&lock->kind->channel, lock->name,
+                              lock->name_len);
+}
+
+size_t lock_channel(const struct lock *lock, char *out)
+{
+    return lock_kind_name_of(out, &lock->kind->channel, lock->name,
+                             lock->name_len);
 }
 
 struct foreach_ctx {
@@ -117,11 +137,11 @@ void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg)
 struct lock *lock_find(const struct lock_kind *kind, const char *name,
                        size_t len)
 {
-    char key[1 + len];
+    char key[len + 1];
 
-    key[0] = (char)lock_kind_index(kind);
-    memcpy(key + 1, name, len);
-    return hashmap_get(&lock_map, key, 1 + len);
+    memcpy(key, name, len);
+    key[len] = (char)lock_kind_index(kind);
+    return hashmap_get(&lock_map, key, len + 1);
 }
 
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
@@ -140,7 +160,7 @@ void lock_unref(struct lock *lock)
 {
     if (--lock->refs > 0)
         return;
-    hashmap_remove(&lock_map, lock->key, 1 + lock->name_len);
+    hashmap_remove(&lock_map, lock->name, lock->name_len + 1);
     stats.lock_entries--;
     lock_count_bytes(lock, -1);
     free(lock);

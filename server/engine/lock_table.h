@@ -36,12 +36,7 @@ struct session;
 
 struct lock {
     const struct lock_kind *kind;
-    const char *name; /* inline, after the kind byte of the table key */
     size_t name_len;
-    const char *channel; /* inline */
-    size_t channel_len;
-    const char *keys[LOCK_KIND_MAX_KEYS]; /* the kind's own, inline */
-    size_t key_len[LOCK_KIND_MAX_KEYS];
     unsigned refs;
     unsigned handoffs; /* in a row, each sent with its release (waiters.c) */
     struct waiter_queue waiters;   /* struct lock_call, oldest first */
@@ -52,7 +47,10 @@ struct lock {
      * until one is granted (0: not since): the hand-off's start. */
     uint64_t freed_us;
     struct backend_listener listener; /* while it has waiters */
-    char key[];                       /* kind id, then the name */
+    /* The name, then the kind's index (both the table's key), then the
+     * kind's own keys (lock_keys); its channel is made when needed
+     * (lock_channel): a million plain locks would otherwise carry both. */
+    char name[];
 };
 
 struct hold {
@@ -90,6 +88,14 @@ struct lock *lock_find(const struct lock_kind *kind, const char *name,
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
                       size_t len);
 void lock_unref(struct lock *lock);
+/* Points keys and key_len at the kind's own keys of lock; returns how
+ * many (none for a plain lock). */
+size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
+                 size_t key_len[LOCK_KIND_MAX_KEYS]);
+/* The length of lock's channel, and the channel written to out (that
+ * many bytes). */
+size_t lock_channel_len(const struct lock *lock);
+size_t lock_channel(const struct lock *lock, char *out);
 /* Calls fn for every lock (LOCKS' view); fn must not free one. */
 void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg);
 

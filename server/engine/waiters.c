@@ -79,11 +79,12 @@ static void on_waiter_message(struct backend_listener *listener,
 static int listen_as_waiter(struct lock_call *call)
 {
     struct lock *lock = call->lock;
-    char channel[lock->channel_len + 1 + call->field_len];
+    size_t len = lock_channel_len(lock);
+    char channel[len + 1 + call->field_len];
 
-    memcpy(channel, lock->channel, lock->channel_len);
-    channel[lock->channel_len] = ':';
-    memcpy(channel + lock->channel_len + 1, call->field, call->field_len);
+    lock_channel(lock, channel);
+    channel[len] = ':';
+    memcpy(channel + len + 1, call->field, call->field_len);
     call->listener.on_message = on_waiter_message;
     return engine.backend->listen(&call->listener, channel, sizeof(channel));
 }
@@ -103,6 +104,7 @@ const char *waiters_refusal(const struct lock_call *call)
 void waiters_enqueue(struct lock_call *call)
 {
     struct lock *lock = call->lock;
+    char channel[lock_channel_len(lock)];
 
     waiter_queue_push_tail(&lock->waiters, &call->queue_link);
     call->queued_us = timers_now_us();
@@ -122,8 +124,8 @@ void waiters_enqueue(struct lock_call *call)
         return;
     list_push_tail(&engine.waiting_locks, &lock->waiting_link);
     lock->listener.on_message = on_lock_message;
-    if (engine.backend->listen(&lock->listener, lock->channel,
-                               lock->channel_len) != 0)
+    if (engine.backend->listen(&lock->listener, channel,
+                               lock_channel(lock, channel)) != 0)
         log_warn("cannot listen for unlocks (out of memory); polling by TTL");
 }
 

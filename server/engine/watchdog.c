@@ -189,18 +189,21 @@ static void batch_done(void *arg, const struct backend_value *reply)
  * and how far ahead it is renewed (a hold's lease; a place's
  * watchdog_timeout_ms and wait). */
 static struct lock_call_args entry_args(const struct renew_batch *batch,
-                                        size_t i)
+                                        size_t i,
+                                        const char *keys[LOCK_KIND_MAX_KEYS],
+                                        size_t key_len[LOCK_KIND_MAX_KEYS])
 {
     const struct hold *h = batch->places ? NULL : batch->entries[i].hold;
     const struct watchdog_place *p =
         batch->places ? batch->entries[i].place : NULL;
     const struct lock *lock = h != NULL ? h->lock : p->lock;
 
+    lock_keys(lock, keys, key_len);
     return (struct lock_call_args){
         .name = lock->name,
         .name_len = lock->name_len,
-        .keys = lock->keys,
-        .key_len = lock->key_len,
+        .keys = keys,
+        .key_len = key_len,
         .field = h != NULL ? h->field : p->field,
         .field_len = h != NULL ? h->field_len : p->field_len,
         .lease_ms = h != NULL ? h->lease_ms : 0,
@@ -237,7 +240,9 @@ static void send_batch(struct renew_batch *batch)
 
     if (argv != NULL && len != NULL && numbers != NULL) {
         for (size_t i = 0; i < n; i++) {
-            struct lock_call_args a = entry_args(batch, i);
+            const char *keys[LOCK_KIND_MAX_KEYS];
+            size_t key_len[LOCK_KIND_MAX_KEYS];
+            struct lock_call_args a = entry_args(batch, i, keys, key_len);
             size_t k = i * (size_t)r->keys_per_hold,
                    g = nkeys + i * (size_t)r->args_per_hold;
 
