@@ -119,7 +119,7 @@ static const struct {
 } held_breakdown[HELD_PART_COUNT] = {
     [HELD_LOCK_BYTES] = {"lock_bytes", "lock"},
     [HELD_LOCK_STRING_BYTES] = {"lock_string_bytes", "name and keys", true},
-    [HELD_LOCK_WAIT_BYTES] = {"lock_wait_bytes", "waiting state", true},
+    [HELD_LOCK_WAIT_BYTES] = {"lock_wait_bytes", "waiting state"},
     [HELD_LOCK_MAP_BYTES] = {"lock_map_bytes", "lock table"},
     [HELD_HOLD_BYTES] = {"hold_bytes", "hold"},
     [HELD_HOLD_STRING_BYTES] = {"hold_string_bytes", "owner field", true},

@@ -61,7 +61,7 @@ enum stats_section {
     X(LOCKS,   GAUGE,   lock_string_bytes,                                     \
       "of it, the names, channels and keys")                                  \
     X(LOCKS,   GAUGE,   lock_wait_bytes,                                       \
-      "of it, the waiting state: queue, listener, hand-off")                 \
+      "memory of the waiting state of locks with waiters: queue, listener")  \
     X(LOCKS,   GAUGE,   lock_map_bytes,                                        \
       "memory of the lock table's hash slots and entries")                   \
     X(LOCKS,   GAUGE,   hold_bytes,                                            \

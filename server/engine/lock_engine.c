@@ -223,7 +223,8 @@ void lock_engine_backend_ready(void)
     ride_resume_parked();
     record_stale_resend();
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
-        struct lock *lock = list_entry(pos, struct lock, waiting_link);
+        struct lock *lock =
+            list_entry(pos, struct lock_waiting, waiting_link)->lock;
 
         if (engine.backend->key_ready(lock->name, lock->name_len))
             waiters_wake(lock, 1);
@@ -239,7 +240,8 @@ void lock_engine_shutdown(void)
     while ((pos = list_first(&engine.parked)) != NULL)
         call_finish_shutdown(list_entry(pos, struct lock_call, park_link));
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
-        struct lock *lock = list_entry(pos, struct lock, waiting_link);
+        struct lock *lock =
+            list_entry(pos, struct lock_waiting, waiting_link)->lock;
 
         /* Finishing the last waiter may drop the last reference. */
         lock->refs++;

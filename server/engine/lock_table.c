@@ -3,6 +3,7 @@
  */
 #include "engine/lock_table.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +35,6 @@ static size_t kind_keys(const struct lock_kind *kind)
     return n;
 }
 
-/* What a lock spends on waiting (INFO's lock_wait_bytes): inline in each,
- * used only while it has waiters or listens. */
-#define LOCK_WAIT_BYTES                                                        \
-    (sizeof(((struct lock *)0)->handoffs) +                                    \
-     sizeof(((struct lock *)0)->waiters) +                                     \
-     sizeof(((struct lock *)0)->waiting_link) +                                \
-     sizeof(((struct lock *)0)->freed_us) +                                    \
-     sizeof(((struct lock *)0)->listener))
-
 /* Adds (sign 1) or takes off (-1) a lock's memory in INFO's figures. */
 static void lock_count_bytes(const struct lock *lock, int sign)
 {
@@ -50,7 +42,6 @@ static void lock_count_bytes(const struct lock *lock, int sign)
 
     stats.lock_bytes += (uint64_t)sign * malloc_usable_size((void *)lock);
     stats.lock_string_bytes += (uint64_t)sign * strings;
-    stats.lock_wait_bytes += (uint64_t)sign * LOCK_WAIT_BYTES;
     stats.lock_map_bytes = lock_map.bytes;
 }
 
@@ -77,10 +68,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     p = lock->name + len + 1;
     for (size_t i = 0; i < kind_keys(kind); i++)
         p += lock_kind_name_of(p, &kind->keys[i], name, len);
-    waiter_queue_init(&lock->waiters);
-    list_init(&lock->waiting_link);
     list_init(&lock->holds);
-    list_init(&lock->listener.link);
     if (hashmap_put(&lock_map, lock->name, len + 1, lock) != 0) {
         free(lock);
         return NULL;
@@ -88,6 +76,35 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     stats.lock_entries++;
     lock_count_bytes(lock, 1);
     return lock;
+}
+
+int lock_waiting_start(struct lock *lock)
+{
+    struct lock_waiting *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return -ENOMEM;
+    w->lock = lock;
+    waiter_queue_init(&w->waiters);
+    list_init(&w->waiting_link);
+    list_init(&w->listener.link);
+    lock->waiting = w;
+    stats.lock_wait_bytes += malloc_usable_size(w);
+    return 0;
+}
+
+void lock_waiting_end(struct lock *lock)
+{
+    stats.lock_wait_bytes -= malloc_usable_size(lock->waiting);
+    free(lock->waiting);
+    lock->waiting = NULL;
+}
+
+const struct waiter_queue *lock_waiters(const struct lock *lock)
+{
+    static struct waiter_queue none = {{&none.head, &none.head}, 0};
+
+    return lock->waiting != NULL ? &lock->waiting->waiters : &none;
 }
 
 size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
@@ -107,8 +124,7 @@ size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
 
 size_t lock_channel_len(const struct lock *lock)
 {
-    return lock_kind_name_len(&lock->kind->channel, lock->name,
-                              lock->name_len);
+    return lock_kind_name_len(&lock->kind->channel, lock->name, lock->name_len);
 }
 
 size_t lock_channel(const struct lock *lock, char *out)

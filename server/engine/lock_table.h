@@ -34,19 +34,26 @@
 
 struct session;
 
+/* What a lock needs only while it has waiters (waiters.c): a part of its
+ * own, so that a held lock nobody waits for does not carry it. */
+struct lock_waiting {
+    struct lock *lock;
+    struct waiter_queue waiters;   /* struct lock_call, oldest first */
+    struct list_node waiting_link; /* engine.waiting_locks */
+    /* When a release through this daemon freed it with waiters queued,
+     * until one is granted (0: not since): the hand-off's start. */
+    uint64_t freed_us;
+    struct backend_listener listener; /* the kind's channel */
+};
+
 struct lock {
     const struct lock_kind *kind;
     size_t name_len;
     unsigned refs;
     unsigned handoffs; /* in a row, each sent with its release (waiters.c) */
-    struct waiter_queue waiters;   /* struct lock_call, oldest first */
-    struct list_node waiting_link; /* locks with waiters */
-    struct list_node holds;        /* struct hold.lock_link */
-    int64_t last_grant_ttl_ms;     /* TTL set by this daemon's last acquire */
-    /* When a release through this daemon freed it with waiters queued,
-     * until one is granted (0: not since): the hand-off's start. */
-    uint64_t freed_us;
-    struct backend_listener listener; /* while it has waiters */
+    struct lock_waiting *waiting; /* while it has waiters, else NULL */
+    struct list_node holds;       /* struct hold.lock_link */
+    int64_t last_grant_ttl_ms;    /* TTL set by this daemon's last acquire */
     /* The name, then the kind's index (both the table's key), then the
      * kind's own keys (lock_keys); its channel is made when needed
      * (lock_channel): a million plain locks would otherwise carry both. */
@@ -88,6 +95,13 @@ struct lock *lock_find(const struct lock_kind *kind, const char *name,
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
                       size_t len);
 void lock_unref(struct lock *lock);
+/* Gives lock its waiting part (0), or -ENOMEM; and frees it when its
+ * last waiter has gone and its listener is off. */
+int lock_waiting_start(struct lock *lock);
+void lock_waiting_end(struct lock *lock);
+/* Its waiters (struct lock_call.queue_link), an empty queue while it has
+ * none. */
+const struct waiter_queue *lock_waiters(const struct lock *lock);
 /* Points keys and key_len at the kind's own keys of lock; returns how
  * many (none for a plain lock). */
 size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],

@@ -65,11 +65,10 @@ static void collect(struct lock *lock, void *arg)
     struct view_entry e = {lock, UINT64_MAX, UINT64_MAX};
     struct list_node *pos, *tmp;
 
-    if (w->err != 0 ||
-        (list_empty(&lock->holds) && waiter_queue_empty(&lock->waiters)) ||
+    if (w->err != 0 || (list_empty(&lock->holds) && lock->waiting == NULL) ||
         !w->filter(lock->name, lock->name_len, w->arg))
         return;
-    list_for_each_safe (pos, tmp, &lock->waiters.head) {
+    list_for_each_safe (pos, tmp, &lock_waiters(lock)->head) {
         const struct lock_call *c =
             list_entry(pos, struct lock_call, queue_link);
         if (c->started_us < e.oldest_wait_us)
@@ -154,7 +153,7 @@ static void describe_asked(const struct lock_call *c, char *out)
 /* Describes one lock and hands it to fn; 0, fn's error or -ENOMEM. */
 static int show(struct lock *lock, lock_view_fn *fn, void *arg)
 {
-    size_t nh = 0, nw = lock->waiters.length, i = 0;
+    size_t nh = 0, nw = lock_waiters(lock)->length, i = 0;
     uint64_t now_ms = timers_now(), now_us = timers_now_us();
     struct lock_view_owner *owners;
     char(*asked)[ASKED_MAX];
@@ -186,7 +185,7 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
         if (h->lease_ms > v.ttl_ms)
             v.ttl_ms = h->lease_ms;
     }
-    list_for_each_safe (pos, tmp, &lock->waiters.head) {
+    list_for_each_safe (pos, tmp, &lock_waiters(lock)->head) {
         const struct lock_call *c =
             list_entry(pos, struct lock_call, queue_link);
 
