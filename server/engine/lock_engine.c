@@ -184,11 +184,16 @@ static lock_loss_fn *loss_fn;
 
 static void on_hold_lost(const struct hold *h, const char *why)
 {
+    char buf[OWNER_FIELD_SIZE];
+    const char *field;
+    size_t len;
+
     if (h->session == NULL) /* released meanwhile: nobody to tell */
         return;
+    field = hold_field(h, buf, &len);
     loss_fn(&(struct lock_loss){
         h->session->id, h->session->id_len, h->lock->kind, h->lock->name,
-        h->lock->name_len, h->field, h->field_len,
+        h->lock->name_len, field, len,
         h->lock->kind->holds == HOLDS_REENTRANT ? h->thread_id : 0, why});
 }
 

@@ -207,6 +207,18 @@ struct hold *hold_find(struct lock *lock, const struct session *session,
     return NULL;
 }
 
+const char *hold_field(const struct hold *h, char buf[OWNER_FIELD_SIZE],
+                       size_t *len)
+{
+    if (h->field_stored) {
+        *len = strlen(h->field);
+        return h->field;
+    }
+    *len = owner_field(buf, h->lock->kind, h->session->id, h->session->id_len,
+                       h->thread_id);
+    return buf;
+}
+
 struct hold *hold_find_by_field(struct lock *lock, const char *field,
                                 size_t len)
 {
@@ -214,8 +226,11 @@ struct hold *hold_find_by_field(struct lock *lock, const char *field,
 
     list_for_each_safe (pos, tmp, &lock->holds) {
         struct hold *h = list_entry(pos, struct hold, lock_link);
+        char buf[OWNER_FIELD_SIZE];
+        size_t hlen;
+        const char *f = hold_field(h, buf, &hlen);
 
-        if (h->field_len == len && memcmp(h->field, field, len) == 0)
+        if (hlen == len && memcmp(f, field, len) == 0)
             return h;
     }
     return NULL;
@@ -247,15 +262,20 @@ struct hold *hold_create(struct lock *lock, struct session *session,
                          uint64_t thread_id, const char *field,
                          size_t field_len)
 {
-    struct hold *h = calloc(1, sizeof(*h) + field_len + 1);
+    char owner[OWNER_FIELD_SIZE];
+    bool stored = owner_field(owner, lock->kind, session->id, session->id_len,
+                              thread_id) != field_len ||
+                  memcmp(owner, field, field_len) != 0;
+    struct hold *h = calloc(1, sizeof(*h) + (stored ? field_len + 1 : 0));
 
     if (h == NULL)
         return NULL;
     h->lock = lock;
     h->session = session;
     h->thread_id = thread_id;
-    memcpy(h->field, field, field_len);
-    h->field_len = field_len;
+    h->field_stored = stored;
+    if (stored)
+        memcpy(h->field, field, field_len);
     h->refs = 1;
     h->since_ms = timers_now();
     list_init(&h->watchdog_link);
@@ -292,13 +312,18 @@ void hold_unref(struct hold *h)
 
 void hold_mark_lost(struct hold *h, const char *why)
 {
+    char buf[OWNER_FIELD_SIZE];
+    const char *field;
+    size_t len;
+
     if (h->lost)
         return;
     h->lost = true;
     timer_stop(&h->lease_timer);
     stats.locks_lost++;
-    log_warn("lock '%.*s' held by %s lost: %s", (int)h->lock->name_len,
-             h->lock->name, h->field, why);
+    field = hold_field(h, buf, &len);
+    log_warn("lock '%.*s' held by %.*s lost: %s", (int)h->lock->name_len,
+             h->lock->name, (int)len, field, why);
     if (loss_listener != NULL)
         loss_listener(h, why);
 }

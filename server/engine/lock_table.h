@@ -64,13 +64,13 @@ struct hold {
     struct lock *lock; /* NULL once dropped */
     struct session *session;
     uint64_t thread_id;
-    size_t field_len;
     int64_t count;     /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
     int64_t lease_ms;  /* the PEXPIRE of renewals and reentrant releases */
     bool watchdog;     /* renewed by the watchdog */
     bool lost;         /* Redis no longer has it */
     bool recheck;      /* to be looked for on a new master */
+    bool field_stored; /* field[] is its field: not its owner's (a permit) */
     unsigned refs;     /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
     uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
@@ -80,9 +80,10 @@ struct hold {
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
-    /* Its owner's field in Redis (a permit's id for an expirable permit),
-     * NUL-terminated: only as long as it is, for there may be a million
-     * holds. */
+    /* Its field in Redis, NUL-terminated, when it is not its owner's
+     * (owner_field of its session and thread-id), as an expirable permit's
+     * id is; an owner's is made when needed (hold_field), for there may be
+     * a million holds. */
     char field[];
 };
 
@@ -120,6 +121,10 @@ size_t owner_field(char *out, const struct lock_kind *kind,
 
 struct hold *hold_find(struct lock *lock, const struct session *session,
                        uint64_t thread_id);
+/* The hold's field in Redis, its owner's (written to buf) or a permit's
+ * id, with its length in *len. Only while it is held. */
+const char *hold_field(const struct hold *hold, char buf[OWNER_FIELD_SIZE],
+                       size_t *len);
 /* The hold this daemon has for an owner field, whoever's call asks. */
 struct hold *hold_find_by_field(struct lock *lock, const char *field,
                                 size_t len);

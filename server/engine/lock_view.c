@@ -157,6 +157,7 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
     uint64_t now_ms = timers_now(), now_us = timers_now_us();
     struct lock_view_owner *owners;
     char(*asked)[ASKED_MAX];
+    char(*fields)[OWNER_FIELD_SIZE]; /* holders' fields, made here */
     char word[KIND_WORD_MAX];
     struct list_node *pos, *tmp;
     struct lock_view v = {lock->name, lock->name_len, NULL, -1,
@@ -167,18 +168,22 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
         nh++;
     owners = calloc(nh + nw + 1, sizeof(*owners));
     asked = calloc(nw + 1, sizeof(*asked));
-    if (owners == NULL || asked == NULL) {
+    fields = calloc(nh + 1, sizeof(*fields));
+    if (owners == NULL || asked == NULL || fields == NULL) {
         free(owners);
         free(asked);
+        free(fields);
         return -ENOMEM;
     }
     list_for_each_safe (pos, tmp, &lock->holds) {
         const struct hold *h = list_entry(pos, struct hold, lock_link);
+        size_t len;
+        const char *field = hold_field(h, fields[i], &len);
 
         owners[i++] = (struct lock_view_owner){
             h->session,
-            h->field,
-            h->field_len,
+            field,
+            len,
             h->count,
             now_ms > h->since_ms ? now_ms - h->since_ms : 0,
             NULL};
@@ -207,6 +212,7 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
     err = fn(&v, arg);
     free(owners);
     free(asked);
+    free(fields);
     return err;
 }
 
