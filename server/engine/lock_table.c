@@ -245,7 +245,7 @@ void lock_table_on_loss(hold_loss_fn *fn)
 
 static void lease_ran_out(struct timer *t)
 {
-    hold_mark_lost(list_entry(t, struct hold, lease_timer),
+    hold_mark_lost(list_entry(t, struct hold_lease, timer)->hold,
                    "its lease ran out");
 }
 
@@ -279,7 +279,6 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     h->refs = 1;
     h->since_ms = timers_now();
     list_init(&h->watchdog_link);
-    timer_init(&h->lease_timer, lease_ran_out);
     list_push_tail(&lock->holds, &h->lock_link);
     list_push_tail(&session->holds, &h->session_link);
     hold_count_bytes(h, 1);
@@ -291,7 +290,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
 
 void hold_drop(struct hold *h)
 {
-    timer_stop(&h->lease_timer);
+    hold_lease_stop(h);
     list_remove(&h->lock_link);
     list_remove(&h->session_link);
     h->session->hold_count--;
@@ -319,7 +318,7 @@ void hold_mark_lost(struct hold *h, const char *why)
     if (h->lost)
         return;
     h->lost = true;
-    timer_stop(&h->lease_timer);
+    hold_lease_stop(h);
     stats.locks_lost++;
     field = hold_field(h, buf, &len);
     log_warn("lock '%.*s' held by %.*s lost: %s", (int)h->lock->name_len,
@@ -328,16 +327,30 @@ void hold_mark_lost(struct hold *h, const char *why)
         loss_listener(h, why);
 }
 
+/* Gives h its lease part unless it has one: 0 or -ENOMEM. */
+static int hold_lease_make(struct hold *h)
+{
+    if (h->lease != NULL)
+        return 0;
+    h->lease = calloc(1, sizeof(*h->lease));
+    if (h->lease == NULL)
+        return -ENOMEM;
+    timer_init(&h->lease->timer, lease_ran_out);
+    h->lease->hold = h;
+    stats.hold_bytes += malloc_usable_size(h->lease);
+    return 0;
+}
+
 void hold_lease_start(struct hold *h, int64_t lease_ms)
 {
     uint64_t due = timers_now() + (uint64_t)lease_ms;
 
     /* A shared hold's key (a read-write lock's hash) lives as long as its
      * longest lease: a shorter one does not bring its end closer. */
-    if (h->lock->kind->shared && timer_armed(&h->lease_timer) &&
-        h->lease_timer.due_ms > due)
+    if (h->lock->kind->shared && h->lease != NULL &&
+        timer_armed(&h->lease->timer) && h->lease->timer.due_ms > due)
         return;
-    if (timer_start(&h->lease_timer, due) != 0)
+    if (hold_lease_make(h) != 0 || timer_start(&h->lease->timer, due) != 0)
         log_warn("out of memory: '%.*s' is found lost at its next UNLOCK, "
                  "not when its lease runs out",
                  (int)h->lock->name_len, h->lock->name);
@@ -345,5 +358,10 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
 
 void hold_lease_stop(struct hold *h)
 {
-    timer_stop(&h->lease_timer);
+    if (h->lease == NULL)
+        return;
+    timer_stop(&h->lease->timer);
+    stats.hold_bytes -= malloc_usable_size(h->lease);
+    free(h->lease);
+    h->lease = NULL;
 }

@@ -60,6 +60,14 @@ struct lock {
     char name[];
 };
 
+/* Lease mode: fires when the lease set by a hold's last acquire has run
+ * out in Redis, and marks it lost then, not at its next UNLOCK. A part of
+ * its own, for the watchdog's holds have none. */
+struct hold_lease {
+    struct timer timer;
+    struct hold *hold;
+};
+
 struct hold {
     struct lock *lock; /* NULL once dropped */
     struct session *session;
@@ -73,10 +81,8 @@ struct hold {
     bool field_stored; /* field[] is its field: not its owner's (a permit) */
     unsigned refs;     /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
-    uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
-    /* Lease mode: fires when the lease set by its last acquire has run
-     * out in Redis, and marks it lost then, not at its next UNLOCK. */
-    struct timer lease_timer;
+    uint64_t since_ms;        /* its first grant (LOCKS' held-ms) */
+    struct hold_lease *lease; /* lease mode, while a lease runs; or NULL */
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
