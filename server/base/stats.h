@@ -63,7 +63,7 @@ enum stats_section {
     X(LOCKS,   GAUGE,   lock_wait_bytes,                                       \
       "memory of the waiting state of locks with waiters: queue, listener")  \
     X(LOCKS,   GAUGE,   lock_map_bytes,                                        \
-      "memory of the lock table's hash slots and entries")                   \
+      "memory of the lock table's hash slots")                               \
     X(LOCKS,   GAUGE,   hold_bytes,                                            \
       "memory of the hold records, owner fields inline")                     \
     X(LOCKS,   GAUGE,   hold_string_bytes, "of it, the owner fields")         \

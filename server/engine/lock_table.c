@@ -15,9 +15,18 @@
 
 static struct hashmap lock_map;
 
+/* The table's key: the name and the kind's index after it. */
+static const void *lock_key(const struct hashmap_node *node, size_t *len)
+{
+    const struct lock *lock = list_entry(node, struct lock, map_node);
+
+    *len = lock->name_len + 1;
+    return lock->name;
+}
+
 void lock_table_init(void)
 {
-    hashmap_init(&lock_map);
+    hashmap_init_intrusive(&lock_map, lock_key);
 }
 
 void lock_table_free(void)
@@ -69,7 +78,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     for (size_t i = 0; i < kind_keys(kind); i++)
         p += lock_kind_name_of(p, &kind->keys[i], name, len);
     list_init(&lock->holds);
-    if (hashmap_put(&lock_map, lock->name, len + 1, lock) != 0) {
+    if (hashmap_link(&lock_map, &lock->map_node, lock->name, len + 1) != 0) {
         free(lock);
         return NULL;
     }
@@ -138,26 +147,28 @@ struct foreach_ctx {
     void *arg;
 };
 
-static void foreach_one(void *value, void *arg)
+static void foreach_one(struct hashmap_node *node, void *arg)
 {
     struct foreach_ctx *ctx = arg;
 
-    ctx->fn(value, ctx->arg);
+    ctx->fn(list_entry(node, struct lock, map_node), ctx->arg);
 }
 
 void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg)
 {
-    hashmap_foreach(&lock_map, foreach_one, &(struct foreach_ctx){fn, arg});
+    hashmap_visit(&lock_map, foreach_one, &(struct foreach_ctx){fn, arg});
 }
 
 struct lock *lock_find(const struct lock_kind *kind, const char *name,
                        size_t len)
 {
     char key[len + 1];
+    struct hashmap_node *node;
 
     memcpy(key, name, len);
     key[len] = (char)lock_kind_index(kind);
-    return hashmap_get(&lock_map, key, len + 1);
+    node = hashmap_find(&lock_map, key, len + 1);
+    return node != NULL ? list_entry(node, struct lock, map_node) : NULL;
 }
 
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
@@ -176,7 +187,7 @@ void lock_unref(struct lock *lock)
 {
     if (--lock->refs > 0)
         return;
-    hashmap_remove(&lock_map, lock->name, lock->name_len + 1);
+    hashmap_unlink(&lock_map, &lock->map_node);
     stats.lock_entries--;
     lock_count_bytes(lock, -1);
     free(lock);

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "base/hashmap.h"
 #include "base/list.h"
 #include "client_id.h"
 #include "engine/lock_kind.h"
@@ -47,6 +48,7 @@ struct lock_waiting {
 };
 
 struct lock {
+    struct hashmap_node map_node; /* in the lock table, keyed by name[] */
     const struct lock_kind *kind;
     size_t name_len;
     unsigned refs;
