@@ -15,6 +15,26 @@
 
 static struct hashmap lock_map;
 
+/*
+ * Lease mode: fires when the lease set by a hold's last acquire has run
+ * out in Redis, and marks it lost then, not at its next UNLOCK. Found by
+ * the hold's address in a map of its own, not through a field of every
+ * hold: the watchdog's holds, the most numerous, have none.
+ */
+struct hold_lease {
+    struct hashmap_node map_node;
+    struct hold *hold;
+    struct timer timer;
+};
+
+static struct hashmap lease_map;
+
+static const void *lease_key(const struct hashmap_node *node, size_t *len)
+{
+    *len = sizeof(struct hold *);
+    return &list_entry(node, struct hold_lease, map_node)->hold;
+}
+
 /* The table's key: the name and the kind's index after it. */
 static const void *lock_key(const struct hashmap_node *node, size_t *len)
 {
@@ -27,11 +47,13 @@ static const void *lock_key(const struct hashmap_node *node, size_t *len)
 void lock_table_init(void)
 {
     hashmap_init_intrusive(&lock_map, lock_key);
+    hashmap_init_intrusive(&lease_map, lease_key);
 }
 
 void lock_table_free(void)
 {
     hashmap_free(&lock_map);
+    hashmap_free(&lease_map);
 }
 
 /* How many keys of its own a kind has. */
@@ -254,6 +276,15 @@ void lock_table_on_loss(hold_loss_fn *fn)
     loss_listener = fn;
 }
 
+/* h's lease part, or NULL. */
+static struct hold_lease *lease_of(const struct hold *h)
+{
+    struct hashmap_node *node =
+        h->leased ? hashmap_find(&lease_map, &h, sizeof(h)) : NULL;
+
+    return node != NULL ? list_entry(node, struct hold_lease, map_node) : NULL;
+}
+
 static void lease_ran_out(struct timer *t)
 {
     hold_mark_lost(list_entry(t, struct hold_lease, timer)->hold,
@@ -339,17 +370,25 @@ void hold_mark_lost(struct hold *h, const char *why)
 }
 
 /* Gives h its lease part unless it has one: 0 or -ENOMEM. */
-static int hold_lease_make(struct hold *h)
+static struct hold_lease *hold_lease_make(struct hold *h)
 {
-    if (h->lease != NULL)
-        return 0;
-    h->lease = calloc(1, sizeof(*h->lease));
-    if (h->lease == NULL)
-        return -ENOMEM;
-    timer_init(&h->lease->timer, lease_ran_out);
-    h->lease->hold = h;
-    stats.hold_bytes += malloc_usable_size(h->lease);
-    return 0;
+    struct hold_lease *lease = lease_of(h);
+
+    if (lease != NULL)
+        return lease;
+    lease = calloc(1, sizeof(*lease));
+    if (lease == NULL)
+        return NULL;
+    lease->hold = h;
+    if (hashmap_link(&lease_map, &lease->map_node, &lease->hold,
+                     sizeof(lease->hold)) != 0) {
+        free(lease);
+        return NULL;
+    }
+    timer_init(&lease->timer, lease_ran_out);
+    h->leased = true;
+    stats.hold_bytes += malloc_usable_size(lease);
+    return lease;
 }
 
 void hold_lease_start(struct hold *h, int64_t lease_ms)
@@ -358,10 +397,13 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
 
     /* A shared hold's key (a read-write lock's hash) lives as long as its
      * longest lease: a shorter one does not bring its end closer. */
-    if (h->lock->kind->shared && h->lease != NULL &&
-        timer_armed(&h->lease->timer) && h->lease->timer.due_ms > due)
+    struct hold_lease *lease = lease_of(h);
+
+    if (h->lock->kind->shared && lease != NULL && timer_armed(&lease->timer) &&
+        lease->timer.due_ms > due)
         return;
-    if (hold_lease_make(h) != 0 || timer_start(&h->lease->timer, due) != 0)
+    lease = hold_lease_make(h);
+    if (lease == NULL || timer_start(&lease->timer, due) != 0)
         log_warn("out of memory: '%.*s' is found lost at its next UNLOCK, "
                  "not when its lease runs out",
                  (int)h->lock->name_len, h->lock->name);
@@ -369,10 +411,13 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
 
 void hold_lease_stop(struct hold *h)
 {
-    if (h->lease == NULL)
+    struct hold_lease *lease = lease_of(h);
+
+    if (lease == NULL)
         return;
-    timer_stop(&h->lease->timer);
-    stats.hold_bytes -= malloc_usable_size(h->lease);
-    free(h->lease);
-    h->lease = NULL;
+    timer_stop(&lease->timer);
+    hashmap_unlink(&lease_map, &lease->map_node);
+    h->leased = false;
+    stats.hold_bytes -= malloc_usable_size(lease);
+    free(lease);
 }

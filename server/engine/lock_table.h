@@ -62,14 +62,6 @@ struct lock {
     char name[];
 };
 
-/* Lease mode: fires when the lease set by a hold's last acquire has run
- * out in Redis, and marks it lost then, not at its next UNLOCK. A part of
- * its own, for the watchdog's holds have none. */
-struct hold_lease {
-    struct timer timer;
-    struct hold *hold;
-};
-
 struct hold {
     struct lock *lock; /* NULL once dropped */
     struct session *session;
@@ -77,14 +69,16 @@ struct hold {
     int64_t count;     /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
     int64_t lease_ms;  /* the PEXPIRE of renewals and reentrant releases */
-    bool watchdog;     /* renewed by the watchdog */
-    bool lost;         /* Redis no longer has it */
-    bool recheck;      /* to be looked for on a new master */
-    bool field_stored; /* field[] is its field: not its owner's (a permit) */
-    unsigned refs;     /* 1 while held, 1 per renewal in flight */
+    /* Bits, beside refs in one word: a hold is the most numerous record. */
+    bool watchdog : 1; /* renewed by the watchdog */
+    bool lost : 1;     /* Redis no longer has it */
+    bool recheck : 1;  /* to be looked for on a new master */
+    bool
+        field_stored : 1; /* field[] is its field: not its owner's (a permit) */
+    bool leased : 1;      /* has a lease part (struct hold_lease) */
+    unsigned refs;        /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
-    uint64_t since_ms;        /* its first grant (LOCKS' held-ms) */
-    struct hold_lease *lease; /* lease mode, while a lease runs; or NULL */
+    uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
