@@ -122,7 +122,7 @@ static const struct {
     [HELD_LOCK_WAIT_BYTES] = {"lock_wait_bytes", "waiting state"},
     [HELD_LOCK_MAP_BYTES] = {"lock_map_bytes", "lock table"},
     [HELD_HOLD_BYTES] = {"hold_bytes", "hold"},
-    [HELD_HOLD_STRING_BYTES] = {"hold_string_bytes", "owner field", true},
+    [HELD_HOLD_STRING_BYTES] = {"hold_string_bytes", "fields inline", true},
 };
 
 /* rlockd's memory figures now; -1 for each an older build lacks. */
