@@ -247,6 +247,18 @@ struct cpu_snapshot {
     double seconds[PROC_COUNT];
 };
 
+/* rlockd's INFO figures for the memory of its locks, in the order the
+ * held-locks printout gives them per lock (held.c's held_breakdown). */
+enum held_part {
+    HELD_LOCK_BYTES,
+    HELD_LOCK_STRING_BYTES,
+    HELD_LOCK_WAIT_BYTES,
+    HELD_LOCK_MAP_BYTES,
+    HELD_HOLD_BYTES,
+    HELD_HOLD_STRING_BYTES,
+    HELD_PART_COUNT
+};
+
 struct held_result {
     bool ran;
     long long watchdog_ms; /* the held-locks rlockd's watchdog_timeout_ms */
@@ -268,6 +280,10 @@ struct held_result {
     long rss_released_kb; /* after the release */
     long long redis_mem_before;
     long long redis_mem_holding;
+    /* rlockd's own count of them, INFO at the two ends; < 0 unknown (a
+     * build before these figures) */
+    long long parts_before[HELD_PART_COUNT];
+    long long parts_holding[HELD_PART_COUNT];
     /* checks */
     long long lost;        /* rlockd locks_lost, first LOCK to release */
     long existing_holding; /* lock keys in Redis at the end of the window */

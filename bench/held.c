@@ -113,6 +113,30 @@ static long long rlockd_info(const char *key)
     return v;
 }
 
+/* INFO's names for enum held_part, and how the printout names each. */
+static const struct {
+    const char *info;
+    const char *label;
+    bool within; /* a part of the figure before */
+} held_breakdown[HELD_PART_COUNT] = {
+    [HELD_LOCK_BYTES] = {"lock_bytes", "lock"},
+    [HELD_LOCK_STRING_BYTES] = {"lock_string_bytes", "name and keys", true},
+    [HELD_LOCK_WAIT_BYTES] = {"lock_wait_bytes", "waiting state"},
+    [HELD_LOCK_MAP_BYTES] = {"lock_map_bytes", "lock table"},
+    [HELD_HOLD_BYTES] = {"hold_bytes", "hold"},
+    [HELD_HOLD_STRING_BYTES] = {"hold_string_bytes", "fields inline", true},
+};
+
+/* rlockd's memory figures now; -1 for each an older build lacks. */
+static void held_parts_take(long long parts[HELD_PART_COUNT])
+{
+    redisReply *info = rlockd_info_fetch();
+
+    for (int i = 0; i < HELD_PART_COUNT; i++)
+        parts[i] = info_value(info->str, held_breakdown[i].info);
+    freeReplyObject(info);
+}
+
 static long long redis_used_memory(void)
 {
     redisReply *r = redis_sync_command("INFO memory");
@@ -332,11 +356,13 @@ int held_run(struct scenario *sc, struct held_result *res)
     lost_before = rlockd_info("locks_lost");
     res->rss_before_kb = process_rss_kb(bench_opt.held_rlockd_pid);
     res->redis_mem_before = redis_used_memory();
+    held_parts_take(res->parts_before);
 
     res->acquire_s = held_phase(sc, HELD_LOCK, res->acquire_cpu_pct);
     held_hold_window(sc, res);
     res->rss_holding_kb = process_rss_kb(bench_opt.held_rlockd_pid);
     res->redis_mem_holding = redis_used_memory();
+    held_parts_take(res->parts_holding);
     res->existing_holding = count_existing_held(bench_opt.held);
 
     res->release_s = held_phase(sc, HELD_UNLOCK, res->release_cpu_pct);
@@ -423,6 +449,42 @@ static double mib(long kb)
     return (double)kb / 1024.0;
 }
 
+/* Where rlockd's bytes per lock go, by its own count (usable sizes of
+ * what it allocated for locks and holds), and what VmRSS has beyond them:
+ * the allocator's headers and slack, and everything else that grew. */
+static void print_held_breakdown(const struct held_result *h,
+                                 const struct held_figures *f)
+{
+    double n = (double)bench_opt.held, counted = 0;
+
+    for (int i = 0; i < HELD_PART_COUNT; i++)
+        if (h->parts_before[i] < 0 || h->parts_holding[i] < 0) {
+            printf("  rlockd's allocations      unknown (no %s in its "
+                   "INFO)\n",
+                   held_breakdown[i].info);
+            return;
+        }
+    printf("  rlockd's allocations      per lock:");
+    for (int i = 0; i < HELD_PART_COUNT; i++) {
+        double per_lock =
+            (double)(h->parts_holding[i] - h->parts_before[i]) / n;
+        bool sub = held_breakdown[i].within,
+             next_sub = i + 1 < HELD_PART_COUNT && held_breakdown[i + 1].within;
+
+        printf("%s%s %.0f B%s",
+               sub ? (held_breakdown[i - 1].within ? ", " : " (")
+                   : (i > 0 ? ", " : " "),
+               held_breakdown[i].label, per_lock, sub && !next_sub ? ")" : "");
+        if (!sub)
+            counted += per_lock;
+    }
+    printf("\n                            = %.0f B; VmRSS has %.0f B more "
+           "(allocator headers\n"
+           "                            and slack, and all else that "
+           "grew)\n",
+           counted, f->rss_bytes_per_lock - counted);
+}
+
 static void print_held_memory(const struct held_result *h,
                               const struct held_figures *f)
 {
@@ -440,6 +502,7 @@ static void print_held_memory(const struct held_result *h,
            f->redis_bytes_per_lock);
     if (!isnan(f->rss_per_redis_byte))
         printf("  per lock, rlockd / Redis  %.2fx\n", f->rss_per_redis_byte);
+    print_held_breakdown(h, f);
 }
 
 void print_held(const struct held_result *h)

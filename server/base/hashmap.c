@@ -1,19 +1,25 @@
 /*
- * hashmap.c - separate chaining, doubling when the load passes 1.
+ * hashmap.c - separate chaining, doubling when the load passes 1; the
+ * value maps are intrusive maps of entries of their own.
  */
 #include "base/hashmap.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
+
+/* A map's own entry, in the maps that are not intrusive. */
 struct hashmap_entry {
-    struct hashmap_entry *next;
+    struct hashmap_node node;
     const void *key;
     size_t key_len;
-    uint64_t hash;
     void *value;
 };
+
+#define entry_of(n) list_entry(n, struct hashmap_entry, node)
 
 static uint64_t sip_k0 = 0x736f6d6570736575ULL, sip_k1 = 0x646f72616e646f6dULL;
 
@@ -71,107 +77,168 @@ uint64_t hashmap_hash(const void *data, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
+static const void *entry_key(const struct hashmap_node *node, size_t *len)
+{
+    const struct hashmap_entry *e = entry_of(node);
+
+    *len = e->key_len;
+    return e->key;
+}
+
 void hashmap_init(struct hashmap *map)
 {
+    hashmap_init_intrusive(map, entry_key);
+}
+
+void hashmap_init_intrusive(struct hashmap *map, hashmap_key_fn *key_of)
+{
     memset(map, 0, sizeof(*map));
+    map->key_of = key_of;
 }
 
 void hashmap_free(struct hashmap *map)
 {
-    for (size_t i = 0; i < map->bucket_count; i++) {
-        struct hashmap_entry *e = map->buckets[i], *next;
-        for (; e != NULL; e = next) {
-            next = e->next;
-            free(e);
+    for (size_t i = 0; map->key_of == entry_key && i < map->bucket_count; i++) {
+        struct hashmap_node *n = map->buckets[i], *next;
+        for (; n != NULL; n = next) {
+            next = n->next;
+            free(entry_of(n));
         }
     }
     free(map->buckets);
-    hashmap_init(map);
+    hashmap_init_intrusive(map, map->key_of);
 }
 
-static struct hashmap_entry **
+static struct hashmap_node **
 find_slot(const struct hashmap *map, const void *key, size_t len, uint64_t hash)
 {
-    struct hashmap_entry **slot = &map->buckets[hash & (map->bucket_count - 1)];
+    struct hashmap_node **slot = &map->buckets[hash & (map->bucket_count - 1)];
 
     for (; *slot != NULL; slot = &(*slot)->next) {
-        struct hashmap_entry *e = *slot;
-        if (e->hash == hash && e->key_len == len &&
-            memcmp(e->key, key, len) == 0)
+        size_t klen;
+        const void *k;
+
+        if ((*slot)->hash != hash)
+            continue;
+        k = map->key_of(*slot, &klen);
+        if (klen == len && memcmp(k, key, len) == 0)
             break;
     }
     return slot;
 }
 
-void *hashmap_get(const struct hashmap *map, const void *key, size_t len)
+struct hashmap_node *hashmap_find(const struct hashmap *map, const void *key,
+                                  size_t len)
 {
     if (map->size == 0)
         return NULL;
-    struct hashmap_entry *e = *find_slot(map, key, len, hashmap_hash(key, len));
-    return e ? e->value : NULL;
+    return *find_slot(map, key, len, hashmap_hash(key, len));
+}
+
+void *hashmap_get(const struct hashmap *map, const void *key, size_t len)
+{
+    struct hashmap_node *n = hashmap_find(map, key, len);
+
+    return n ? entry_of(n)->value : NULL;
 }
 
 static int grow(struct hashmap *map)
 {
     size_t count = map->bucket_count ? map->bucket_count * 2 : 16;
-    struct hashmap_entry **buckets = calloc(count, sizeof(*buckets));
+    struct hashmap_node **buckets = calloc(count, sizeof(*buckets));
 
     if (buckets == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < map->bucket_count; i++) {
-        struct hashmap_entry *e = map->buckets[i], *next;
-        for (; e != NULL; e = next) {
-            next = e->next;
-            e->next = buckets[e->hash & (count - 1)];
-            buckets[e->hash & (count - 1)] = e;
+        struct hashmap_node *n = map->buckets[i], *next;
+        for (; n != NULL; n = next) {
+            next = n->next;
+            n->next = buckets[n->hash & (count - 1)];
+            buckets[n->hash & (count - 1)] = n;
         }
     }
+    map->bytes += malloc_usable_size(buckets);
+    map->bytes -= malloc_usable_size(map->buckets);
     free(map->buckets);
     map->buckets = buckets;
     map->bucket_count = count;
     return 0;
 }
 
-int hashmap_put(struct hashmap *map, const void *key, size_t len, void *value)
+int hashmap_link(struct hashmap *map, struct hashmap_node *node,
+                 const void *key, size_t len)
 {
-    struct hashmap_entry *e;
-    uint64_t hash = hashmap_hash(key, len);
-
     if (map->size >= map->bucket_count && grow(map) != 0)
         return -ENOMEM;
-    e = malloc(sizeof(*e));
+    node->hash = hashmap_hash(key, len);
+    node->next = map->buckets[node->hash & (map->bucket_count - 1)];
+    map->buckets[node->hash & (map->bucket_count - 1)] = node;
+    map->size++;
+    return 0;
+}
+
+void hashmap_unlink(struct hashmap *map, struct hashmap_node *node)
+{
+    struct hashmap_node **slot =
+        &map->buckets[node->hash & (map->bucket_count - 1)];
+
+    while (*slot != node)
+        slot = &(*slot)->next;
+    *slot = node->next;
+    map->size--;
+}
+
+int hashmap_put(struct hashmap *map, const void *key, size_t len, void *value)
+{
+    struct hashmap_entry *e = malloc(sizeof(*e));
+
     if (e == NULL)
         return -ENOMEM;
-    *e = (struct hashmap_entry){
-        .key = key, .key_len = len, .hash = hash, .value = value};
-    e->next = map->buckets[hash & (map->bucket_count - 1)];
-    map->buckets[hash & (map->bucket_count - 1)] = e;
-    map->size++;
+    *e = (struct hashmap_entry){.key = key, .key_len = len, .value = value};
+    if (hashmap_link(map, &e->node, key, len) != 0) {
+        free(e);
+        return -ENOMEM;
+    }
+    map->bytes += malloc_usable_size(e);
     return 0;
 }
 
 void *hashmap_remove(struct hashmap *map, const void *key, size_t len)
 {
-    struct hashmap_entry **slot, *e;
+    struct hashmap_node *n = hashmap_find(map, key, len);
     void *value;
 
-    if (map->size == 0)
+    if (n == NULL)
         return NULL;
-    slot = find_slot(map, key, len, hashmap_hash(key, len));
-    e = *slot;
-    if (e == NULL)
-        return NULL;
-    *slot = e->next;
-    value = e->value;
-    free(e);
-    map->size--;
+    hashmap_unlink(map, n);
+    value = entry_of(n)->value;
+    map->bytes -= malloc_usable_size(entry_of(n));
+    free(entry_of(n));
     return value;
+}
+
+void hashmap_visit(const struct hashmap *map,
+                   void (*fn)(struct hashmap_node *node, void *arg), void *arg)
+{
+    for (size_t i = 0; i < map->bucket_count; i++)
+        for (struct hashmap_node *n = map->buckets[i]; n != NULL; n = n->next)
+            fn(n, arg);
+}
+
+struct foreach_ctx {
+    void (*fn)(void *value, void *arg);
+    void *arg;
+};
+
+static void foreach_value(struct hashmap_node *node, void *arg)
+{
+    struct foreach_ctx *ctx = arg;
+
+    ctx->fn(entry_of(node)->value, ctx->arg);
 }
 
 void hashmap_foreach(const struct hashmap *map,
                      void (*fn)(void *value, void *arg), void *arg)
 {
-    for (size_t i = 0; i < map->bucket_count; i++)
-        for (struct hashmap_entry *e = map->buckets[i]; e != NULL; e = e->next)
-            fn(e->value, arg);
+    hashmap_visit(map, foreach_value, &(struct foreach_ctx){fn, arg});
 }

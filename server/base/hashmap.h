@@ -15,12 +15,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct hashmap_entry;
+/* A map's link in what it maps. An intrusive map's values embed one
+ * (the lock table: a million locks need no entry of their own beside
+ * them); the others' are the map's own entries. */
+struct hashmap_node {
+    struct hashmap_node *next;
+    uint64_t hash;
+};
+
+/* Where an intrusive map finds the key of one of its nodes. */
+typedef const void *hashmap_key_fn(const struct hashmap_node *node,
+                                   size_t *len);
 
 struct hashmap {
-    struct hashmap_entry **buckets;
+    struct hashmap_node **buckets;
     size_t bucket_count; /* a power of two, or 0 before the first put */
     size_t size;
+    size_t bytes; /* its slots and own entries, as malloc_usable_size counts */
+    hashmap_key_fn *key_of;
 };
 
 /* Seeds the hash function; call once at start-up (tests may skip it). */
@@ -39,5 +51,19 @@ void *hashmap_remove(struct hashmap *map, const void *key, size_t len);
 /* Visits every value; fn must not change the map. */
 void hashmap_foreach(const struct hashmap *map,
                      void (*fn)(void *value, void *arg), void *arg);
+
+/* An intrusive map: the caller links nodes of its own, whose keys key_of
+ * finds (they must stay valid while linked); hashmap_free then frees only
+ * the slots. The calls above are for the other maps. */
+void hashmap_init_intrusive(struct hashmap *map, hashmap_key_fn *key_of);
+struct hashmap_node *hashmap_find(const struct hashmap *map, const void *key,
+                                  size_t len);
+/* Links a node whose key (key, len) is not present; 0 or -ENOMEM. */
+int hashmap_link(struct hashmap *map, struct hashmap_node *node,
+                 const void *key, size_t len);
+void hashmap_unlink(struct hashmap *map, struct hashmap_node *node);
+/* Visits every node; fn must not change the map. */
+void hashmap_visit(const struct hashmap *map,
+                   void (*fn)(struct hashmap_node *node, void *arg), void *arg);
 
 #endif

@@ -56,6 +56,18 @@ enum stats_section {
     X(LOCKS,   GAUGE,   waiting_clients, "calls queued for a lock")            \
     X(LOCKS,   GAUGE,   lock_entries, "lock names known to this daemon")       \
     X(LOCKS,   GAUGE,   subscribed_channels, "pub/sub channels listened on")   \
+    X(LOCKS,   GAUGE,   lock_bytes,                                            \
+      "memory of the lock records, their names and keys inline")             \
+    X(LOCKS,   GAUGE,   lock_string_bytes,                                     \
+      "of it, the names and the kinds' own keys, and slack")                  \
+    X(LOCKS,   GAUGE,   lock_wait_bytes,                                       \
+      "memory of the waiting state of locks with waiters: queue, listener")  \
+    X(LOCKS,   GAUGE,   lock_map_bytes,                                        \
+      "memory of the lock table's hash slots")                               \
+    X(LOCKS,   GAUGE,   hold_bytes,                                            \
+      "memory of the hold records and their lease timers")                   \
+    X(LOCKS,   GAUGE,   hold_string_bytes,                                     \
+      "of it, fields stored inline (a permit's id) and slack")                \
     X(COUNTS,  COUNTER, total_connections_received, "connections accepted")    \
     X(COUNTS,  COUNTER, rejected_connections,                                  \
       "connections refused (max_clients, max_clients_per_peer, shutdown)")     \

@@ -51,11 +51,12 @@ static void acquire_found_hold_gone(struct lock_call *call)
 static void observe_grant(struct lock_call *call)
 {
     uint64_t now = timers_now_us();
+    struct lock_waiting *w = call->lock->waiting;
 
     histogram_observe(&latency.acquire_seconds, now - call->started_us);
-    if (call->lock->freed_us != 0) {
-        histogram_observe(&latency.handoff_seconds, now - call->lock->freed_us);
-        call->lock->freed_us = 0;
+    if (w != NULL && w->freed_us != 0) {
+        histogram_observe(&latency.handoff_seconds, now - w->freed_us);
+        w->freed_us = 0;
     }
 }
 
@@ -159,7 +160,10 @@ static void acquire_refused(struct lock_call *call, int64_t pttl)
             call_finish_error(call, REPLY_LIMIT, refusal);
             return;
         }
-        waiters_enqueue(call);
+        if (waiters_enqueue(call) != 0) {
+            call_finish_error(call, REPLY_ERR, "out of memory");
+            return;
+        }
         if (deadlock_refuses(call))
             return;
     }

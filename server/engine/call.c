@@ -119,13 +119,17 @@ int call_eval(struct lock *lock, enum lock_op op, struct lock_call_args *args,
               backend_reply_fn *on_reply, void *arg)
 {
     struct lock_kind_call kc;
+    const char *keys[LOCK_KIND_MAX_KEYS];
+    size_t key_len[LOCK_KIND_MAX_KEYS];
+    char channel[lock_channel_len(lock)];
 
     args->name = lock->name;
     args->name_len = lock->name_len;
-    args->channel = lock->channel;
-    args->channel_len = lock->channel_len;
-    args->keys = lock->keys;
-    args->key_len = lock->key_len;
+    args->channel = channel;
+    args->channel_len = lock_channel(lock, channel);
+    lock_keys(lock, keys, key_len);
+    args->keys = keys;
+    args->key_len = key_len;
     args->publish = engine.backend->publish();
     args->place_ms = engine.cfg->watchdog_timeout_ms;
     if (lock->kind->ops[op].build == NULL) {

@@ -137,7 +137,7 @@ static bool follow_ahead(struct walk *w, struct lock_call *c, struct lock *lock)
 {
     struct list_node *pos, *tmp;
 
-    list_for_each_safe (pos, tmp, &lock->waiters.head) {
+    list_for_each_safe (pos, tmp, &lock_waiters(lock)->head) {
         struct lock_call *q = list_entry(pos, struct lock_call, queue_link);
 
         if (q == c)

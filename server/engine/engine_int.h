@@ -216,7 +216,8 @@ void engine_request_free(struct engine_request *r);
 struct lock_call *waiters_head(struct lock *lock);
 bool waiters_held_here(const struct lock *lock);
 const char *waiters_refusal(const struct lock_call *call);
-void waiters_enqueue(struct lock_call *call);
+/* 0, or -ENOMEM: it could not queue. */
+int waiters_enqueue(struct lock_call *call);
 int waiters_sleep(struct lock_call *call, int64_t pttl);
 void waiters_dequeue(struct lock_call *call, bool granted);
 bool waiters_yields(const struct lock_call *call);

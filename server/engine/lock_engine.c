@@ -184,11 +184,16 @@ static lock_loss_fn *loss_fn;
 
 static void on_hold_lost(const struct hold *h, const char *why)
 {
+    char buf[OWNER_FIELD_SIZE];
+    const char *field;
+    size_t len;
+
     if (h->session == NULL) /* released meanwhile: nobody to tell */
         return;
+    field = hold_field(h, buf, &len);
     loss_fn(&(struct lock_loss){
         h->session->id, h->session->id_len, h->lock->kind, h->lock->name,
-        h->lock->name_len, h->field, h->field_len,
+        h->lock->name_len, field, len,
         h->lock->kind->holds == HOLDS_REENTRANT ? h->thread_id : 0, why});
 }
 
@@ -223,7 +228,8 @@ void lock_engine_backend_ready(void)
     ride_resume_parked();
     record_stale_resend();
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
-        struct lock *lock = list_entry(pos, struct lock, waiting_link);
+        struct lock *lock =
+            list_entry(pos, struct lock_waiting, waiting_link)->lock;
 
         if (engine.backend->key_ready(lock->name, lock->name_len))
             waiters_wake(lock, 1);
@@ -239,7 +245,8 @@ void lock_engine_shutdown(void)
     while ((pos = list_first(&engine.parked)) != NULL)
         call_finish_shutdown(list_entry(pos, struct lock_call, park_link));
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
-        struct lock *lock = list_entry(pos, struct lock, waiting_link);
+        struct lock *lock =
+            list_entry(pos, struct lock_waiting, waiting_link)->lock;
 
         /* Finishing the last waiter may drop the last reference. */
         lock->refs++;

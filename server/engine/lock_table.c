@@ -3,6 +3,8 @@
  */
 #include "engine/lock_table.h"
 
+#include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,14 +15,45 @@
 
 static struct hashmap lock_map;
 
+/*
+ * Lease mode: fires when the lease set by a hold's last acquire has run
+ * out in Redis, and marks it lost then, not at its next UNLOCK. Found by
+ * the hold's address in a map of its own, not through a field of every
+ * hold: the watchdog's holds, the most numerous, have none.
+ */
+struct hold_lease {
+    struct hashmap_node map_node;
+    struct hold *hold;
+    struct timer timer;
+};
+
+static struct hashmap lease_map;
+
+static const void *lease_key(const struct hashmap_node *node, size_t *len)
+{
+    *len = sizeof(struct hold *);
+    return &list_entry(node, struct hold_lease, map_node)->hold;
+}
+
+/* The table's key: the name and the kind's index after it. */
+static const void *lock_key(const struct hashmap_node *node, size_t *len)
+{
+    const struct lock *lock = list_entry(node, struct lock, map_node);
+
+    *len = lock->name_len + 1;
+    return lock->name;
+}
+
 void lock_table_init(void)
 {
-    hashmap_init(&lock_map);
+    hashmap_init_intrusive(&lock_map, lock_key);
+    hashmap_init_intrusive(&lease_map, lease_key);
 }
 
 void lock_table_free(void)
 {
     hashmap_free(&lock_map);
+    hashmap_free(&lease_map);
 }
 
 /* How many keys of its own a kind has. */
@@ -33,46 +66,102 @@ static size_t kind_keys(const struct lock_kind *kind)
     return n;
 }
 
-/* One block: the struct, the table key (kind byte + name), the channel
- * and the kind's keys (a plain lock, the most numerous, has its channel
- * alone), sized to their lengths: a million locks would otherwise carry
- * the unused part of a bound each. */
+/* Adds (sign 1) or takes off (-1) a lock's memory in INFO's figures. */
+static void lock_count_bytes(const struct lock *lock, int sign)
+{
+    size_t strings = malloc_usable_size((void *)lock) - sizeof(*lock);
+
+    stats.lock_bytes += (uint64_t)sign * malloc_usable_size((void *)lock);
+    stats.lock_string_bytes += (uint64_t)sign * strings;
+    stats.lock_map_bytes = lock_map.bytes;
+}
+
+/* One block: the struct, the table key (name + kind byte) and the kind's
+ * keys (a plain lock, the most numerous, has none), sized to their
+ * lengths: a million locks would otherwise carry the unused part of a
+ * bound each. */
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    size_t room = lock_kind_name_len(&kind->channel, name, len);
+    size_t room = 0;
     struct lock *lock;
     char *p;
 
     for (size_t i = 0; i < kind_keys(kind); i++)
         room += lock_kind_name_len(&kind->keys[i], name, len);
-    lock = calloc(1, sizeof(*lock) + 1 + len + room + 1); /* and a NUL */
+    lock = calloc(1, sizeof(*lock) + len + 1 + room);
     if (lock == NULL)
         return NULL;
     lock->kind = kind;
-    lock->key[0] = (char)lock_kind_index(kind);
-    memcpy(lock->key + 1, name, len);
-    lock->name = lock->key + 1;
+    memcpy(lock->name, name, len);
+    lock->name[len] = (char)lock_kind_index(kind);
     lock->name_len = len;
-    p = lock->key + 1 + len;
-    lock->channel = p;
-    lock->channel_len = lock_kind_name_of(p, &kind->channel, name, len);
-    p += lock->channel_len;
-    for (size_t i = 0; i < kind_keys(kind); i++) {
-        lock->keys[i] = p;
-        lock->key_len[i] = lock_kind_name_of(p, &kind->keys[i], name, len);
-        p += lock->key_len[i];
-    }
-    waiter_queue_init(&lock->waiters);
-    list_init(&lock->waiting_link);
+    p = lock->name + len + 1;
+    for (size_t i = 0; i < kind_keys(kind); i++)
+        p += lock_kind_name_of(p, &kind->keys[i], name, len);
     list_init(&lock->holds);
-    list_init(&lock->listener.link);
-    if (hashmap_put(&lock_map, lock->key, 1 + len, lock) != 0) {
+    if (hashmap_link(&lock_map, &lock->map_node, lock->name, len + 1) != 0) {
         free(lock);
         return NULL;
     }
     stats.lock_entries++;
+    lock_count_bytes(lock, 1);
     return lock;
+}
+
+int lock_waiting_start(struct lock *lock)
+{
+    struct lock_waiting *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return -ENOMEM;
+    w->lock = lock;
+    waiter_queue_init(&w->waiters);
+    list_init(&w->waiting_link);
+    list_init(&w->listener.link);
+    lock->waiting = w;
+    stats.lock_wait_bytes += malloc_usable_size(w);
+    return 0;
+}
+
+void lock_waiting_end(struct lock *lock)
+{
+    stats.lock_wait_bytes -= malloc_usable_size(lock->waiting);
+    free(lock->waiting);
+    lock->waiting = NULL;
+}
+
+const struct waiter_queue *lock_waiters(const struct lock *lock)
+{
+    static struct waiter_queue none = {{&none.head, &none.head}, 0};
+
+    return lock->waiting != NULL ? &lock->waiting->waiters : &none;
+}
+
+size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
+                 size_t key_len[LOCK_KIND_MAX_KEYS])
+{
+    const char *p = lock->name + lock->name_len + 1;
+    size_t n = kind_keys(lock->kind);
+
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = p;
+        key_len[i] = lock_kind_name_len(&lock->kind->keys[i], lock->name,
+                                        lock->name_len);
+        p += key_len[i];
+    }
+    return n;
+}
+
+size_t lock_channel_len(const struct lock *lock)
+{
+    return lock_kind_name_len(&lock->kind->channel, lock->name, lock->name_len);
+}
+
+size_t lock_channel(const struct lock *lock, char *out)
+{
+    return lock_kind_name_of(out, &lock->kind->channel, lock->name,
+                             lock->name_len);
 }
 
 struct foreach_ctx {
@@ -80,26 +169,28 @@ struct foreach_ctx {
     void *arg;
 };
 
-static void foreach_one(void *value, void *arg)
+static void foreach_one(struct hashmap_node *node, void *arg)
 {
     struct foreach_ctx *ctx = arg;
 
-    ctx->fn(value, ctx->arg);
+    ctx->fn(list_entry(node, struct lock, map_node), ctx->arg);
 }
 
 void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg)
 {
-    hashmap_foreach(&lock_map, foreach_one, &(struct foreach_ctx){fn, arg});
+    hashmap_visit(&lock_map, foreach_one, &(struct foreach_ctx){fn, arg});
 }
 
 struct lock *lock_find(const struct lock_kind *kind, const char *name,
                        size_t len)
 {
-    char key[1 + len];
+    char key[len + 1];
+    struct hashmap_node *node;
 
-    key[0] = (char)lock_kind_index(kind);
-    memcpy(key + 1, name, len);
-    return hashmap_get(&lock_map, key, 1 + len);
+    memcpy(key, name, len);
+    key[len] = (char)lock_kind_index(kind);
+    node = hashmap_find(&lock_map, key, len + 1);
+    return node != NULL ? list_entry(node, struct lock, map_node) : NULL;
 }
 
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
@@ -118,8 +209,9 @@ void lock_unref(struct lock *lock)
 {
     if (--lock->refs > 0)
         return;
-    hashmap_remove(&lock_map, lock->key, 1 + lock->name_len);
+    hashmap_unlink(&lock_map, &lock->map_node);
     stats.lock_entries--;
+    lock_count_bytes(lock, -1);
     free(lock);
 }
 
@@ -148,6 +240,18 @@ struct hold *hold_find(struct lock *lock, const struct session *session,
     return NULL;
 }
 
+const char *hold_field(const struct hold *h, char buf[OWNER_FIELD_SIZE],
+                       size_t *len)
+{
+    if (h->field_stored) {
+        *len = strlen(h->field);
+        return h->field;
+    }
+    *len = owner_field(buf, h->lock->kind, h->session->id, h->session->id_len,
+                       h->thread_id);
+    return buf;
+}
+
 struct hold *hold_find_by_field(struct lock *lock, const char *field,
                                 size_t len)
 {
@@ -155,8 +259,11 @@ struct hold *hold_find_by_field(struct lock *lock, const char *field,
 
     list_for_each_safe (pos, tmp, &lock->holds) {
         struct hold *h = list_entry(pos, struct hold, lock_link);
+        char buf[OWNER_FIELD_SIZE];
+        size_t hlen;
+        const char *f = hold_field(h, buf, &hlen);
 
-        if (h->field_len == len && memcmp(h->field, field, len) == 0)
+        if (hlen == len && memcmp(f, field, len) == 0)
             return h;
     }
     return NULL;
@@ -169,31 +276,54 @@ void lock_table_on_loss(hold_loss_fn *fn)
     loss_listener = fn;
 }
 
+/* h's lease part, or NULL. */
+static struct hold_lease *lease_of(const struct hold *h)
+{
+    struct hashmap_node *node =
+        h->leased ? hashmap_find(&lease_map, &h, sizeof(h)) : NULL;
+
+    return node != NULL ? list_entry(node, struct hold_lease, map_node) : NULL;
+}
+
 static void lease_ran_out(struct timer *t)
 {
-    hold_mark_lost(list_entry(t, struct hold, lease_timer),
+    hold_mark_lost(list_entry(t, struct hold_lease, timer)->hold,
                    "its lease ran out");
+}
+
+/* Adds (sign 1) or takes off (-1) a hold's memory in INFO's figures. */
+static void hold_count_bytes(const struct hold *h, int sign)
+{
+    size_t size = malloc_usable_size((void *)h);
+
+    stats.hold_bytes += (uint64_t)sign * size;
+    stats.hold_string_bytes += (uint64_t)sign * (size - sizeof(*h));
 }
 
 struct hold *hold_create(struct lock *lock, struct session *session,
                          uint64_t thread_id, const char *field,
                          size_t field_len)
 {
-    struct hold *h = calloc(1, sizeof(*h) + field_len + 1);
+    char owner[OWNER_FIELD_SIZE];
+    bool stored = owner_field(owner, lock->kind, session->id, session->id_len,
+                              thread_id) != field_len ||
+                  memcmp(owner, field, field_len) != 0;
+    struct hold *h = calloc(1, sizeof(*h) + (stored ? field_len + 1 : 0));
 
     if (h == NULL)
         return NULL;
     h->lock = lock;
     h->session = session;
     h->thread_id = thread_id;
-    memcpy(h->field, field, field_len);
-    h->field_len = field_len;
+    h->field_stored = stored;
+    if (stored)
+        memcpy(h->field, field, field_len);
     h->refs = 1;
     h->since_ms = timers_now();
     list_init(&h->watchdog_link);
-    timer_init(&h->lease_timer, lease_ran_out);
     list_push_tail(&lock->holds, &h->lock_link);
     list_push_tail(&session->holds, &h->session_link);
+    hold_count_bytes(h, 1);
     session->hold_count++;
     lock->refs++;
     stats.held_locks++;
@@ -202,7 +332,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
 
 void hold_drop(struct hold *h)
 {
-    timer_stop(&h->lease_timer);
+    hold_lease_stop(h);
     list_remove(&h->lock_link);
     list_remove(&h->session_link);
     h->session->hold_count--;
@@ -215,21 +345,50 @@ void hold_drop(struct hold *h)
 
 void hold_unref(struct hold *h)
 {
-    if (--h->refs == 0)
-        free(h);
+    if (--h->refs > 0)
+        return;
+    hold_count_bytes(h, -1);
+    free(h);
 }
 
 void hold_mark_lost(struct hold *h, const char *why)
 {
+    char buf[OWNER_FIELD_SIZE];
+    const char *field;
+    size_t len;
+
     if (h->lost)
         return;
     h->lost = true;
-    timer_stop(&h->lease_timer);
+    hold_lease_stop(h);
     stats.locks_lost++;
-    log_warn("lock '%.*s' held by %s lost: %s", (int)h->lock->name_len,
-             h->lock->name, h->field, why);
+    field = hold_field(h, buf, &len);
+    log_warn("lock '%.*s' held by %.*s lost: %s", (int)h->lock->name_len,
+             h->lock->name, (int)len, field, why);
     if (loss_listener != NULL)
         loss_listener(h, why);
+}
+
+/* Gives h its lease part unless it has one: 0 or -ENOMEM. */
+static struct hold_lease *hold_lease_make(struct hold *h)
+{
+    struct hold_lease *lease = lease_of(h);
+
+    if (lease != NULL)
+        return lease;
+    lease = calloc(1, sizeof(*lease));
+    if (lease == NULL)
+        return NULL;
+    lease->hold = h;
+    if (hashmap_link(&lease_map, &lease->map_node, &lease->hold,
+                     sizeof(lease->hold)) != 0) {
+        free(lease);
+        return NULL;
+    }
+    timer_init(&lease->timer, lease_ran_out);
+    h->leased = true;
+    stats.hold_bytes += malloc_usable_size(lease);
+    return lease;
 }
 
 void hold_lease_start(struct hold *h, int64_t lease_ms)
@@ -238,10 +397,13 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
 
     /* A shared hold's key (a read-write lock's hash) lives as long as its
      * longest lease: a shorter one does not bring its end closer. */
-    if (h->lock->kind->shared && timer_armed(&h->lease_timer) &&
-        h->lease_timer.due_ms > due)
+    struct hold_lease *lease = lease_of(h);
+
+    if (h->lock->kind->shared && lease != NULL && timer_armed(&lease->timer) &&
+        lease->timer.due_ms > due)
         return;
-    if (timer_start(&h->lease_timer, due) != 0)
+    lease = hold_lease_make(h);
+    if (lease == NULL || timer_start(&lease->timer, due) != 0)
         log_warn("out of memory: '%.*s' is found lost at its next UNLOCK, "
                  "not when its lease runs out",
                  (int)h->lock->name_len, h->lock->name);
@@ -249,5 +411,13 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
 
 void hold_lease_stop(struct hold *h)
 {
-    timer_stop(&h->lease_timer);
+    struct hold_lease *lease = lease_of(h);
+
+    if (lease == NULL)
+        return;
+    timer_stop(&lease->timer);
+    hashmap_unlink(&lease_map, &lease->map_node);
+    h->leased = false;
+    stats.hold_bytes -= malloc_usable_size(lease);
+    free(lease);
 }

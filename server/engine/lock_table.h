@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "base/hashmap.h"
 #include "base/list.h"
 #include "client_id.h"
 #include "engine/lock_kind.h"
@@ -34,50 +35,57 @@
 
 struct session;
 
-struct lock {
-    const struct lock_kind *kind;
-    const char *name; /* inline, after the kind byte of the table key */
-    size_t name_len;
-    const char *channel; /* inline */
-    size_t channel_len;
-    const char *keys[LOCK_KIND_MAX_KEYS]; /* the kind's own, inline */
-    size_t key_len[LOCK_KIND_MAX_KEYS];
-    unsigned refs;
-    unsigned handoffs; /* in a row, each sent with its release (waiters.c) */
+/* What a lock needs only while it has waiters (waiters.c): a part of its
+ * own, so that a held lock nobody waits for does not carry it. */
+struct lock_waiting {
+    struct lock *lock;
     struct waiter_queue waiters;   /* struct lock_call, oldest first */
-    struct list_node waiting_link; /* locks with waiters */
-    struct list_node holds;        /* struct hold.lock_link */
-    int64_t last_grant_ttl_ms;     /* TTL set by this daemon's last acquire */
+    struct list_node waiting_link; /* engine.waiting_locks */
     /* When a release through this daemon freed it with waiters queued,
      * until one is granted (0: not since): the hand-off's start. */
     uint64_t freed_us;
-    struct backend_listener listener; /* while it has waiters */
-    char key[];                       /* kind id, then the name */
+    struct backend_listener listener; /* the kind's channel */
+};
+
+struct lock {
+    struct hashmap_node map_node; /* in the lock table, keyed by name[] */
+    const struct lock_kind *kind;
+    size_t name_len;
+    unsigned refs;
+    unsigned handoffs; /* in a row, each sent with its release (waiters.c) */
+    struct lock_waiting *waiting; /* while it has waiters, else NULL */
+    struct list_node holds;       /* struct hold.lock_link */
+    int64_t last_grant_ttl_ms;    /* TTL set by this daemon's last acquire */
+    /* The name, then the kind's index (both the table's key), then the
+     * kind's own keys (lock_keys); its channel is made when needed
+     * (lock_channel): a million plain locks would otherwise carry both. */
+    char name[];
 };
 
 struct hold {
     struct lock *lock; /* NULL once dropped */
     struct session *session;
     uint64_t thread_id;
-    size_t field_len;
     int64_t count;     /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
     int64_t lease_ms;  /* the PEXPIRE of renewals and reentrant releases */
-    bool watchdog;     /* renewed by the watchdog */
-    bool lost;         /* Redis no longer has it */
-    bool recheck;      /* to be looked for on a new master */
-    unsigned refs;     /* 1 while held, 1 per renewal in flight */
+    /* Bits, beside refs in one word: a hold is the most numerous record. */
+    bool watchdog : 1; /* renewed by the watchdog */
+    bool lost : 1;     /* Redis no longer has it */
+    bool recheck : 1;  /* to be looked for on a new master */
+    bool
+        field_stored : 1; /* field[] is its field: not its owner's (a permit) */
+    bool leased : 1;      /* has a lease part (struct hold_lease) */
+    unsigned refs;        /* 1 while held, 1 per renewal in flight */
     uint64_t renew_due_ms;
     uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
-    /* Lease mode: fires when the lease set by its last acquire has run
-     * out in Redis, and marks it lost then, not at its next UNLOCK. */
-    struct timer lease_timer;
     struct list_node lock_link;
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
-    /* Its owner's field in Redis (a permit's id for an expirable permit),
-     * NUL-terminated: only as long as it is, for there may be a million
-     * holds. */
+    /* Its field in Redis, NUL-terminated, when it is not its owner's
+     * (owner_field of its session and thread-id), as an expirable permit's
+     * id is; an owner's is made when needed (hold_field), for there may be
+     * a million holds. */
     char field[];
 };
 
@@ -90,6 +98,21 @@ struct lock *lock_find(const struct lock_kind *kind, const char *name,
 struct lock *lock_ref(const struct lock_kind *kind, const char *name,
                       size_t len);
 void lock_unref(struct lock *lock);
+/* Gives lock its waiting part (0), or -ENOMEM; and frees it when its
+ * last waiter has gone and its listener is off. */
+int lock_waiting_start(struct lock *lock);
+void lock_waiting_end(struct lock *lock);
+/* Its waiters (struct lock_call.queue_link), an empty queue while it has
+ * none. */
+const struct waiter_queue *lock_waiters(const struct lock *lock);
+/* Points keys and key_len at the kind's own keys of lock; returns how
+ * many (none for a plain lock). */
+size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
+                 size_t key_len[LOCK_KIND_MAX_KEYS]);
+/* The length of lock's channel, and the channel written to out (that
+ * many bytes). */
+size_t lock_channel_len(const struct lock *lock);
+size_t lock_channel(const struct lock *lock, char *out);
 /* Calls fn for every lock (LOCKS' view); fn must not free one. */
 void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg);
 
@@ -100,6 +123,10 @@ size_t owner_field(char *out, const struct lock_kind *kind,
 
 struct hold *hold_find(struct lock *lock, const struct session *session,
                        uint64_t thread_id);
+/* The hold's field in Redis, its owner's (written to buf) or a permit's
+ * id, with its length in *len. Only while it is held. */
+const char *hold_field(const struct hold *hold, char buf[OWNER_FIELD_SIZE],
+                       size_t *len);
 /* The hold this daemon has for an owner field, whoever's call asks. */
 struct hold *hold_find_by_field(struct lock *lock, const char *field,
                                 size_t len);

@@ -65,11 +65,10 @@ static void collect(struct lock *lock, void *arg)
     struct view_entry e = {lock, UINT64_MAX, UINT64_MAX};
     struct list_node *pos, *tmp;
 
-    if (w->err != 0 ||
-        (list_empty(&lock->holds) && waiter_queue_empty(&lock->waiters)) ||
+    if (w->err != 0 || (list_empty(&lock->holds) && lock->waiting == NULL) ||
         !w->filter(lock->name, lock->name_len, w->arg))
         return;
-    list_for_each_safe (pos, tmp, &lock->waiters.head) {
+    list_for_each_safe (pos, tmp, &lock_waiters(lock)->head) {
         const struct lock_call *c =
             list_entry(pos, struct lock_call, queue_link);
         if (c->started_us < e.oldest_wait_us)
@@ -154,10 +153,11 @@ static void describe_asked(const struct lock_call *c, char *out)
 /* Describes one lock and hands it to fn; 0, fn's error or -ENOMEM. */
 static int show(struct lock *lock, lock_view_fn *fn, void *arg)
 {
-    size_t nh = 0, nw = lock->waiters.length, i = 0;
+    size_t nh = 0, nw = lock_waiters(lock)->length, i = 0;
     uint64_t now_ms = timers_now(), now_us = timers_now_us();
     struct lock_view_owner *owners;
     char(*asked)[ASKED_MAX];
+    char(*fields)[OWNER_FIELD_SIZE]; /* holders' fields, made here */
     char word[KIND_WORD_MAX];
     struct list_node *pos, *tmp;
     struct lock_view v = {lock->name, lock->name_len, NULL, -1,
@@ -168,25 +168,29 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
         nh++;
     owners = calloc(nh + nw + 1, sizeof(*owners));
     asked = calloc(nw + 1, sizeof(*asked));
-    if (owners == NULL || asked == NULL) {
+    fields = calloc(nh + 1, sizeof(*fields));
+    if (owners == NULL || asked == NULL || fields == NULL) {
         free(owners);
         free(asked);
+        free(fields);
         return -ENOMEM;
     }
     list_for_each_safe (pos, tmp, &lock->holds) {
         const struct hold *h = list_entry(pos, struct hold, lock_link);
+        size_t len;
+        const char *field = hold_field(h, fields[i], &len);
 
         owners[i++] = (struct lock_view_owner){
             h->session,
-            h->field,
-            h->field_len,
+            field,
+            len,
             h->count,
             now_ms > h->since_ms ? now_ms - h->since_ms : 0,
             NULL};
         if (h->lease_ms > v.ttl_ms)
             v.ttl_ms = h->lease_ms;
     }
-    list_for_each_safe (pos, tmp, &lock->waiters.head) {
+    list_for_each_safe (pos, tmp, &lock_waiters(lock)->head) {
         const struct lock_call *c =
             list_entry(pos, struct lock_call, queue_link);
 
@@ -208,6 +212,7 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
     err = fn(&v, arg);
     free(owners);
     free(asked);
+    free(fields);
     return err;
 }
 

@@ -257,8 +257,11 @@ static void on_recheck_reply(void *arg, const struct backend_value *reply)
 
 static void recheck_send(struct hold *hold)
 {
-    struct engine_request *r = engine_request_new(hold->lock, LOCK_OP_SETTLE,
-                                                  hold->field, hold->field_len);
+    char buf[OWNER_FIELD_SIZE];
+    size_t len;
+    const char *field = hold_field(hold, buf, &len);
+    struct engine_request *r =
+        engine_request_new(hold->lock, LOCK_OP_SETTLE, field, len);
 
     if (r == NULL) {
         log_error("out of memory: '%.*s' is checked at its next renewal",

@@ -286,9 +286,13 @@ void lock_engine_leave(struct session *s)
         struct hold *h = list_entry(pos, struct hold, session_link);
 
         if (release && !h->lost) {
+            char buf[OWNER_FIELD_SIZE];
+            size_t len;
+            const char *field = hold_field(h, buf, &len);
+
             stats.locks_released_on_disconnect++;
-            release_in_background(h->lock, LOCK_OP_RELEASE_OWNER, h->field,
-                                  h->field_len, 0);
+            release_in_background(h->lock, LOCK_OP_RELEASE_OWNER, field, len,
+                                  0);
         }
         release_drop_hold(h);
     }

@@ -9,6 +9,7 @@
  *
  * Never: send a request itself. It wakes a call, and acquire.c asks.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -17,7 +18,7 @@
 
 struct lock_call *waiters_head(struct lock *lock)
 {
-    struct list_node *node = waiter_queue_head(&lock->waiters);
+    struct list_node *node = waiter_queue_head(lock_waiters(lock));
     return node ? list_entry(node, struct lock_call, queue_link) : NULL;
 }
 
@@ -25,8 +26,8 @@ struct lock_call *waiters_head(struct lock *lock)
  * while waiters are queued (kept until one is granted). */
 static void note_freed(struct lock *lock)
 {
-    if (lock->waiters.length > 0 && lock->freed_us == 0)
-        lock->freed_us = timers_now_us();
+    if (lock->waiting != NULL && lock->waiting->freed_us == 0)
+        lock->waiting->freed_us = timers_now_us();
 }
 
 /*
@@ -54,7 +55,8 @@ bool waiters_held_here(const struct lock *lock)
 static void on_lock_message(struct backend_listener *listener,
                             const char *payload, size_t len)
 {
-    struct lock *lock = list_entry(listener, struct lock, listener);
+    struct lock *lock =
+        list_entry(listener, struct lock_waiting, listener)->lock;
 
     /* No payload: just subscribed, and a message sent before that was
      * missed, so the head looks again, unless a hold here keeps it. */
@@ -79,11 +81,12 @@ static void on_waiter_message(struct backend_listener *listener,
 static int listen_as_waiter(struct lock_call *call)
 {
     struct lock *lock = call->lock;
-    char channel[lock->channel_len + 1 + call->field_len];
+    size_t len = lock_channel_len(lock);
+    char channel[len + 1 + call->field_len];
 
-    memcpy(channel, lock->channel, lock->channel_len);
-    channel[lock->channel_len] = ':';
-    memcpy(channel + lock->channel_len + 1, call->field, call->field_len);
+    lock_channel(lock, channel);
+    channel[len] = ':';
+    memcpy(channel + len + 1, call->field, call->field_len);
     call->listener.on_message = on_waiter_message;
     return engine.backend->listen(&call->listener, channel, sizeof(channel));
 }
@@ -100,11 +103,16 @@ const char *waiters_refusal(const struct lock_call *call)
     return NULL;
 }
 
-void waiters_enqueue(struct lock_call *call)
+int waiters_enqueue(struct lock_call *call)
 {
     struct lock *lock = call->lock;
+    char channel[lock_channel_len(lock)];
+    struct lock_waiting *w;
 
-    waiter_queue_push_tail(&lock->waiters, &call->queue_link);
+    if (lock->waiting == NULL && lock_waiting_start(lock) != 0)
+        return -ENOMEM;
+    w = lock->waiting;
+    waiter_queue_push_tail(&w->waiters, &call->queue_link);
     call->queued_us = timers_now_us();
     call_set_state(call, CALL_QUEUED);
     call->session->waiting_count++;
@@ -114,17 +122,18 @@ void waiters_enqueue(struct lock_call *call)
         if (listen_as_waiter(call) != 0)
             log_warn("cannot listen for unlocks (out of memory); polling by "
                      "TTL");
-        if (lock->waiters.length == 1)
-            list_push_tail(&engine.waiting_locks, &lock->waiting_link);
-        return;
+        if (w->waiters.length == 1)
+            list_push_tail(&engine.waiting_locks, &w->waiting_link);
+        return 0;
     }
-    if (lock->waiters.length > 1)
-        return;
-    list_push_tail(&engine.waiting_locks, &lock->waiting_link);
-    lock->listener.on_message = on_lock_message;
-    if (engine.backend->listen(&lock->listener, lock->channel,
-                               lock->channel_len) != 0)
+    if (w->waiters.length > 1)
+        return 0;
+    list_push_tail(&engine.waiting_locks, &w->waiting_link);
+    w->listener.on_message = on_lock_message;
+    if (engine.backend->listen(&w->listener, channel,
+                               lock_channel(lock, channel)) != 0)
         log_warn("cannot listen for unlocks (out of memory); polling by TTL");
+    return 0;
 }
 
 /* Sleeps until the deadline or, for the head, until the lock's TTL may
@@ -134,7 +143,7 @@ int waiters_sleep(struct lock_call *call, int64_t pttl)
     uint64_t now = timers_now(), wake_ms = call->deadline_ms;
 
     if (pttl >= 0 &&
-        waiter_queue_is_head(&call->lock->waiters, &call->queue_link) &&
+        waiter_queue_is_head(lock_waiters(call->lock), &call->queue_link) &&
         now + (uint64_t)pttl < wake_ms)
         wake_ms = now + (uint64_t)pttl;
     if (wake_ms == NO_DEADLINE) {
@@ -162,10 +171,11 @@ static void wake_yielding(struct lock *lock)
 void waiters_dequeue(struct lock_call *call, bool granted)
 {
     struct lock *lock = call->lock;
-    bool was_head = waiter_queue_is_head(&lock->waiters, &call->queue_link);
+    struct lock_waiting *w = lock->waiting;
+    bool was_head = waiter_queue_is_head(&w->waiters, &call->queue_link);
     struct lock_call *head;
 
-    waiter_queue_remove(&lock->waiters, &call->queue_link);
+    waiter_queue_remove(&w->waiters, &call->queue_link);
     histogram_observe(&latency.wait_seconds, timers_now_us() - call->queued_us);
     call->session->waiting_count--;
     list_remove(&call->owner_link);
@@ -175,11 +185,11 @@ void waiters_dequeue(struct lock_call *call, bool granted)
     head = waiters_head(lock);
     if (was_head) /* the waiters that yielded to it may go on */
         wake_yielding(lock);
-    if (head == NULL) {
-        lock->freed_us = 0; /* nobody left to hand it to */
-        list_remove(&lock->waiting_link);
+    if (head == NULL) { /* nobody left to hand it to */
+        list_remove(&w->waiting_link);
         if (!lock->kind->channel_per_waiter)
-            engine.backend->unlisten(&lock->listener);
+            engine.backend->unlisten(&w->listener);
+        lock_waiting_end(lock);
         return;
     }
     if (!was_head || head->state != CALL_QUEUED)
@@ -241,7 +251,7 @@ void waiters_wake(struct lock *lock, size_t count)
     for (; call != NULL && count > 0; call = next, count--) {
         struct list_node *node = call->queue_link.next;
 
-        next = count > 1 && node != &lock->waiters.head
+        next = count > 1 && node != &lock_waiters(lock)->head
                    ? list_entry(node, struct lock_call, queue_link)
                    : NULL;
         if (next != NULL)

@@ -264,23 +264,29 @@ static void batch_done(void *arg, const struct backend_value *reply)
  * and how far ahead it is renewed (a hold's lease; a place's
  * watchdog_timeout_ms and wait). */
 static struct lock_call_args entry_args(const struct renew_batch *batch,
-                                        size_t i)
+                                        size_t i,
+                                        const char *keys[LOCK_KIND_MAX_KEYS],
+                                        size_t key_len[LOCK_KIND_MAX_KEYS],
+                                        char field[OWNER_FIELD_SIZE])
 {
     const struct hold *h = batch->places ? NULL : batch->entries[i].hold;
     const struct watchdog_place *p =
         batch->places ? batch->entries[i].place : NULL;
     const struct lock *lock = h != NULL ? h->lock : p->lock;
+    size_t field_len = p != NULL ? p->field_len : 0;
+    const char *owner = h != NULL ? hold_field(h, field, &field_len) : p->field;
 
-    return (struct lock_call_args){
-        .name = lock->name,
-        .name_len = lock->name_len,
-        .keys = lock->keys,
-        .key_len = lock->key_len,
-        .field = h != NULL ? h->field : p->field,
-        .field_len = h != NULL ? h->field_len : p->field_len,
-        .lease_ms = h != NULL ? h->lease_ms : 0,
-        .place_ms = watchdog.cfg->watchdog_timeout_ms,
-        .queue_wait_ms = p != NULL ? p->wait_ms : 0};
+    lock_keys(lock, keys, key_len);
+    return (struct lock_call_args){.name = lock->name,
+                                   .name_len = lock->name_len,
+                                   .keys = keys,
+                                   .key_len = key_len,
+                                   .field = owner,
+                                   .field_len = field_len,
+                                   .lease_ms = h != NULL ? h->lease_ms : 0,
+                                   .place_ms =
+                                       watchdog.cfg->watchdog_timeout_ms,
+                                   .queue_wait_ms = p != NULL ? p->wait_ms : 0};
 }
 
 /* A batch that could not be sent: its holds are retried soon, its
@@ -307,11 +313,15 @@ static void send_batch(struct renew_batch *batch)
     const char **argv = malloc(argc * sizeof(*argv));
     size_t *len = malloc(argc * sizeof(*len));
     char(*numbers)[LOCK_KIND_RENEW_NUMBERS] = malloc(n * sizeof(*numbers));
+    char(*fields)[OWNER_FIELD_SIZE] = malloc(n * sizeof(*fields));
     int err = -ENOMEM;
 
-    if (argv != NULL && len != NULL && numbers != NULL) {
+    if (argv != NULL && len != NULL && numbers != NULL && fields != NULL) {
         for (size_t i = 0; i < n; i++) {
-            struct lock_call_args a = entry_args(batch, i);
+            const char *keys[LOCK_KIND_MAX_KEYS];
+            size_t key_len[LOCK_KIND_MAX_KEYS];
+            struct lock_call_args a =
+                entry_args(batch, i, keys, key_len, fields[i]);
             size_t k = i * (size_t)r->keys_per_hold,
                    g = nkeys + i * (size_t)r->args_per_hold;
 
@@ -325,6 +335,7 @@ static void send_batch(struct renew_batch *batch)
     free(argv);
     free(len);
     free(numbers);
+    free(fields);
     if (err == 0) {
         stats.watchdog_batches++;
         *(batch->places ? &stats.fair_place_renewals

@@ -56,6 +56,11 @@ static void expect_nothing_left(void)
     ck_assert_uint_eq(stats.watchdog_locks, 0);
     ck_assert_uint_eq(stats.waiting_clients, 0);
     ck_assert_uint_eq(stats.lock_entries, 0);
+    ck_assert_uint_eq(stats.lock_bytes, 0);
+    ck_assert_uint_eq(stats.lock_string_bytes, 0);
+    ck_assert_uint_eq(stats.lock_wait_bytes, 0);
+    ck_assert_uint_eq(stats.hold_bytes, 0);
+    ck_assert_uint_eq(stats.hold_string_bytes, 0);
     ck_assert_uint_eq(stats.client_sessions, 0);
     ck_assert_uint_eq(fake_backend_listeners(NULL), 0);
     ck_assert_uint_eq(fake_backend.misuse, 0);

@@ -44,15 +44,20 @@ static bool queued(enum call_state state)
 }
 
 /* Moves call to `to` the way the engine does: waiters.c links a call in
- * its lock's queue before it is QUEUED and unlinks it before it leaves. */
+ * its lock's queue (its waiting part, one call here) before it is QUEUED
+ * and unlinks it before it leaves. */
 static void move(struct lock_call *call, enum call_state to)
 {
     struct lock *lock = call->lock;
 
-    if (queued(to) && !list_linked(&call->queue_link))
-        waiter_queue_push_tail(&lock->waiters, &call->queue_link);
-    if (!queued(to) && list_linked(&call->queue_link))
-        waiter_queue_remove(&lock->waiters, &call->queue_link);
+    if (queued(to) && !list_linked(&call->queue_link)) {
+        ck_assert_int_eq(lock_waiting_start(lock), 0);
+        waiter_queue_push_tail(&lock->waiting->waiters, &call->queue_link);
+    }
+    if (!queued(to) && list_linked(&call->queue_link)) {
+        waiter_queue_remove(&lock->waiting->waiters, &call->queue_link);
+        lock_waiting_end(lock);
+    }
     call_set_state(call, to);
     ck_assert_int_eq(call->state, to);
     ck_assert(list_linked(&call->park_link) == (to == CALL_PARKED));
