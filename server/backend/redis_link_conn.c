@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "backend/redis_link_int.h"
 #include "base/list.h"
@@ -29,6 +30,8 @@ static struct {
      * reply past the first 1 KB, so a larger read costs more moving. */
     char read[16384];
 } link_io;
+
+static void write_failed(struct link_conn *conn, int err);
 
 static void flush_pending(uv_prepare_t *prepare)
 {
@@ -81,7 +84,7 @@ static void on_written(uv_write_t *req, int status)
     if (conn->link == NULL)
         return;
     if (status < 0) {
-        link_drop(conn->link, "connection lost", uv_strerror(status));
+        write_failed(conn, status);
         return;
     }
     link_conn_flush(conn);
@@ -109,7 +112,7 @@ void link_conn_flush(struct link_conn *conn)
         return;
     }
     if (n < 0 && n != UV_EAGAIN) {
-        link_drop(conn->link, "connection lost", uv_strerror(n));
+        write_failed(conn, n);
         return;
     }
     if (n > 0)
@@ -123,7 +126,7 @@ void link_conn_flush(struct link_conn *conn)
                  &(uv_buf_t){conn->wire.data, conn->wire.len}, 1, on_written);
     if (n != 0) {
         conn->writing = false;
-        link_drop(conn->link, "connection lost", uv_strerror(n));
+        write_failed(conn, n);
     }
 }
 
@@ -151,6 +154,24 @@ static void conn_read(struct link_conn *conn, const char *data, size_t len)
         link_dispatch(link, reply);
         freeReplyObject(reply);
     }
+}
+
+/* A write failed: Redis closed, or reset as our bytes came after its
+ * close. What it sent before closing says why better than the reset
+ * does (a TLS alert refusing our certificate, an error reply), so it is
+ * read first; a slow rlockd often writes again before it reads. */
+static void write_failed(struct link_conn *conn, int err)
+{
+    uv_os_fd_t fd;
+    ssize_t n;
+
+    if (uv_fileno(&conn->h.handle, &fd) == 0)
+        while (conn->link != NULL &&
+               (n = recv(fd, link_io.read, sizeof(link_io.read),
+                         MSG_DONTWAIT)) > 0)
+            conn_read(conn, link_io.read, (size_t)n);
+    if (conn->link != NULL)
+        link_drop(conn->link, "connection lost", uv_strerror(err));
 }
 
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)

@@ -600,6 +600,19 @@ def rlockd_bin():
     return _built("RLOCKD_BIN", "rlockd")
 
 
+def under_valgrind():
+    """True under make valgrind: rlockd runs in memcheck (scripts/valgrind-rlockd.sh), several
+    times slower than natively."""
+    return os.path.basename(rlockd_bin()) == "valgrind-rlockd.sh"
+
+
+def daemon_ms(ms):
+    """A duration rlockd must do some work within (a connect or request timeout, a restart
+    within a lease): ms, or 5 times ms under valgrind. A wait for a condition needs none of
+    this, only a timeout long enough for a slow daemon."""
+    return ms * 5 if under_valgrind() else ms
+
+
 def rlock_bin():
     """The rlock command (cli/rlock_cli.c)."""
     return _built("RLOCK_BIN", "rlock")

@@ -17,7 +17,7 @@ import sys
 import termios
 import time
 
-from harness import (HOST, Env, Skip, TempDir, _spawn, assert_eq, free_port, holds_for, rlock_bin,
+from harness import (HOST, Env, Skip, TempDir, _spawn, assert_eq, daemon_ms, free_port, holds_for, rlock_bin,
                      wait_info, wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -830,7 +830,8 @@ def test_rlockd_away_past_the_lock_ttl_stops_command_with_75_at_the_ttl_not_befo
 
 
 def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
-    config = {"lock": {"watchdog_timeout_ms": 1500}}
+    # the restart must end within the lock's TTL, however slow the daemon
+    config = {"lock": {"watchdog_timeout_ms": daemon_ms(1500)}}
     with Env(config, label="rlock-restart") as env, TempDir() as d:
         n = env.name("restart")
         with Background(d, ["-S", _addr(env), n, "--", "sh", "-c", WAIT_FOR_GO]) as rl:
@@ -841,7 +842,9 @@ def test_rlockd_crash_and_restart_lock_retaken_and_renewed_by_the_new_rlockd():
             t0 = time.monotonic()
             env.rlockd.start()   # same port
             # rlock finds the lock it still holds and takes it a second time through the new rlockd
-            wait_until(lambda: env.redis_hash(n) == {owner: "2"}, 1.5, what="hold count 2 after the restart")
+            # (past the TTL the crashed rlockd left, the count could never become 2)
+            wait_until(lambda: env.redis_hash(n) == {owner: "2"}, env.watchdog_ms / 1000.0,
+                       what="hold count 2 after the restart")
             # past the TTL the crashed rlockd left: only the new rlockd's renewals keep it
             while time.monotonic() - t0 < 1.5 * env.watchdog_ms / 1000.0:
                 assert_eq(env.redis_hash(n), {owner: "2"}, "lock after the restart")

@@ -214,7 +214,10 @@ def test_socket_activation_listens_on_passed_sockets_only():
             tcp_port = tcp.getsockname()[1]
             tcp.close()
             unix.close()
-            wait_until(lambda: _pings(tcp_port), 5.0, what="rlockd answering on the passed TCP socket")
+            # The passed socket listens already: the PING waits in its backlog until rlockd runs.
+            t = RespClient(tcp_port, timeout=10.0, label="passed-tcp")
+            assert_eq(t.call("PING"), "PONG", "PING on the passed TCP socket")
+            t.close()
             u = RespClient(0, unix_path=unix_path, label="passed-unix")
             assert_eq(u.call("PING"), "PONG", "PING on the passed Unix socket")
             info = u.call("INFO", "server")

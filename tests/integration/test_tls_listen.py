@@ -12,7 +12,7 @@ import ssl
 import subprocess
 
 import certs
-from harness import (Env, HOST, RespClient, TempDir, assert_eq, assert_error, free_port,
+from harness import (Env, HOST, RespClient, TempDir, assert_eq, assert_error, daemon_ms, free_port,
                      redis_cli, rlock_bin, rlockd_bin, wait_info)
 
 
@@ -115,11 +115,13 @@ def test_plaintext_client_on_tls_port_is_closed_and_harms_nobody():
 def test_stalled_handshake_is_closed_by_request_timeout():
     with TempDir() as d:
         c = certs.make(d)
-        with TlsEnv(c, server={"request_timeout_ms": 300}) as env:
+        # short, yet long enough for the handshake of the client that checks others are unaffected
+        timeout_ms = daemon_ms(300)
+        with TlsEnv(c, server={"request_timeout_ms": timeout_ms}) as env:
             stalled = RespClient(env.tls_port, label="stalled", timeout=5.0)
             env.clients.append(stalled)
             stalled.send_raw(b"\x16\x03\x01")  # the start of a ClientHello, no more
-            assert stalled.wait_closed(timeout=5.0), "the stalled handshake is closed"
+            assert stalled.wait_closed(timeout=timeout_ms / 1000.0 + 5.0), "the stalled handshake is closed"
             info = tls_info(env)
             assert_eq(info["tls_handshake_timeouts"], 1, "tls_handshake_timeouts")
             assert_eq(env.info_int("request_timeouts"), 0, "not counted as a request timeout")

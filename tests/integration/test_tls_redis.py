@@ -15,7 +15,7 @@ import time
 
 import certs
 from harness import (HOST, Env, RedisServer, RespClient, Rlockd, TempDir, assert_eq, assert_error,
-                     is_error, rlockd_bin, wait_info, wait_until, write_config)
+                     daemon_ms, is_error, rlockd_bin, wait_info, wait_until, write_config)
 from test_cluster import Setup as ClusterTest
 from test_cluster import _exclude_and_wake
 from test_sentinel import Setup as SentinelTest
@@ -29,8 +29,10 @@ def _certs():
 
 
 def _config(c, **extra):
-    """[redis] for TLS trusting the test CA; reconnects kept short for the refusal tests."""
-    redis = {"tls": "yes", "tls_ca_file": c.ca, "reconnect_max_ms": 100}
+    """[redis] for TLS trusting the test CA; reconnects kept short for the refusal tests; a
+    connect timeout that holds the TLS handshake of a slow daemon."""
+    redis = {"tls": "yes", "tls_ca_file": c.ca, "reconnect_max_ms": 100,
+             "connect_timeout_ms": daemon_ms(500)}
     redis.update(extra)
     return {"redis": redis}
 

@@ -9,13 +9,13 @@
 
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const { Env, sleep, until } = require("./helper");
+const { Env, WATCHDOG_MS, sleep, until } = require("./helper");
 const rlockd = require("..");
 
 let env;
 
 test.before(async () => {
-  env = await new Env().start(); // watchdog_timeout_ms 2000
+  env = await new Env().start(); // watchdog_timeout_ms WATCHDOG_MS
 });
 
 test.after(async () => {
@@ -31,8 +31,9 @@ test("rlockd restarted within the lease: the session is resumed, the lock still 
     const lock = await client.lock(name);
     await env.stopRlockd();
     await env.startRlockd();
-    // the client dials again by itself and resumes within the watchdog
-    await sleep(2500);
+    // the client dials again by itself and resumes within the watchdog; past
+    // the TTL it had when rlockd stopped, only the renewals keep the lock
+    await sleep(WATCHDOG_MS * 1.25);
     const other = await env.client();
     assert.equal(await other.call("TRYLOCK", name, 1), 0, "another client got a resumed lock");
     assert.equal(await lock.unlock(), true);

@@ -24,8 +24,9 @@ import harness  # noqa: E402
 import rlockd  # noqa: E402
 
 # Small limits, so that the tests reach them; a watchdog short enough for
-# the restart tests to outlive it.
-CONFIG = {"lock": {"watchdog_timeout_ms": 2000, "max_held_locks_per_client": 20},
+# the restart tests to outlive it, and long enough for a slow (valgrind)
+# rlockd to restart within it.
+CONFIG = {"lock": {"watchdog_timeout_ms": harness.daemon_ms(2000), "max_held_locks_per_client": 20},
           "redis": {"retry_timeout_ms": 500}}
 
 

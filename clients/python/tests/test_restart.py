@@ -35,7 +35,8 @@ def test_restart_after_the_lease_is_lock_lost(fresh_env, lost, heartbeat_ms):
         lock = client.lock(name)
         lock.acquire()
         fresh_env.rlockd.stop()
-        harness.wait_until(lambda: not fresh_env.redis_hash(name), 5, what="the lock to expire")
+        harness.wait_until(lambda: not fresh_env.redis_hash(name), fresh_env.watchdog_ms / 1000 + 5,
+                           what="the lock to expire")
         time.sleep(fresh_env.watchdog_ms / 1000)   # and the session record with it
         fresh_env.rlockd.start()
         with pytest.raises(rlockd.LockLost):
