@@ -275,8 +275,11 @@ struct held_result {
     double rlockd_cpu_pct;   /* of one core; < 0 unknown */
     double redis_cpu_pct;
     /* memory; < 0 unknown */
-    long rss_before_kb;   /* before the first LOCK */
-    long rss_holding_kb;  /* at the end of the window */
+    long rss_before_kb;  /* before the first LOCK */
+    long rss_holding_kb; /* at the end of the window */
+    /* Redis's VmRSS, beside its used_memory: what each process took from
+     * the kernel, allocator keep and slack included (-1: no --redis-pid) */
+    long redis_rss_before_kb, redis_rss_holding_kb;
     long rss_released_kb; /* after the release */
     long long redis_mem_before;
     long long redis_mem_holding;

@@ -355,12 +355,14 @@ int held_run(struct scenario *sc, struct held_result *res)
     res->watchdog_ms = rlockd_info("watchdog_timeout_ms");
     lost_before = rlockd_info("locks_lost");
     res->rss_before_kb = process_rss_kb(bench_opt.held_rlockd_pid);
+    res->redis_rss_before_kb = process_rss_kb(bench_opt.pids[PROC_REDIS]);
     res->redis_mem_before = redis_used_memory();
     held_parts_take(res->parts_before);
 
     res->acquire_s = held_phase(sc, HELD_LOCK, res->acquire_cpu_pct);
     held_hold_window(sc, res);
     res->rss_holding_kb = process_rss_kb(bench_opt.held_rlockd_pid);
+    res->redis_rss_holding_kb = process_rss_kb(bench_opt.pids[PROC_REDIS]);
     res->redis_mem_holding = redis_used_memory();
     held_parts_take(res->parts_holding);
     res->existing_holding = count_existing_held(bench_opt.held);
@@ -412,6 +414,8 @@ struct held_figures {
     double rss_bytes_per_lock;  /* NAN if rlockd's pid is unknown */
     double redis_bytes_per_lock;
     double rss_per_redis_byte; /* rlockd's bytes per Redis's; NAN: unknown */
+    double redis_rss_bytes_per_lock; /* NAN if Redis's pid is unknown */
+    double rss_per_redis_rss;        /* VmRSS against VmRSS; NAN: unknown */
     double acquire_per_s;
     double release_per_s;
     bool clean; /* nothing held or left after the release */
@@ -438,6 +442,15 @@ static struct held_figures held_figures(const struct held_result *h)
     f.rss_per_redis_byte = f.redis_bytes_per_lock > 0
                                ? f.rss_bytes_per_lock / f.redis_bytes_per_lock
                                : NAN;
+    f.redis_rss_bytes_per_lock =
+        h->redis_rss_before_kb >= 0 && h->redis_rss_holding_kb >= 0
+            ? (double)(h->redis_rss_holding_kb - h->redis_rss_before_kb) *
+                  1024.0 / n
+            : NAN;
+    f.rss_per_redis_rss =
+        f.redis_rss_bytes_per_lock > 0
+            ? f.rss_bytes_per_lock / f.redis_rss_bytes_per_lock
+            : NAN;
     f.acquire_per_s = n / h->acquire_s;
     f.release_per_s = n / h->release_s;
     f.clean = h->held_after == 0 && h->existing_after == 0;
@@ -502,6 +515,12 @@ static void print_held_memory(const struct held_result *h,
            f->redis_bytes_per_lock);
     if (!isnan(f->rss_per_redis_byte))
         printf("  per lock, rlockd / Redis  %.2fx\n", f->rss_per_redis_byte);
+    /* used_memory counts what Redis's allocator handed out; VmRSS against
+     * VmRSS puts both allocators' keep and slack on the scale. */
+    if (!isnan(f->redis_rss_bytes_per_lock))
+        printf("  Redis VmRSS               %.0f bytes per lock; rlockd / "
+               "Redis, VmRSS against VmRSS %.2fx\n",
+               f->redis_rss_bytes_per_lock, f->rss_per_redis_rss);
     print_held_breakdown(h, f);
 }
 
@@ -595,6 +614,10 @@ void print_markdown_held(const struct held_result *h)
     if (!isnan(f.rss_per_redis_byte))
         printf("| Memory per lock, rlockd / Redis | %.2fx |\n",
                f.rss_per_redis_byte);
+    if (!isnan(f.redis_rss_bytes_per_lock))
+        printf("| Redis VmRSS per lock; rlockd / Redis, VmRSS against VmRSS | "
+               "%.0f B; %.2fx |\n",
+               f.redis_rss_bytes_per_lock, f.rss_per_redis_rss);
     printf("| Release all, pipelined UNLOCK (measured) | %.1f s (%.0f/s)%s |\n",
            h->release_s, f.release_per_s,
            f.clean ? "; nothing left" : "; LEFTOVERS, see above");
