@@ -113,12 +113,18 @@ static const struct option_spec {
 static int parse_error(char *err, size_t err_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The message is one line whatever a word echoed from the request holds,
+ * as Redis's addReplyErrorFormat makes its own: a line break becomes a
+ * space. */
 static int parse_error(char *err, size_t err_size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, err_size, fmt, ap);
     va_end(ap);
+    for (char *c = err; *c != '\0'; c++)
+        if (*c == '\r' || *c == '\n')
+            *c = ' ';
     return -EINVAL;
 }
 

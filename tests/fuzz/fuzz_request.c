@@ -210,7 +210,14 @@ static void check_name(const struct request_parser *p,
     case SYNTAX_SELECT:
     case SYNTAX_COMMAND:
     case SYNTAX_CHANNELS:
+    case SYNTAX_LOCKS: /* MATCH's glob is a value, not a lock's name */
         CHECK(a->name == NULL && a->name_len == 0);
+        break;
+    case SYNTAX_NAMES: /* <tid> <name>...: the first is name, each bounded */
+        CHECK(a->name == p->argv[2] && a->name_len == p->argv_len[2]);
+        CHECK(a->list == p->argv + 2 && a->list_count >= 1);
+        for (size_t i = 0; i < a->list_count; i++)
+            CHECK(a->list_len[i] >= 1 && a->list_len[i] <= FUZZ_MAX_NAME_LEN);
         break;
     case SYNTAX_HELLO: /* AUTH's username, when given */
         CHECK(a->name == NULL || (a->password != NULL && p->argc >= 5));
@@ -268,16 +275,30 @@ static void check_connection_args(const struct request_parser *p,
           a->protocol == COMMAND_PROTOCOL_UNSUPPORTED);
     if (a->protocol == COMMAND_PROTOCOL_UNSUPPORTED)
         CHECK(a->name == NULL && a->password == NULL && a->value == NULL);
-    if (a->value != NULL) {
+    if (a->value != NULL && cmd->syntax == SYNTAX_LOCKS) /* MATCH <glob> */
+        CHECK(a->value >= p->argv[2] && a->value <= p->argv[p->argc - 1]);
+    else if (a->value != NULL) {
         CHECK(cmd->syntax == SYNTAX_HELLO || cmd->syntax == SYNTAX_CLIENT);
         for (size_t i = 0; i < a->value_len; i++)
             CHECK(a->value[i] >= '!' && a->value[i] <= '~');
     }
-    if (a->list != NULL)
+    /* A list runs to the request's end, but MLOCK's: its WAIT and LEASE
+     * pairs come after its names. */
+    if (a->list != NULL && cmd->syntax == SYNTAX_NAMES) {
+        size_t after = p->argc - 2 - a->list_count;
+        CHECK(after == 0 ||
+              (cmd->id == CMD_MLOCK && (after == 2 || after == 4)));
+    } else if (a->list != NULL) {
         CHECK(a->list >= p->argv + 1 &&
               a->list + a->list_count == p->argv + p->argc);
-    else
+    } else {
         CHECK(a->list_count == 0);
+    }
+    /* LOCKS' COUNT from 1 (0: not given) and OFFSET from 0; no one else's */
+    if (cmd->syntax == SYNTAX_LOCKS)
+        CHECK(a->count >= 0 && a->offset >= 0);
+    else
+        CHECK(a->count == 0 && a->offset == 0);
     if (cmd->syntax == SYNTAX_SELECT)
         CHECK(p->argc == 2 && p->argv_len[1] >= 1);
 }
@@ -331,9 +352,12 @@ static void check_args(const struct request_parser *p,
     if (cmd->syntax == SYNTAX_LOCK || cmd->syntax == SYNTAX_TRYLOCK ||
         cmd->syntax == SYNTAX_NAME_THREAD)
         check_thread_id(p->argv[2], p->argv_len[2], a->thread_id);
+    if (cmd->syntax == SYNTAX_NAMES) /* MLOCK, MUNLOCK <tid> <name>... */
+        check_thread_id(p->argv[1], p->argv_len[1], a->thread_id);
     check_counting(p, cmd, a);
     if (cmd->syntax != SYNTAX_LOCK && cmd->syntax != SYNTAX_TRYLOCK &&
-        cmd->syntax != SYNTAX_ACQUIRE && cmd->syntax != SYNTAX_AWAIT)
+        cmd->syntax != SYNTAX_ACQUIRE && cmd->syntax != SYNTAX_AWAIT &&
+        cmd->id != CMD_MLOCK)
         CHECK(a->wait_ms == 0 && a->lease_ms == COMMAND_LEASE_WATCHDOG);
     if (cmd->syntax != SYNTAX_AUTH && cmd->syntax != SYNTAX_HELLO)
         CHECK(a->password == NULL && a->password_len == 0);

@@ -348,6 +348,10 @@ START_TEST(syntax_client_heartbeat)
                  "wrong number of arguments for 'client|setname' command");
     expect_error((const char *[]){"CLIENT", "KILL", "x", NULL},
                  "unknown subcommand 'KILL'. Try CLIENT HELP.");
+    /* an echoed word's line breaks do not break the error's one line
+     * (found by make fuzz) */
+    expect_error((const char *[]){"CLIENT", "HEART\r\nBE", "x", NULL},
+                 "unknown subcommand 'HEART  BE'. Try CLIENT HELP.");
 }
 END_TEST
 
