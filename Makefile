@@ -101,7 +101,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
 
-.PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench bench-million fuzz clean format format-check
+.PHONY: FORCE all deps npm-deps install uninstall run test test-stress unit simulate client integration asan valgrind bench bench-million fuzz fuzz-replay clean format format-check
 
 all: $(BUILD)/rlockd $(CLIENT_ALL) $(BUILD)/engine.layered
 
@@ -337,7 +337,7 @@ npm-deps:
 
 test: deps npm-deps
 	@$(MAKE) --no-print-directory format-check all $(BUILD)/unit_tests $(BUILD)/client_tests
-	@$(MAKE) --no-print-directory unit client integration
+	@$(MAKE) --no-print-directory unit fuzz-replay client integration
 
 # The lock engine's deterministic simulation (tests/sim/), of every lock
 # kind: make test runs SIM_SEEDS seeds, make simulate SIMULATE_SEEDS;
@@ -436,6 +436,26 @@ $(BUILD)/fuzz_cluster_map: tests/fuzz/fuzz_cluster_map.c tests/fuzz/fuzz_check.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) -Iserver $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_cluster_map.c \
 	    $(CLUSTER_FUZZ_SRC)
+
+# make test's share of the fuzzing: each target built with the normal
+# compiler and warnings, tests/fuzz/replay.c in place of libFuzzer, runs
+# its seed inputs once, so that a target that stopped compiling or a seed
+# that breaks a property fails make test, which has no clang.
+define fuzz_replay
+$(BUILD)/fuzz-replay/$(1): tests/fuzz/replay.c tests/fuzz/fuzz_check.h tests/fuzz/fuzz_$(1).c $(2)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(BASE_CFLAGS) -Iserver -g -O1 -o $$@ tests/fuzz/replay.c tests/fuzz/fuzz_$(1).c $(2) $(3)
+endef
+$(eval $(call fuzz_replay,request,$(PROTOCOL_SRC)))
+$(eval $(call fuzz_replay,glob,server/base/glob.c))
+$(eval $(call fuzz_replay,config,$(CONFIG_FUZZ_SRC),-linih -lcrypto))
+$(eval $(call fuzz_replay,cluster_map,$(CLUSTER_FUZZ_SRC)))
+
+fuzz-replay: $(addprefix $(BUILD)/fuzz-replay/,request glob config cluster_map)
+	@$(BUILD)/fuzz-replay/request tests/fuzz/corpus/*
+	@$(BUILD)/fuzz-replay/cluster_map tests/fuzz/cluster-corpus/*
+	@$(BUILD)/fuzz-replay/glob
+	@$(BUILD)/fuzz-replay/config
 
 fuzz: $(BUILD)/fuzz_request $(BUILD)/fuzz_glob $(BUILD)/fuzz_config $(BUILD)/fuzz_cluster_map
 	@mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-glob-corpus $(BUILD)/fuzz-artifacts

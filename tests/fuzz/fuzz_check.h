@@ -6,8 +6,13 @@
 #ifndef RLOCKD_FUZZ_CHECK_H
 #define RLOCKD_FUZZ_CHECK_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Each target's entry: libFuzzer's (make fuzz), or replay.c's (make test). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CHECK(cond)                                                            \
     do {                                                                       \

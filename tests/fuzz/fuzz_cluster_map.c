@@ -18,8 +18,6 @@
 #include "backend/cluster_map.h"
 #include "fuzz_check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static struct cluster_node nodes[16];
 static struct cluster_map map = {.nodes = nodes, .max = 16};
 

@@ -22,8 +22,6 @@
 #include "base/config.h"
 #include "fuzz_check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static size_t key_count(void)
 {
     size_t n = 0;

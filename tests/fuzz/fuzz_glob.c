@@ -22,8 +22,6 @@
 #include "base/glob.h"
 #include "fuzz_check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static void check_escaped_name_matches_itself(const char *name, size_t len)
 {
     char *escaped = malloc(2 * len + 1);

@@ -35,8 +35,6 @@
 #include "reply.h"
 #include "request.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 /* The 4096/16 preset reaches its limits with -max_len above 4096; the
  * others (the smallest being below the daemon's configurable minimum)
  * reach theirs with any input. */
