@@ -118,6 +118,9 @@ struct bench_options {
     int redis_port;
     char *rlockd_host;
     int rlockd_port;
+    /* --rlockd-unix: the rlockd scenarios' clients connect to this Unix
+     * socket of the same rlockd, as a sidecar's clients can (NULL: TCP) */
+    char *rlockd_unix;
     double duration_s;
     double warmup_s;
     int clients;

@@ -245,10 +245,17 @@ static void ev_cleanup(void *privdata)
     cl->ac = NULL;
 }
 
+/* A connection's host, or its Unix socket's path (port 0 then). */
+static const char *peer_host(const redisContext *c)
+{
+    return c->connection_type == REDIS_CONN_UNIX ? c->unix_sock.path
+                                                 : c->tcp.host;
+}
+
 static void bench_on_connect(const redisAsyncContext *ac, int status)
 {
     if (status != REDIS_OK)
-        fatal("connect to %s:%d: %s", ac->c.tcp.host, ac->c.tcp.port,
+        fatal("connect to %s:%d: %s", peer_host(&ac->c), ac->c.tcp.port,
               ac->errstr);
 }
 
@@ -256,13 +263,14 @@ static void bench_on_disconnect(const redisAsyncContext *ac, int status)
 {
     /* REDIS_OK only for our own redisAsyncDisconnect at the end. */
     if (status != REDIS_OK)
-        fatal("connection to %s:%d lost: %s", ac->c.tcp.host, ac->c.tcp.port,
+        fatal("connection to %s:%d lost: %s", peer_host(&ac->c), ac->c.tcp.port,
               ac->errstr);
 }
 
 static void client_connect(struct bench_client *cl, const char *host, int port)
 {
-    redisAsyncContext *ac = redisAsyncConnect(host, port);
+    redisAsyncContext *ac =
+        port == 0 ? redisAsyncConnectUnix(host) : redisAsyncConnect(host, port);
 
     if (ac == NULL)
         fatal("connect to %s:%d: out of memory", host, port);
@@ -494,8 +502,9 @@ static bool all_finished(const struct scenario *sc)
     return sc->running == 0;
 }
 
-/* Where a scenario's clients connect: Redis, rlockd, or the rlockd that
- * the held-locks scenario uses (by default the same one). */
+/* Where a scenario's clients connect: Redis, rlockd (port 0: host is
+ * its Unix socket's path), or the rlockd that the held-locks scenario
+ * uses (by default the same one). */
 static void scenario_address(const struct scenario *sc, const char **host,
                              int *port)
 {
@@ -505,6 +514,9 @@ static void scenario_address(const struct scenario *sc, const char **host,
     } else if (sc->held) {
         *host = bench_opt.held_rlockd_host;
         *port = bench_opt.held_rlockd_port;
+    } else if (bench_opt.rlockd_unix != NULL) {
+        *host = bench_opt.rlockd_unix;
+        *port = 0;
     } else {
         *host = bench_opt.rlockd_host;
         *port = bench_opt.rlockd_port;

@@ -37,6 +37,8 @@ static void bench_usage(FILE *out)
         "usage: rlockd-bench [options]\n"
         "  -r, --redis HOST:PORT  Redis (default 127.0.0.1:6379)\n"
         "  -l, --rlockd HOST:PORT rlockd (default 127.0.0.1:7379)\n"
+        "      --rlockd-unix PATH the rlockd scenarios' clients connect to\n"
+        "                         this Unix socket of that rlockd instead\n"
         "  -d, --duration SEC     measured time per scenario (3)\n"
         "  -w, --warmup SEC       unmeasured time before each (0.5)\n"
         "  -c, --clients N        clients of the many-clients case (64)\n"
@@ -124,6 +126,7 @@ enum {
     OPT_HELD_ONLY,
     OPT_HELD_RLOCKD,
     OPT_HELD_RLOCKD_PID,
+    OPT_RLOCKD_UNIX,
 };
 
 static const struct option long_options[] = {
@@ -147,6 +150,7 @@ static const struct option long_options[] = {
     {"held-only", no_argument, NULL, OPT_HELD_ONLY},
     {"held-rlockd", required_argument, NULL, OPT_HELD_RLOCKD},
     {"held-rlockd-pid", required_argument, NULL, OPT_HELD_RLOCKD_PID},
+    {"rlockd-unix", required_argument, NULL, OPT_RLOCKD_UNIX},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -234,6 +238,12 @@ static void bench_parse_option(int c, const char *arg)
         break;
     case OPT_HELD_ONLY:
         bench_opt.held_only = true;
+        break;
+    case OPT_RLOCKD_UNIX:
+        free(bench_opt.rlockd_unix);
+        bench_opt.rlockd_unix = strdup(arg);
+        if (bench_opt.rlockd_unix == NULL)
+            fatal("out of memory");
         break;
     case OPT_HELD:
         bench_opt.held = bench_parse_integer(arg, "held", 0, 10000000);

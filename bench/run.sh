@@ -17,10 +17,12 @@
 # a few seconds of measurement see several rounds. The bench reports that
 # rate as measured and the one for the default 30000 ms as derived.
 #
-# usage: bench/run.sh BUILD_DIR [rlockd-bench options...]
+# usage: bench/run.sh BUILD_DIR [--unix] [rlockd-bench options...]
 #   BUILD_DIR holds rlockd and rlockd-bench; extra options go to
 #   rlockd-bench (e.g. --duration 5, or --kinds none to leave out the
 #   lock kinds other than RLock, the semaphore among them, about 40 s).
+#   --unix: the rlockd scenarios' clients use rlockd's Unix socket (each
+#   rlockd here listens on one, $tmp/NAME.sock) instead of TCP loopback.
 #
 # --held-only (passed on to rlockd-bench) runs the held-locks scenario
 # alone, as `make bench-million` does with --held 1000000: the held-locks
@@ -76,6 +78,16 @@ if [ -n "$baseline" ]; then
             die "RLOCKD_BASELINE: --direct-only leaves no rlockd scenario to compare"
     done
 fi
+
+# --unix (ours, not rlockd-bench's): the rlockd scenarios' clients reach
+# rlockd through its Unix socket, as a sidecar's clients can; rlockd and
+# the direct scenarios still reach Redis over TCP.
+unix=
+args=()
+for arg in "$@"; do
+    if [ "$arg" = --unix ]; then unix=1; else args+=("$arg"); fi
+done
+set -- "${args[@]}"
 
 held_watchdog_ms=3000
 held_only=
@@ -169,6 +181,7 @@ write_rlockd_config() {
 ; written by bench/run.sh for one benchmark run
 [server]
 listen = 127.0.0.1:$2
+unix_socket = $tmp/$1.sock
 
 [redis]
 host = 127.0.0.1
@@ -209,10 +222,14 @@ if [ -n "$baseline" ]; then
     baseline_pid=$started_pid
 fi
 
+# --unix: rlockd-bench's option naming an rlockd's socket ($tmp/NAME.sock).
+unix_args=()
+[ -z "$unix" ] || unix_args=(--rlockd-unix "$tmp/rlockd.sock")
+
 # In the background with `wait`: bash runs a trap only after a foreground
 # child exits, and an interrupted benchmark should stop now, not in 20 s.
 "$build/rlockd-bench" --redis "127.0.0.1:$redis_port" --rlockd "127.0.0.1:$rlockd_port" \
-    --redis-pid "$redis_pid" --rlockd-pid "$rlockd_pid" \
+    "${unix_args[@]}" --redis-pid "$redis_pid" --rlockd-pid "$rlockd_pid" \
     --held-rlockd "127.0.0.1:$held_rlockd_port" --held-rlockd-pid "$held_rlockd_pid" "$@" &
 bench_pid=$!
 status=0
@@ -266,7 +283,9 @@ compare_run() {
     local side=$1 round=$2 binary=$3 port=$4 pid=$5 name held_port rc=0
     local skip=()
     shift 5
+    local sock=("${unix_args[@]}")
     [ "$side" != baseline ] || skip=(--skip-unsupported)
+    [ "$side" != baseline ] || [ -z "$unix" ] || sock=(--rlockd-unix "$tmp/rlockd-baseline.sock")
     name=rlockd-held-$side-$round
     echo "bench/run.sh: round $round of $rounds, $side: $binary" >&2
     held_port=$(another_free_port "$redis_port $rlockd_port $held_rlockd_port $baseline_port")
@@ -275,6 +294,7 @@ compare_run() {
     cmp_held_pid=$started_pid
     "$build/rlockd-bench" --rlockd-only --results "${skip[@]}" \
         --redis "127.0.0.1:$redis_port" --rlockd "127.0.0.1:$port" \
+        "${sock[@]}" \
         --redis-pid "$redis_pid" --rlockd-pid "$pid" \
         --held-rlockd "127.0.0.1:$held_port" --held-rlockd-pid "$cmp_held_pid" "$@" \
         >"$tmp/$name.out" 2>"$tmp/$name.err" &
