@@ -151,8 +151,10 @@ static int send(const struct session *s, struct backend_script *script,
                    arg);
 }
 
-static size_t hold_field(char *out, const struct lock_kind *kind,
-                         const char *key, size_t key_len, uint64_t thread_id)
+/* A hold's field in the session record: "<kind>:<thread-id>:<key>" (not
+ * the hold's owner field in the lock, lock_table.c's hold_field). */
+static size_t record_field(char *out, const struct lock_kind *kind,
+                           const char *key, size_t key_len, uint64_t thread_id)
 {
     int n = snprintf(out, FIELD_EXTRA, "%s:%llu:", kind->name,
                      (unsigned long long)thread_id);
@@ -178,7 +180,7 @@ int session_store_put(const struct session *s, const struct lock_kind *kind,
     argv[2] = secret;
     argv_len[2] = 2 * DIGEST_SIZE;
     argv[3] = field;
-    argv_len[3] = hold_field(field, kind, key, key_len, thread_id);
+    argv_len[3] = record_field(field, kind, key, key_len, thread_id);
     if (pending) {
         argv[4] = PENDING;
         argv_len[4] = sizeof(PENDING) - 1;
@@ -200,7 +202,7 @@ void session_store_forget(const struct session *s, const struct lock_kind *kind,
     size_t argv_len[2];
 
     argv[1] = field;
-    argv_len[1] = hold_field(field, kind, key, key_len, thread_id);
+    argv_len[1] = record_field(field, kind, key, key_len, thread_id);
     if (send(s, &forget_script, NULL, 2, argv, argv_len, NULL, NULL) != 0)
         log_warn("session record of %s: cannot forget a hold now (Redis "
                  "unavailable); it goes with the record's TTL",
