@@ -15,6 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "reply.h"
+
 static const struct command command_table[COMMAND_COUNT] = {
 #define COMMAND_ENTRY(id, name, handler, min, max, syntax, flags)              \
     [CMD_##id] = {CMD_##id, name, min, max, syntax, flags},
@@ -114,17 +116,14 @@ static int parse_error(char *err, size_t err_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The message is one line whatever a word echoed from the request holds,
- * as Redis's addReplyErrorFormat makes its own: a line break becomes a
- * space. */
+ * as the error reply it becomes (reply_one_line). */
 static int parse_error(char *err, size_t err_size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, err_size, fmt, ap);
     va_end(ap);
-    for (char *c = err; *c != '\0'; c++)
-        if (*c == '\r' || *c == '\n')
-            *c = ' ';
+    reply_one_line(err, strlen(err));
     return -EINVAL;
 }
 

@@ -66,12 +66,7 @@ static int reply_line(struct buffer *out, char type, int64_t value,
     return buffer_append_resp_line(out, type, value);
 }
 
-/*
- * A CR or LF inside a simple string or an error (a client's own bytes
- * echoed back, say) would end the reply early and desynchronise the
- * stream. Redis turns them into spaces too.
- */
-static void replace_line_breaks(char *text, size_t len)
+void reply_one_line(char *text, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         if (text[i] == '\r' || text[i] == '\n')
@@ -87,7 +82,7 @@ int reply_simple(struct buffer *out, const char *text)
         return err;
     buffer_append(out, "+", 1);
     buffer_append(out, text, len);
-    replace_line_breaks(out->data + out->len - len, len);
+    reply_one_line(out->data + out->len - len, len);
     return buffer_append(out, "\r\n", 2);
 }
 
@@ -115,7 +110,7 @@ int reply_error(struct buffer *out, enum reply_error code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, (size_t)text_len + 1, fmt, ap);
     va_end(ap);
-    replace_line_breaks(text, (size_t)text_len);
+    reply_one_line(text, (size_t)text_len);
     memcpy(text + text_len, "\r\n", 2);
     out->len += 1 + name_len + 1 + (size_t)text_len + 2;
     return 0;

@@ -46,6 +46,13 @@ const char *reply_error_code_name(enum reply_error code);
  * code that is not in the table.
  */
 int reply_error_code_parse(const char *text, size_t len, enum reply_error *out);
+/*
+ * Turns each CR and LF in text[0..len) into a space. A line break inside
+ * a simple string or an error (a client's own bytes echoed back, say)
+ * would end the reply early and desynchronise the stream; Redis turns
+ * them into spaces too.
+ */
+void reply_one_line(char *text, size_t len);
 
 /*
  * Each returns 0 or -ENOMEM (reply_error also -EINVAL when fmt cannot be
