@@ -76,6 +76,14 @@ void buffer_reset(struct buffer *b)
     b->len = 0;
 }
 
+void buffer_drain(struct buffer *b, size_t keep)
+{
+    if (b->cap > keep)
+        buffer_free(b);
+    else
+        buffer_reset(b);
+}
+
 size_t format_uint64(char *out, uint64_t v)
 {
     char tmp[FORMAT_INT_MAX];

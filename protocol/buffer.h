@@ -4,7 +4,7 @@
  * Owns: one heap block holding bytes [0, len). Used for each client's
  * reply stream and by the request parser's argument arena. It never
  * frees or moves memory behind the caller's back except in the calls
- * documented to grow it.
+ * documented to grow it, and buffer_drain.
  */
 #ifndef RLOCKD_BUFFER_H
 #define RLOCKD_BUFFER_H
@@ -26,6 +26,10 @@ int buffer_append(struct buffer *b, const void *data, size_t len);
 /* Drops the first n bytes, moving the rest to the front. */
 void buffer_consume(struct buffer *b, size_t n);
 void buffer_reset(struct buffer *b);
+/* Empties b and frees its block when it has grown past keep bytes: a
+ * connection's burst (a renewal round, a large reply) must not pin its
+ * high-water mark for the rest of the connection's life. */
+void buffer_drain(struct buffer *b, size_t keep);
 
 /*
  * Decimal text of a number into out (room for FORMAT_INT_MAX bytes, no

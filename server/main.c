@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,6 +308,20 @@ static int start(void)
     return redis_backend_start();
 }
 
+/*
+ * glibc serves blocks of M_MMAP_THRESHOLD bytes or more with mmap, and
+ * gives them back at free; but each such block freed raises the
+ * threshold to its size (up to 32 MB), after which a burst's buffers
+ * (a renewal round, a pipeline of a thousand acquires) come from the
+ * heap instead, and once freed stay there as holes under the locks
+ * allocated after them, for good. A fixed threshold (glibc's default,
+ * 128 KB) keeps them in mmap (mallopt(3)).
+ */
+static void malloc_keep_bursts_out_of_heap(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option long_options[] = {
@@ -319,6 +334,7 @@ int main(int argc, char **argv)
     char err_text[512];
     int opt, err;
 
+    malloc_keep_bursts_out_of_heap();
     while ((opt = getopt_long(argc, argv, "c:thV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'c':

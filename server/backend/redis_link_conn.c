@@ -80,7 +80,7 @@ static void on_written(uv_write_t *req, int status)
     struct link_conn *conn = req->data;
 
     conn->writing = false;
-    buffer_reset(&conn->wire);
+    buffer_drain(&conn->wire, LINK_IDLE_KEEP);
     if (conn->link == NULL)
         return;
     if (status < 0) {
@@ -108,7 +108,7 @@ void link_conn_flush(struct link_conn *conn)
         return;
     n = uv_try_write(&conn->h.stream, &(uv_buf_t){src->data, src->len}, 1);
     if (n == (int)src->len) {
-        buffer_reset(src);
+        buffer_drain(src, LINK_IDLE_KEEP);
         return;
     }
     if (n < 0 && n != UV_EAGAIN) {

@@ -38,6 +38,12 @@
  * commands queued during one turn leave in one write(2), with no wait.
  * Only what the socket does not take at once goes through uv_write.
  */
+/* An emptied buffer of a connection's past this is freed: a renewal
+ * round or a burst of acquires writes megabytes at once, and kept, four
+ * pooled links would hold a round's size for good; a busy link's usual
+ * loop turn writes a few KB. */
+#define LINK_IDLE_KEEP 65536
+
 struct link_conn {
     union {
         uv_handle_t handle;

@@ -88,7 +88,7 @@ int link_tls_seal(struct link_conn *conn)
         ERR_clear_error();
         if (SSL_write(conn->ssl, conn->out.data, (int)conn->out.len) <= 0)
             return -1;
-        buffer_reset(&conn->out);
+        buffer_drain(&conn->out, LINK_IDLE_KEEP);
     }
     pending = BIO_ctrl_pending(conn->tls_out);
     if (pending == 0)

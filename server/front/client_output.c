@@ -134,8 +134,7 @@ void client_output_flush(struct client *c)
         return;
     }
     if (c->out.len == 0) {
-        if (c->out.cap > IDLE_OUTPUT_KEEP)
-            buffer_free(&c->out);
+        buffer_drain(&c->out, IDLE_OUTPUT_KEEP);
         return;
     }
     if (c->writing + c->out.len >

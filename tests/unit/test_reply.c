@@ -73,6 +73,27 @@ START_TEST(buffer_consume_and_reset)
 }
 END_TEST
 
+START_TEST(buffer_drain_frees_only_a_grown_block)
+{
+    struct buffer b;
+    buffer_init(&b);
+    buffer_append(&b, "small", 5);
+    size_t cap = b.cap;
+    buffer_drain(&b, 4096);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_uint_eq(b.cap, cap); /* under keep: kept for the next write */
+    ck_assert_ptr_nonnull(b.data);
+    ck_assert_int_eq(buffer_reserve(&b, 8192), 0);
+    buffer_drain(&b, 4096);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_uint_eq(b.cap, 0); /* a burst's block is given back */
+    ck_assert_ptr_null(b.data);
+    ck_assert_int_eq(buffer_append(&b, "again", 5), 0);
+    ck_assert_buffer_is(&b, "again");
+    buffer_free(&b);
+}
+END_TEST
+
 START_TEST(error_code_names)
 {
     ck_assert_str_eq(reply_error_code_name(REPLY_ERR), "ERR");
@@ -300,6 +321,7 @@ Suite *reply_suite(void)
     tcase_add_test(buffer, buffer_starts_empty_and_grows);
     tcase_add_test(buffer, buffer_reserve_keeps_content_and_refuses_overflow);
     tcase_add_test(buffer, buffer_consume_and_reset);
+    tcase_add_test(buffer, buffer_drain_frees_only_a_grown_block);
     suite_add_tcase(s, buffer);
 
     TCase *encoding = tcase_create("encoding");
