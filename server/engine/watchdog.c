@@ -372,9 +372,10 @@ static struct renew_batch *batch_for(struct round *round,
                                      const struct lock *lock, bool places)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
+    const struct lock_kind *kind = lock_kind_of(lock);
     const struct lock_kind_renewal *row =
-        places ? &lock->kind->place_renewal : &lock->kind->renewal;
-    unsigned key[3] = {lock_kind_index(lock->kind), places,
+        places ? &kind->place_renewal : &kind->renewal;
+    unsigned key[3] = {lock_kind_index(kind), places,
                        watchdog.backend->key_group(lock->name, lock->name_len)};
     struct renew_batch *batch;
 
