@@ -20,6 +20,9 @@ static struct hashmap lock_map;
  * here, not a side effect (x86_64 sizes). */
 _Static_assert(sizeof(void *) != 8 || sizeof(struct lock) <= 48,
                "struct lock grew past 48 bytes");
+/* 104 and 96 both make glibc's 112-byte chunk; 88 would make 96. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct hold) <= 104,
+               "struct hold grew past 104 bytes");
 
 /*
  * Lease mode: fires when the lease set by a hold's last acquire has run

@@ -90,16 +90,22 @@ struct hold {
     int64_t count;     /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
     int64_t lease_ms;  /* the PEXPIRE of renewals and reentrant releases */
-    /* Bits, beside refs in one word: a hold is the most numerous record. */
+    /* Its first grant (LOCKS' held-ms), a monotonic clock's ms: 48 bits
+     * last 8,900 years. */
+    uint64_t since_ms : 48;
+    /* Bits, beside since_ms in one word: a hold is the most numerous
+     * record. */
     bool watchdog : 1; /* renewed by the watchdog */
     bool lost : 1;     /* Redis no longer has it */
     bool recheck : 1;  /* to be looked for on a new master */
     bool
         field_stored : 1; /* field[] is its field: not its owner's (a permit) */
     bool leased : 1;      /* has a lease part (struct hold_lease) */
-    unsigned refs;        /* 1 while held, 1 per renewal in flight */
-    uint64_t renew_due_ms;
-    uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
+    /* While on the watchdog's schedule, the low 32 bits of when it is due
+     * (watchdog.c's due_of): a due time is never further than 2^31 ms,
+     * 24 days, from now. */
+    uint32_t renew_due_ms;
+    unsigned refs; /* 1 while held, 1 per renewal in flight */
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
     /* Its field in Redis, NUL-terminated, when it is not its owner's
