@@ -65,7 +65,7 @@ struct lock {
     /* A name is at most max_name_length (65536) from a request, or a
      * Redis string's 512 MB from a session record. */
     uint32_t name_len;
-    unsigned refs; /* holds, calls and listeners referring to it */
+    unsigned refs; /* its holds, calls, places and all else that refer to it */
     /* The name, then the kind's index (both the table's key), then the
      * kind's own keys (lock_keys); its kind is that index's row of
      * lock_kinds[] (lock_kind_of), and its channel is made when needed
