@@ -185,6 +185,8 @@ const struct config_row config_rows[] = {
     /* Not LIVE: held locks stay under the keys they were taken with. */
     STR_ROW("lock", "name_prefix", 0, name_prefix, "", KIND_STRING),
     STR_ROW("lock", "allowed_names", LIVE, allowed_names, "*", KIND_GLOBS),
+    /* At most a day: the watchdog keeps a renewal's due time in 32 bits
+     * (watchdog.c's due_of). */
     INT_ROW("lock", "watchdog_timeout_ms", LIVE, watchdog_timeout_ms, "30000",
             30, 86400000),
     INT_ROW("lock", "fair_wait_timeout_ms", LIVE, fair_wait_timeout_ms,
@@ -210,7 +212,8 @@ const struct config_row config_rows[] = {
     /* Names whose highest FENCED token is remembered (fence_memory.h). */
     INT_ROW("lock", "fence_memory_names", LIVE, fence_memory_names, "100000", 1,
             100000000),
-    /* 0: every waiter asks once the release's reply is in. */
+    /* 0: every waiter asks once the release's reply is in. At most
+     * 1000000: struct lock counts them in 20 bits. */
     INT_ROW("lock", "max_handoffs_in_a_row", LIVE, max_handoffs_in_a_row, "8",
             0, 1000000),
     /* auto: the replicas the master's ROLE lists in sentinel mode, those

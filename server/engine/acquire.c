@@ -64,7 +64,7 @@ static void observe_grant(struct lock_call *call)
  * OK; and counts it. */
 static void finish_granted(struct lock_call *call)
 {
-    const struct lock_kind *kind = call->lock->kind;
+    const struct lock_kind *kind = lock_kind_of(call->lock);
     struct lock_result result = {.type = RESULT_GRANTED};
 
     observe_grant(call);
@@ -88,7 +88,7 @@ static void acquire_granted(struct lock_call *call)
     struct hold *hold = hold_find(lock, call->session, call->thread_id);
     bool was_watchdog;
 
-    if (lock->kind->holds == HOLDS_NOTHING) { /* a wait that is over */
+    if (lock_kind_of(lock)->holds == HOLDS_NOTHING) { /* a wait that is over */
         finish_granted(call);
         return;
     }
@@ -127,12 +127,12 @@ static void acquire_granted(struct lock_call *call)
     } else {
         hold_lease_start(hold, call->lease_ms);
     }
-    if (record_enabled(call->session, lock->kind) &&
+    if (record_enabled(call->session, lock_kind_of(lock)) &&
         (call->count == 0 || hold->watchdog != was_watchdog))
         record_hold(hold, call_effective_lease(call));
-    lock->last_grant_ttl_ms = call_effective_lease(call);
+    lock_note_grant(lock, call_effective_lease(call));
     finish_granted(call); /* the owner's session lives on in its hold */
-    deadlock_after_grant(lock->kind, hold->session, hold->thread_id);
+    deadlock_after_grant(lock_kind_of(lock), hold->session, hold->thread_id);
 }
 
 static void acquire_refused(struct lock_call *call, int64_t pttl)
@@ -215,7 +215,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
 
     if (outcome == OUTCOME_GRANTED)
         call->token = pttl; /* what a grant's value is */
-    if (outcome == OUTCOME_GRANTED && kind_has_tokens(call->lock->kind))
+    if (outcome == OUTCOME_GRANTED && kind_has_tokens(lock_kind_of(call->lock)))
         fence_granted(call->lock, reply, call->token);
 
     /* No reply: it may have run, or run yet. Its caller's call sends it
@@ -235,7 +235,7 @@ static void on_acquire_reply(void *arg, const struct backend_value *reply)
     } else if (call->state == CALL_FINISHED) {
         /* queued in Redis after its caller left (or maybe, unanswered) */
         call->in_redis_queue = outcome != OUTCOME_GRANTED &&
-                               kind_queues_in_redis(call->lock->kind);
+                               kind_queues_in_redis(lock_kind_of(call->lock));
         release_leave_queue(call);
         if (reply != NULL && outcome == OUTCOME_GRANTED) {
             /* Its caller left while we asked: undone by setting the count
@@ -334,8 +334,8 @@ static bool queues_unasked(const struct lock_call *call)
 
     return !call_queued(call) && call->may_wait &&
            timers_now() < call->deadline_ms &&
-           !kind_queues_in_redis(lock->kind) && waiters_held_here(lock) &&
-           !call_owner_holds(call, lock);
+           !kind_queues_in_redis(lock_kind_of(lock)) &&
+           waiters_held_here(lock) && !call_owner_holds(call, lock);
 }
 
 void acquire_attempt(struct lock_call *call)
@@ -370,7 +370,7 @@ void acquire_attempt(struct lock_call *call)
         acquire_unavailable(call);
         return;
     }
-    if (call->may_wait && kind_queues_in_redis(call->lock->kind)) {
+    if (call->may_wait && kind_queues_in_redis(lock_kind_of(call->lock))) {
         call->in_redis_queue = true; /* until it is granted */
         if (call->place == NULL)
             call->place =

@@ -118,6 +118,7 @@ int64_t call_effective_lease(const struct lock_call *call)
 int call_eval(struct lock *lock, enum lock_op op, struct lock_call_args *args,
               backend_reply_fn *on_reply, void *arg)
 {
+    const struct lock_kind *kind = lock_kind_of(lock);
     struct lock_kind_call kc;
     const char *keys[LOCK_KIND_MAX_KEYS];
     size_t key_len[LOCK_KIND_MAX_KEYS];
@@ -132,14 +133,14 @@ int call_eval(struct lock *lock, enum lock_op op, struct lock_call_args *args,
     args->key_len = key_len;
     args->publish = engine.backend->publish();
     args->place_ms = engine.cfg->watchdog_timeout_ms;
-    if (lock->kind->ops[op].build == NULL) {
+    if (kind->ops[op].build == NULL) {
         log_error("no %s call for a %s ('%.*s'): not sent", lock_op_names[op],
-                  lock->kind->name, (int)lock->name_len, lock->name);
+                  kind->name, (int)lock->name_len, lock->name);
         return -ENOSYS;
     }
-    if (op == LOCK_OP_ACQUIRE && kind_has_tokens(lock->kind))
+    if (op == LOCK_OP_ACQUIRE && kind_has_tokens(kind))
         args->token_floor = fence_memory_floor(lock->name, lock->name_len);
-    lock->kind->ops[op].build(args, &kc);
+    kind->ops[op].build(args, &kc);
     return engine.backend->eval(
         &(struct backend_call){kc.script, lock->name, lock->name_len, kc.nkeys,
                                kc.argc, kc.argv, kc.argv_len},
@@ -198,7 +199,7 @@ enum lock_outcome call_read(const struct lock *lock, enum lock_op op,
     if (reply->type == VALUE_ERROR &&
         strncmp(reply->str, lost, sizeof(lost) - 1) == 0)
         return OUTCOME_NOT_OWNER;
-    return lock->kind->ops[op].read(reply, value);
+    return lock_kind_of(lock)->ops[op].read(reply, value);
 }
 
 /* Whether the owner of call holds lock (not lost). */
@@ -363,7 +364,7 @@ static const char *hold_refusal(const struct lock_call *call)
 static const char *kind_refusal(const struct lock_call *call)
 {
     static char why[160];
-    const struct lock_kind *kind = call->lock->kind;
+    const struct lock_kind *kind = lock_kind_of(call->lock);
     const char *name = call->lock->name;
     size_t len = call->lock->name_len;
 
@@ -398,7 +399,7 @@ static const char *permits_refusal(const struct lock_call *call,
     static char why[160];
     int64_t held = hold != NULL ? hold->count - hold->releasing : 0;
 
-    if (call->lock->kind->holds != HOLDS_PERMITS ||
+    if (lock_kind_of(call->lock)->holds != HOLDS_PERMITS ||
         (hold != NULL && hold->lost) || call->amount <= held)
         return NULL;
     snprintf(why, sizeof(why),
@@ -416,7 +417,8 @@ static bool hold_to_query(const struct lock_call *call, const struct hold *hold)
     if (hold != NULL && !hold->lost)
         return true;
     for (int k = 0;
-         call->lock->kind == &lock_kind_rlock && k <= LOCK_KIND_FENCED; k++) {
+         lock_kind_of(call->lock) == &lock_kind_rlock && k <= LOCK_KIND_FENCED;
+         k++) {
         struct lock *other =
             lock_find(lock_kinds[k], call->lock->name, call->lock->name_len);
 

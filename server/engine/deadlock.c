@@ -95,7 +95,7 @@ static bool reach(struct walk *w, struct lock_call *from, struct session *s,
         struct lock_call *c = list_entry(pos, struct lock_call, owner_link);
 
         if (c->thread_id != thread_id || c->walk == w->id ||
-            !kind_in_graph(c->lock->kind))
+            !kind_in_graph(lock_kind_of(c->lock)))
             continue;
         c->walk = w->id;
         c->walk_from = from;
@@ -112,15 +112,13 @@ static bool follow_holders(struct walk *w, struct lock_call *c)
 {
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++) {
         struct lock *lock;
-        struct list_node *pos, *tmp;
+        struct hold *h, *next;
 
-        if (!kept_out_by(c->lock->kind, lock_kinds[k]) ||
+        if (!kept_out_by(lock_kind_of(c->lock), lock_kinds[k]) ||
             (lock = lock_find(lock_kinds[k], c->lock->name,
                               c->lock->name_len)) == NULL)
             continue;
-        list_for_each_safe (pos, tmp, &lock->holds) {
-            struct hold *h = list_entry(pos, struct hold, lock_link);
-
+        lock_for_each_hold (h, next, lock) {
             if (h->lost || h->count <= h->releasing ||
                 same_owner(c, h->session, h->thread_id))
                 continue;
@@ -153,7 +151,7 @@ static bool follow_ahead(struct walk *w, struct lock_call *c, struct lock *lock)
 /* Every owner c waits for; true when one is start's owner. */
 static bool follow(struct walk *w, struct lock_call *c)
 {
-    const struct lock_kind *kind = c->lock->kind;
+    const struct lock_kind *kind = lock_kind_of(c->lock);
 
     if (follow_holders(w, c))
         return true;
@@ -234,8 +232,8 @@ static void describe(struct walk *w, char *text)
         append_owner(text, &len, c);
         append(text, &len, " waits for %.*s", (int)c->lock->name_len,
                c->lock->name);
-        if (c->lock->kind->word[0] != '\0')
-            append(text, &len, " (%s)", c->lock->kind->word);
+        if (lock_kind_of(c->lock)->word[0] != '\0')
+            append(text, &len, " (%s)", lock_kind_of(c->lock)->word);
         append(text, &len, behind ? " behind " : " held by ");
         append_owner(text, &len, to);
     }
@@ -263,8 +261,8 @@ bool deadlock_refuses(struct lock_call *call)
     static char cycle[CYCLE_TEXT_MAX];
     struct walk w = {.start = call};
 
-    if (!engine.cfg->deadlock_detection || !kind_in_graph(call->lock->kind) ||
-        !walk_finds_cycle(&w))
+    if (!engine.cfg->deadlock_detection ||
+        !kind_in_graph(lock_kind_of(call->lock)) || !walk_finds_cycle(&w))
         return false;
     describe(&w, cycle);
     deadlock_report(cycle);

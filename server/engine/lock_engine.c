@@ -57,7 +57,8 @@ static void name_owner(struct lock_call *call, const struct lock_request *req)
 {
     struct hold *hold;
 
-    if (call->lock->kind->holds != HOLDS_PERMIT_IDS || req->permit_id == NULL) {
+    if (lock_kind_of(call->lock)->holds != HOLDS_PERMIT_IDS ||
+        req->permit_id == NULL) {
         call->field_len = owner_field(call->field, req->kind, call->session->id,
                                       call->session->id_len, req->thread_id);
         return;
@@ -185,16 +186,18 @@ static lock_loss_fn *loss_fn;
 static void on_hold_lost(const struct hold *h, const char *why)
 {
     char buf[OWNER_FIELD_SIZE];
+    const struct lock_kind *kind;
     const char *field;
     size_t len;
 
     if (h->session == NULL) /* released meanwhile: nobody to tell */
         return;
+    kind = lock_kind_of(h->lock);
     field = hold_field(h, buf, &len);
     loss_fn(&(struct lock_loss){
-        h->session->id, h->session->id_len, h->lock->kind, h->lock->name,
+        h->session->id, h->session->id_len, kind, h->lock->name,
         h->lock->name_len, field, len,
-        h->lock->kind->holds == HOLDS_REENTRANT ? h->thread_id : 0, why});
+        kind->holds == HOLDS_REENTRANT ? h->thread_id : 0, why});
 }
 
 void lock_engine_on_loss(lock_loss_fn *fn)

@@ -15,6 +15,15 @@
 
 static struct hashmap lock_map;
 
+/* The most numerous records, one of each per held lock: a million locks
+ * pay every byte a million times, so growing either is a decision made
+ * here, not a side effect (x86_64 sizes). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct lock) <= 48,
+               "struct lock grew past 48 bytes");
+/* 104 and 96 both make glibc's 112-byte chunk; 88 would make 96. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct hold) <= 104,
+               "struct hold grew past 104 bytes");
+
 /*
  * Lease mode: fires when the lease set by a hold's last acquire has run
  * out in Redis, and marks it lost then, not at its next UNLOCK. Found by
@@ -92,14 +101,12 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     lock = calloc(1, sizeof(*lock) + len + 1 + room);
     if (lock == NULL)
         return NULL;
-    lock->kind = kind;
     memcpy(lock->name, name, len);
     lock->name[len] = (char)lock_kind_index(kind);
-    lock->name_len = len;
+    lock->name_len = (uint32_t)len;
     p = lock->name + len + 1;
     for (size_t i = 0; i < kind_keys(kind); i++)
         p += lock_kind_name_of(p, &kind->keys[i], name, len);
-    list_init(&lock->holds);
     if (hashmap_link(&lock_map, &lock->map_node, lock->name, len + 1) != 0) {
         free(lock);
         return NULL;
@@ -141,13 +148,14 @@ const struct waiter_queue *lock_waiters(const struct lock *lock)
 size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
                  size_t key_len[LOCK_KIND_MAX_KEYS])
 {
+    const struct lock_kind *kind = lock_kind_of(lock);
     const char *p = lock->name + lock->name_len + 1;
-    size_t n = kind_keys(lock->kind);
+    size_t n = kind_keys(kind);
 
     for (size_t i = 0; i < n; i++) {
         keys[i] = p;
-        key_len[i] = lock_kind_name_len(&lock->kind->keys[i], lock->name,
-                                        lock->name_len);
+        key_len[i] =
+            lock_kind_name_len(&kind->keys[i], lock->name, lock->name_len);
         p += key_len[i];
     }
     return n;
@@ -155,13 +163,20 @@ size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
 
 size_t lock_channel_len(const struct lock *lock)
 {
-    return lock_kind_name_len(&lock->kind->channel, lock->name, lock->name_len);
+    return lock_kind_name_len(&lock_kind_of(lock)->channel, lock->name,
+                              lock->name_len);
 }
 
 size_t lock_channel(const struct lock *lock, char *out)
 {
-    return lock_kind_name_of(out, &lock->kind->channel, lock->name,
+    return lock_kind_name_of(out, &lock_kind_of(lock)->channel, lock->name,
                              lock->name_len);
+}
+
+void lock_note_grant(struct lock *lock, int64_t ttl_ms)
+{
+    lock->last_grant_ttl_ms =
+        ttl_ms < LOCK_GRANT_TTL_MAX_MS ? ttl_ms : LOCK_GRANT_TTL_MAX_MS;
 }
 
 struct foreach_ctx {
@@ -230,10 +245,9 @@ size_t owner_field(char *out, const struct lock_kind *kind,
 struct hold *hold_find(struct lock *lock, const struct session *session,
                        uint64_t thread_id)
 {
-    struct list_node *pos, *tmp;
+    struct hold *h, *next;
 
-    list_for_each_safe (pos, tmp, &lock->holds) {
-        struct hold *h = list_entry(pos, struct hold, lock_link);
+    lock_for_each_hold (h, next, lock) {
         if (h->session == session && h->thread_id == thread_id)
             return h;
     }
@@ -247,18 +261,17 @@ const char *hold_field(const struct hold *h, char buf[OWNER_FIELD_SIZE],
         *len = strlen(h->field);
         return h->field;
     }
-    *len = owner_field(buf, h->lock->kind, h->session->id, h->session->id_len,
-                       h->thread_id);
+    *len = owner_field(buf, lock_kind_of(h->lock), h->session->id,
+                       h->session->id_len, h->thread_id);
     return buf;
 }
 
 struct hold *hold_find_by_field(struct lock *lock, const char *field,
                                 size_t len)
 {
-    struct list_node *pos, *tmp;
+    struct hold *h, *next;
 
-    list_for_each_safe (pos, tmp, &lock->holds) {
-        struct hold *h = list_entry(pos, struct hold, lock_link);
+    lock_for_each_hold (h, next, lock) {
         char buf[OWNER_FIELD_SIZE];
         size_t hlen;
         const char *f = hold_field(h, buf, &hlen);
@@ -305,10 +318,11 @@ struct hold *hold_create(struct lock *lock, struct session *session,
                          size_t field_len)
 {
     char owner[OWNER_FIELD_SIZE];
-    bool stored = owner_field(owner, lock->kind, session->id, session->id_len,
-                              thread_id) != field_len ||
+    bool stored = owner_field(owner, lock_kind_of(lock), session->id,
+                              session->id_len, thread_id) != field_len ||
                   memcmp(owner, field, field_len) != 0;
     struct hold *h = calloc(1, sizeof(*h) + (stored ? field_len + 1 : 0));
+    struct hold **tail = &lock->holds;
 
     if (h == NULL)
         return NULL;
@@ -321,7 +335,11 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     h->refs = 1;
     h->since_ms = timers_now();
     list_init(&h->watchdog_link);
-    list_push_tail(&lock->holds, &h->lock_link);
+    /* Last, as ever: LOCKS lists a lock's holders oldest first. The walk
+     * is as long as a hold_find's, which every call on the lock makes. */
+    while (*tail != NULL)
+        tail = &(*tail)->lock_next;
+    *tail = h;
     list_push_tail(&session->holds, &h->session_link);
     hold_count_bytes(h, 1);
     session->hold_count++;
@@ -330,10 +348,21 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     return h;
 }
 
+/* Takes h off its lock's chain: a walk as long as one hold_find's, and a
+ * lock has one hold but for shared and permit kinds. */
+static void hold_unchain(struct hold *h)
+{
+    struct hold **pos = &h->lock->holds;
+
+    while (*pos != h)
+        pos = &(*pos)->lock_next;
+    *pos = h->lock_next;
+}
+
 void hold_drop(struct hold *h)
 {
     hold_lease_stop(h);
-    list_remove(&h->lock_link);
+    hold_unchain(h);
     list_remove(&h->session_link);
     h->session->hold_count--;
     lock_unref(h->lock);
@@ -399,8 +428,8 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
      * longest lease: a shorter one does not bring its end closer. */
     struct hold_lease *lease = lease_of(h);
 
-    if (h->lock->kind->shared && lease != NULL && timer_armed(&lease->timer) &&
-        lease->timer.due_ms > due)
+    if (lock_kind_of(h->lock)->shared && lease != NULL &&
+        timer_armed(&lease->timer) && lease->timer.due_ms > due)
         return;
     lease = hold_lease_make(h);
     if (lease == NULL || timer_start(&lease->timer, due) != 0)

@@ -47,39 +47,65 @@ struct lock_waiting {
     struct backend_listener listener; /* the kind's channel */
 };
 
+/*
+ * struct lock and struct hold are the most numerous records: one of each
+ * per held lock, a million of each at max_held_locks. Their fields are as
+ * narrow as what they hold allows; lock_table.c asserts their sizes.
+ */
 struct lock {
     struct hashmap_node map_node; /* in the lock table, keyed by name[] */
-    const struct lock_kind *kind;
-    size_t name_len;
-    unsigned refs;
-    unsigned handoffs; /* in a row, each sent with its release (waiters.c) */
     struct lock_waiting *waiting; /* while it has waiters, else NULL */
-    struct list_node holds;       /* struct hold.lock_link */
-    int64_t last_grant_ttl_ms;    /* TTL set by this daemon's last acquire */
+    struct hold *holds; /* the first, oldest, chained by hold.lock_next */
+    /* TTL set by this daemon's last acquire, a waiter's wake-up hint,
+     * held up to LOCK_GRANT_TTL_MAX_MS (lock_note_grant). */
+    int64_t last_grant_ttl_ms : 44;
+    /* In a row, each sent with its release (waiters.c); at most
+     * max_handoffs_in_a_row, whose bound (1000000) 20 bits hold. */
+    uint64_t handoffs : 20;
+    /* A name is at most max_name_length (65536) from a request, or a
+     * Redis string's 512 MB from a session record. */
+    uint32_t name_len;
+    unsigned refs; /* its holds, calls, places and all else that refer to it */
     /* The name, then the kind's index (both the table's key), then the
-     * kind's own keys (lock_keys); its channel is made when needed
-     * (lock_channel): a million plain locks would otherwise carry both. */
+     * kind's own keys (lock_keys); its kind is that index's row of
+     * lock_kinds[] (lock_kind_of), and its channel is made when needed
+     * (lock_channel): a million plain locks would otherwise carry them. */
     char name[];
 };
 
+/* 2^43 - 1 ms, some 278 years: a longer TTL is recorded as this. */
+#define LOCK_GRANT_TTL_MAX_MS ((INT64_C(1) << 43) - 1)
+
+/* The lock's kind, from the index stored after its name. */
+static inline const struct lock_kind *lock_kind_of(const struct lock *lock)
+{
+    return lock_kinds[(unsigned char)lock->name[lock->name_len]];
+}
+
 struct hold {
-    struct lock *lock; /* NULL once dropped */
+    struct lock *lock;      /* NULL once dropped */
+    struct hold *lock_next; /* the lock's next hold (lock.holds) */
     struct session *session;
     uint64_t thread_id;
     int64_t count;     /* as in Redis: acquires granted less releases */
     int64_t releasing; /* UNLOCKs sent and not answered (pipelined) */
     int64_t lease_ms;  /* the PEXPIRE of renewals and reentrant releases */
-    /* Bits, beside refs in one word: a hold is the most numerous record. */
+    /* Its first grant (LOCKS' held-ms), a monotonic clock's ms: 48 bits
+     * last 8,900 years. */
+    uint64_t since_ms : 48;
+    /* Bits, beside since_ms in one word: a hold is the most numerous
+     * record. */
     bool watchdog : 1; /* renewed by the watchdog */
     bool lost : 1;     /* Redis no longer has it */
     bool recheck : 1;  /* to be looked for on a new master */
     bool
         field_stored : 1; /* field[] is its field: not its owner's (a permit) */
     bool leased : 1;      /* has a lease part (struct hold_lease) */
-    unsigned refs;        /* 1 while held, 1 per renewal in flight */
-    uint64_t renew_due_ms;
-    uint64_t since_ms; /* its first grant (LOCKS' held-ms) */
-    struct list_node lock_link;
+    /* While on the watchdog's schedule, the low 32 bits of when it is due
+     * (watchdog.c's due_of): a due time is never further than 2^31 ms,
+     * 24 days, from now. */
+    uint32_t renew_due_ms;
+    unsigned refs; /* 1 while held, 1 per renewal in flight */
     struct list_node session_link;
     struct list_node watchdog_link; /* on the watchdog's schedule */
     /* Its field in Redis, NUL-terminated, when it is not its owner's
@@ -88,6 +114,11 @@ struct hold {
      * a million holds. */
     char field[];
 };
+
+/* Walks lock's holds, oldest first; the body may drop the current one. */
+#define lock_for_each_hold(h, next, lock)                                      \
+    for ((h) = (lock)->holds; (h) != NULL && ((next) = (h)->lock_next, true);  \
+         (h) = (next))
 
 void lock_table_init(void);
 void lock_table_free(void);
@@ -113,6 +144,8 @@ size_t lock_keys(const struct lock *lock, const char *keys[LOCK_KIND_MAX_KEYS],
  * many bytes). */
 size_t lock_channel_len(const struct lock *lock);
 size_t lock_channel(const struct lock *lock, char *out);
+/* Records the TTL an acquire of lock set (last_grant_ttl_ms). */
+void lock_note_grant(struct lock *lock, int64_t ttl_ms);
 /* Calls fn for every lock (LOCKS' view); fn must not free one. */
 void lock_table_foreach(void (*fn)(struct lock *lock, void *arg), void *arg);
 

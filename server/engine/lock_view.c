@@ -64,8 +64,9 @@ static void collect(struct lock *lock, void *arg)
     struct view_walk *w = arg;
     struct view_entry e = {lock, UINT64_MAX, UINT64_MAX};
     struct list_node *pos, *tmp;
+    struct hold *h, *next;
 
-    if (w->err != 0 || (list_empty(&lock->holds) && lock->waiting == NULL) ||
+    if (w->err != 0 || (lock->holds == NULL && lock->waiting == NULL) ||
         !w->filter(lock->name, lock->name_len, w->arg))
         return;
     list_for_each_safe (pos, tmp, &lock_waiters(lock)->head) {
@@ -74,8 +75,7 @@ static void collect(struct lock *lock, void *arg)
         if (c->started_us < e.oldest_wait_us)
             e.oldest_wait_us = c->started_us;
     }
-    list_for_each_safe (pos, tmp, &lock->holds) {
-        const struct hold *h = list_entry(pos, struct hold, lock_link);
+    lock_for_each_hold (h, next, lock) {
         if (h->since_ms < e.oldest_hold_ms)
             e.oldest_hold_ms = h->since_ms;
     }
@@ -104,7 +104,9 @@ static int entry_order(const void *pa, const void *pb)
         c = memcmp(a->lock->name, b->lock->name, n);
     if (c == 0)
         c = cmp_u64(a->lock->name_len, b->lock->name_len);
-    return c != 0 ? c : strcmp(a->lock->kind->name, b->lock->kind->name);
+    return c != 0 ? c
+                  : strcmp(lock_kind_of(a->lock)->name,
+                           lock_kind_of(b->lock)->name);
 }
 
 /* The kind as a command names it, in lower case; RLock's is "lock", as
@@ -124,7 +126,7 @@ static const char *kind_word(const struct lock_kind *kind, char *out)
 /* What a waiting call asked, as its command would say it. */
 static void describe_asked(const struct lock_call *c, char *out)
 {
-    const struct lock_kind *kind = c->lock->kind;
+    const struct lock_kind *kind = lock_kind_of(c->lock);
     int n;
 
     if (kind->holds == HOLDS_REENTRANT) {
@@ -160,11 +162,12 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
     char(*fields)[OWNER_FIELD_SIZE]; /* holders' fields, made here */
     char word[KIND_WORD_MAX];
     struct list_node *pos, *tmp;
+    const struct hold *h, *next;
     struct lock_view v = {lock->name, lock->name_len, NULL, -1,
                           0,          NULL,           0,    NULL};
     int err;
 
-    list_for_each_safe (pos, tmp, &lock->holds)
+    lock_for_each_hold (h, next, lock)
         nh++;
     owners = calloc(nh + nw + 1, sizeof(*owners));
     asked = calloc(nw + 1, sizeof(*asked));
@@ -175,8 +178,7 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
         free(fields);
         return -ENOMEM;
     }
-    list_for_each_safe (pos, tmp, &lock->holds) {
-        const struct hold *h = list_entry(pos, struct hold, lock_link);
+    lock_for_each_hold (h, next, lock) {
         size_t len;
         const char *field = hold_field(h, fields[i], &len);
 
@@ -204,7 +206,7 @@ static int show(struct lock *lock, lock_view_fn *fn, void *arg)
             asked[i - nh]};
         i++;
     }
-    v.kind = kind_word(lock->kind, word);
+    v.kind = kind_word(lock_kind_of(lock), word);
     v.holder_count = nh;
     v.holders = owners;
     v.waiter_count = i - nh;

@@ -180,13 +180,11 @@ static void release_replied(struct lock_call *call, enum lock_outcome outcome,
 static void force_release_replied(struct lock_call *call,
                                   enum lock_outcome outcome, int64_t value)
 {
-    struct list_node *pos, *tmp;
+    struct hold *h, *next;
 
     if (outcome == OUTCOME_RELEASED) {
-        list_for_each_safe (pos, tmp, &call->lock->holds) {
-            release_lose_hold(list_entry(pos, struct hold, lock_link),
-                              "FORCEUNLOCK");
-        }
+        lock_for_each_hold (h, next, call->lock)
+            release_lose_hold(h, "FORCEUNLOCK");
         stats.locks_force_released++;
     }
     call_finish_integer(call, value);
@@ -199,7 +197,7 @@ static bool frees_waiters(const struct lock_call *call,
 {
     return outcome == OUTCOME_RELEASED ||
            (outcome == OUTCOME_DECREMENTED &&
-            call->lock->kind->holds == HOLDS_PERMITS) ||
+            lock_kind_of(call->lock)->holds == HOLDS_PERMITS) ||
            (outcome == OUTCOME_VALUE &&
             (call->op == LOCK_OP_TRY_SET || call->op == LOCK_OP_ADD));
 }

@@ -150,7 +150,7 @@ static void unsettled_add(struct lock *lock, enum lock_op op, const char *field,
 /* A kind that holds nothing (a latch's wait) leaves nothing to settle. */
 void ride_settle_later(struct lock *lock, const char *field, size_t field_len)
 {
-    if (!lock_kind_op_required(lock->kind, LOCK_OP_SETTLE))
+    if (!lock_kind_op_required(lock_kind_of(lock), LOCK_OP_SETTLE))
         return;
     unsettled_add(lock, LOCK_OP_SETTLE, field, field_len);
 }

@@ -128,7 +128,7 @@ static void resume_ask(struct lock_join *j, const struct session_entry *e)
     struct engine_request *r = NULL;
 
     if (lock != NULL) {
-        size_t len = owner_field(field, lock->kind, j->session->id,
+        size_t len = owner_field(field, lock_kind_of(lock), j->session->id,
                                  j->session->id_len, e->thread_id);
 
         r = engine_request_new(lock, LOCK_OP_HOLD_COUNT, field, len);

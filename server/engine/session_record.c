@@ -63,9 +63,10 @@ void record_hold(struct hold *h, int64_t ttl_ms)
 {
     struct lock *lock = h->lock;
 
-    if (session_store_put(h->session, lock->kind, lock->name, lock->name_len,
-                          h->thread_id, false, h->watchdog ? -1 : h->lease_ms,
-                          ttl_ms, NULL, NULL) != 0)
+    if (session_store_put(h->session, lock_kind_of(lock), lock->name,
+                          lock->name_len, h->thread_id, false,
+                          h->watchdog ? -1 : h->lease_ms, ttl_ms, NULL,
+                          NULL) != 0)
         log_warn("the record of %s does not name '%.*s' (Redis unavailable): "
                  "a later rlockd cannot give it back",
                  h->session->id, (int)lock->name_len, lock->name);
@@ -75,8 +76,8 @@ void record_hold(struct hold *h, int64_t ttl_ms)
 
 void record_forget(struct session *s, struct lock *lock, uint64_t thread_id)
 {
-    if (record_enabled(s, lock->kind))
-        session_store_forget(s, lock->kind, lock->name, lock->name_len,
+    if (record_enabled(s, lock_kind_of(lock)))
+        session_store_forget(s, lock_kind_of(lock), lock->name, lock->name_len,
                              thread_id);
 }
 
@@ -161,16 +162,17 @@ bool record_needed(const struct lock_call *call)
 {
     struct hold *hold = hold_find(call->lock, call->session, call->thread_id);
 
-    return record_enabled(call->session, call->lock->kind) &&
+    return record_enabled(call->session, lock_kind_of(call->lock)) &&
            (hold == NULL || hold->lost);
 }
 
 int record_pending(struct lock_call *call, backend_reply_fn *fn)
 {
     struct lock *lock = call->lock;
-    int err = session_store_put(
-        call->session, lock->kind, lock->name, lock->name_len, call->thread_id,
-        true, call->lease_ms, call_effective_lease(call), fn, call);
+    int err =
+        session_store_put(call->session, lock_kind_of(lock), lock->name,
+                          lock->name_len, call->thread_id, true, call->lease_ms,
+                          call_effective_lease(call), fn, call);
 
     call->session->has_record = true;
     if (err == 0) {

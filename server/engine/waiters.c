@@ -39,13 +39,11 @@ static void note_freed(struct lock *lock)
  */
 bool waiters_held_here(const struct lock *lock)
 {
-    struct list_node *pos, *tmp;
+    const struct hold *h, *next;
 
-    if (!kind_one_owner_at_a_time(lock->kind))
+    if (!kind_one_owner_at_a_time(lock_kind_of(lock)))
         return false;
-    list_for_each_safe (pos, tmp, &lock->holds) {
-        const struct hold *h = list_entry(pos, struct hold, lock_link);
-
+    lock_for_each_hold (h, next, lock) {
         if (!h->lost && h->count > h->releasing)
             return true;
     }
@@ -61,7 +59,8 @@ static void on_lock_message(struct backend_listener *listener,
     /* No payload: just subscribed, and a message sent before that was
      * missed, so the head looks again, unless a hold here keeps it. */
     if (!waiters_held_here(lock))
-        waiters_wake(lock, payload ? lock->kind->on_message(payload, len) : 1);
+        waiters_wake(
+            lock, payload ? lock_kind_of(lock)->on_message(payload, len) : 1);
 }
 
 /* A message on a waiter's own channel (a fair lock's head): it asks. */
@@ -118,7 +117,7 @@ int waiters_enqueue(struct lock_call *call)
     call->session->waiting_count++;
     list_push_tail(&call->session->waiting, &call->owner_link);
     stats.waiting_clients++;
-    if (lock->kind->channel_per_waiter) {
+    if (lock_kind_of(lock)->channel_per_waiter) {
         if (listen_as_waiter(call) != 0)
             log_warn("cannot listen for unlocks (out of memory); polling by "
                      "TTL");
@@ -161,7 +160,7 @@ static void wake_yielding(struct lock *lock)
     for (size_t k = 0; k < LOCK_KIND_COUNT; k++) {
         struct lock *other;
 
-        if (lock_kinds[k]->yields_to == lock->kind &&
+        if (lock_kinds[k]->yields_to == lock_kind_of(lock) &&
             (other = lock_find(lock_kinds[k], lock->name, lock->name_len)))
             waiters_wake(other, LOCK_KIND_WAKE_ALL);
     }
@@ -180,14 +179,14 @@ void waiters_dequeue(struct lock_call *call, bool granted)
     call->session->waiting_count--;
     list_remove(&call->owner_link);
     stats.waiting_clients--;
-    if (lock->kind->channel_per_waiter)
+    if (lock_kind_of(lock)->channel_per_waiter)
         engine.backend->unlisten(&call->listener);
     head = waiters_head(lock);
     if (was_head) /* the waiters that yielded to it may go on */
         wake_yielding(lock);
     if (head == NULL) { /* nobody left to hand it to */
         list_remove(&w->waiting_link);
-        if (!lock->kind->channel_per_waiter)
+        if (!lock_kind_of(lock)->channel_per_waiter)
             engine.backend->unlisten(&w->listener);
         lock_waiting_end(lock);
         return;
@@ -198,7 +197,7 @@ void waiters_dequeue(struct lock_call *call, bool granted)
      * most the TTL we set (unless holds are shared: then it may share it
      * now); otherwise the old head may have been woken for a free lock it
      * no longer wants, so the new head looks now. */
-    if (!granted || lock->kind->shared)
+    if (!granted || lock_kind_of(lock)->shared)
         waiters_wake(lock, 1);
     else if (waiters_sleep(head, lock->last_grant_ttl_ms) != 0)
         log_error("out of memory: waiter on '%.*s' wakes only on a message",
@@ -214,7 +213,7 @@ void waiters_dequeue(struct lock_call *call, bool granted)
  */
 bool waiters_yields(const struct lock_call *call)
 {
-    const struct lock_kind *to = call->lock->kind->yields_to;
+    const struct lock_kind *to = lock_kind_of(call->lock)->yields_to;
     struct lock *other;
     struct lock_call *first;
 
@@ -296,8 +295,9 @@ void waiters_hand_off(struct lock_call *release, const struct hold *hold)
     struct lock *lock = release->lock;
     struct lock_call *head = waiters_head(lock);
 
-    if (!kind_one_owner_at_a_time(lock->kind) || hold == NULL || hold->lost ||
-        release->count != release->amount || release->state != CALL_ASKING)
+    if (!kind_one_owner_at_a_time(lock_kind_of(lock)) || hold == NULL ||
+        hold->lost || release->count != release->amount ||
+        release->state != CALL_ASKING)
         return;
     if (head == NULL || head->state != CALL_QUEUED ||
         lock->handoffs >= (unsigned)engine.cfg->max_handoffs_in_a_row) {

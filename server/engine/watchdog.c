@@ -91,9 +91,21 @@ static struct hold *first_hold(const struct due_list *list)
     return list_entry(list->holds.next, struct hold, watchdog_link);
 }
 
+/* When a scheduled hold is due, from the low 32 bits it keeps: a due
+ * time is at most watchdog_timeout_ms / 3 (config.c bounds it to a day)
+ * ahead of now, or behind it by the loop's lateness, so the 2^32 ms
+ * around now tell them apart, up to 24 days either way. */
+static uint64_t due_of(const struct hold *h, uint64_t now)
+{
+    uint32_t ahead = h->renew_due_ms - (uint32_t)now;
+
+    return ahead < UINT32_C(1) << 31 ? now + ahead
+                                     : now - (uint32_t)(UINT32_C(0) - ahead);
+}
+
 /* The list whose first hold is due soonest (the first such list on a
  * tie), or NULL when none has a hold. */
-static struct due_list *earliest_list(void)
+static struct due_list *earliest_list(uint64_t now)
 {
     struct due_list *best = NULL;
 
@@ -102,7 +114,7 @@ static struct due_list *earliest_list(void)
 
         if (!list_empty(&list->holds) &&
             (best == NULL ||
-             first_hold(list)->renew_due_ms < first_hold(best)->renew_due_ms))
+             due_of(first_hold(list), now) < due_of(first_hold(best), now)))
             best = list;
     }
     return best;
@@ -110,13 +122,14 @@ static struct due_list *earliest_list(void)
 
 static void arm_timer(void)
 {
-    struct due_list *first = earliest_list();
+    uint64_t now = timers_now();
+    struct due_list *first = earliest_list(now);
 
     if (first == NULL) {
         timer_stop(&watchdog.timer);
         return;
     }
-    if (timer_start(&watchdog.timer, first_hold(first)->renew_due_ms) != 0)
+    if (timer_start(&watchdog.timer, due_of(first_hold(first), now)) != 0)
         log_error("watchdog: out of memory arming its timer");
 }
 
@@ -157,11 +170,11 @@ static void schedule(struct hold *h, uint64_t delay)
 {
     struct due_list *list = list_for(delay);
     struct list_node *pos = list->holds.prev;
+    uint64_t now = timers_now(), due = now + delay;
 
-    h->renew_due_ms = timers_now() + delay;
+    h->renew_due_ms = (uint32_t)due;
     while (pos != &list->holds &&
-           list_entry(pos, struct hold, watchdog_link)->renew_due_ms >
-               h->renew_due_ms)
+           due_of(list_entry(pos, struct hold, watchdog_link), now) > due)
         pos = pos->prev;
     list_insert_before(pos->next, &h->watchdog_link);
     stats.watchdog_locks++;
@@ -372,9 +385,10 @@ static struct renew_batch *batch_for(struct round *round,
                                      const struct lock *lock, bool places)
 {
     size_t max = (size_t)watchdog.cfg->renew_batch_size;
+    const struct lock_kind *kind = lock_kind_of(lock);
     const struct lock_kind_renewal *row =
-        places ? &lock->kind->place_renewal : &lock->kind->renewal;
-    unsigned key[3] = {lock_kind_index(lock->kind), places,
+        places ? &kind->place_renewal : &kind->renewal;
+    unsigned key[3] = {lock_kind_index(kind), places,
                        watchdog.backend->key_group(lock->name, lock->name_len)};
     struct renew_batch *batch;
 
@@ -431,11 +445,11 @@ static void watchdog_fire(struct timer *timer)
 
     (void)timer;
     round_init(&round);
-    while ((list = earliest_list()) != NULL) {
+    while ((list = earliest_list(now)) != NULL) {
         struct hold *h = first_hold(list);
         struct renew_batch *batch;
 
-        if (h->renew_due_ms > now + interval_of(h) / COALESCE_DIVISOR)
+        if (due_of(h, now) > now + interval_of(h) / COALESCE_DIVISOR)
             break;
         batch = batch_for(&round, h->lock, false);
         if (batch == NULL) {
@@ -449,7 +463,7 @@ static void watchdog_fire(struct timer *timer)
     round_send(&round);
     /* After an out-of-memory stop the first hold is still due: not a
      * busy loop, try again a little later. */
-    if (list != NULL && first_hold(list)->renew_due_ms <= now)
+    if (list != NULL && due_of(first_hold(list), now) <= now)
         timer_start(&watchdog.timer, now + RENEW_RETRY_MS);
     else
         arm_timer();

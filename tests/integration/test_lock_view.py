@@ -141,6 +141,23 @@ def test_a_reentrant_holder_and_a_waiter_in_resp2_resp3_and_json(env):
     assert_eq(a.call("LOCKS", "MATCH", n), [], "nothing held or waited for")
 
 
+def test_holders_are_listed_oldest_first_and_one_gone_from_the_middle_leaves_the_rest(env):
+    owners = [_owner(env, "reader-%d" % i) for i in range(4)]
+    n = env.name("readers")
+    for c, _ in owners[:3]:
+        assert_eq(c.call("LOCK", n, 1, "READ"), "OK", "LOCK READ")
+
+    def listed():
+        return [h["owner"] for h in _maps(owners[0][0].call("LOCKS", "MATCH", n))[0]["holders"]]
+    assert_eq(listed(), ["%s:1" % cid for _, cid in owners[:3]], "in the order they took it")
+    assert_eq(owners[1][0].call("UNLOCK", n, 1, "READ"), 1, "the second one's UNLOCK")
+    assert_eq(owners[3][0].call("LOCK", n, 1, "READ"), "OK", "a fourth LOCK READ")
+    assert_eq(listed(), ["%s:1" % owners[i][1] for i in (0, 2, 3)], "the second gone, the fourth last")
+    for i in (0, 2, 3):
+        assert_eq(owners[i][0].call("UNLOCK", n, 1, "READ"), 1, "UNLOCK READ")
+    assert_eq(owners[0][0].call("LOCKS", "MATCH", n), [], "nothing held")
+
+
 def test_match_count_offset_the_longest_wait_first_and_the_bound(env):
     (a, aid), (b, _) = _owner(env, "holder"), _owner(env, "waiter")
     base = env.name("page")

@@ -82,6 +82,26 @@ START_TEST(a_hold_is_renewed_a_third_into_its_lease)
 }
 END_TEST
 
+/* A hold keeps the low 32 bits of its due time: one taken 49.7 days
+ * into the clock, its renewal due after 2^32 ms, is renewed on time, and
+ * so is the next. */
+START_TEST(a_renewal_due_past_32_bits_of_ms_is_sent_on_time)
+{
+    struct session *a;
+
+    fake_clock.now_ms = (UINT64_C(1) << 32) - RENEW_EVERY_MS / 2;
+    a = join("a");
+    take(a, "L", 1, WATCHDOG_MODE);
+    ck_assert_uint_eq(fake_clock.due_ms, fake_clock.now_ms + RENEW_EVERY_MS);
+    advance(RENEW_EVERY_MS - 1);
+    expect_nothing_pending();
+    advance(1);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    expect_one_renewal_per_interval();
+    ck_assert_uint_eq(stats.locks_lost, 0);
+}
+END_TEST
+
 START_TEST(a_renewal_that_finds_the_lock_gone_loses_the_hold)
 {
     struct session *a = join("a");
@@ -437,6 +457,7 @@ Suite *watchdog_suite(void)
     TCase *schedule = tcase_create("schedule");
 
     tcase_add_test(renewal, a_hold_is_renewed_a_third_into_its_lease);
+    tcase_add_test(renewal, a_renewal_due_past_32_bits_of_ms_is_sent_on_time);
     tcase_add_test(renewal, a_renewal_that_finds_the_lock_gone_loses_the_hold);
     tcase_add_test(renewal, an_unanswered_renewal_is_retried_soon);
     tcase_add_test(renewal, holds_due_together_are_renewed_in_one_call);
