@@ -74,10 +74,13 @@ class Actor(threading.Thread):
 
     def _end_holds(self):
         """The open hold ends now, or when its connection was cut: rlockd may give it
-        back from then, even before the RELEASE the actor then failed to send."""
+        back from then, even before the RELEASE the actor then failed to send. A cut
+        ends only holds granted before it: cut() may have reached a connection the
+        actor had already left, and the holds of later connections are not its."""
         cut, self.cut_at = self.cut_at, None
-        end = self.clock() if cut is None else cut
+        now = self.clock()
         for h in self.holds:
+            end = cut if cut is not None and h[0] <= cut else now
             if h[1] is None or h[1] > end:
                 h[1] = max(h[0], end)
 
@@ -168,7 +171,7 @@ def _max_granted(actors, restarts):
     events = []
     for i, a in enumerate(actors):
         for grant, end, permits, lost in a.holds:
-            if lost:
+            if lost or end <= grant:  # nothing held (and its end would sort first)
                 continue
             end = min([end] + [t for t in restarts if grant <= t <= end])
             hold = (i, round(grant, 4), round(end, 4), permits)
