@@ -230,6 +230,7 @@ void lock_engine_backend_ready(void)
     ride_recheck_ready();
     ride_resume_parked();
     record_stale_resend();
+    watchdog_backend_ready();
     list_for_each_safe (pos, tmp, &engine.waiting_locks) {
         struct lock *lock =
             list_entry(pos, struct lock_waiting, waiting_link)->lock;

@@ -20,6 +20,14 @@
  * frees): a hold dropped or lost meanwhile is not judged by its result
  * (a lost hold is never held again: its owner is told, and a new
  * acquire makes a new hold).
+ *
+ * A renewal that cannot be sent because its key cannot be served (Redis
+ * down, its connection not back yet) is parked, not retried on a timer:
+ * with a million holds, a retry every RENEW_RETRY_MS walked them all
+ * twice a second for as long as Redis was away. The backend says when
+ * keys can be served again (watchdog_backend_ready), and the parked
+ * holds are renewed then; if Redis let them lapse meanwhile, that
+ * renewal finds them gone and their owners are told.
  */
 #include "engine/watchdog.h"
 
@@ -84,6 +92,7 @@ static struct {
     size_t list_count; /* lists[] taken so far */
     struct timer places_timer;
     struct list_node places; /* struct watchdog_place.link */
+    struct list_node parked; /* struct hold.watchdog_link: key not servable */
 } watchdog;
 
 static struct hold *first_hold(const struct due_list *list)
@@ -302,17 +311,26 @@ static struct lock_call_args entry_args(const struct renew_batch *batch,
                                    .queue_wait_ms = p != NULL ? p->wait_ms : 0};
 }
 
-/* A batch that could not be sent: its holds are retried soon, its
- * places at the next round. */
-static void batch_unsent(struct renew_batch *batch)
+/* A batch that could not be sent (err): its places are renewed at the
+ * next round; its holds wait for their key to be servable (-ENOTCONN)
+ * when the backend says it is not, else are retried soon. */
+static void batch_unsent(struct renew_batch *batch, int err)
 {
     for (size_t i = 0; i < batch->count; i++) {
+        struct hold *h = batch->entries[i].hold;
+
         if (batch->places) {
             place_unref(batch->entries[i].place);
             continue;
         }
-        schedule(batch->entries[i].hold, retry_of(batch->entries[i].hold));
-        hold_unref(batch->entries[i].hold);
+        if (err == -ENOTCONN &&
+            !watchdog.backend->key_ready(h->lock->name, h->lock->name_len)) {
+            list_push_tail(&watchdog.parked, &h->watchdog_link);
+            stats.watchdog_locks++;
+        } else {
+            schedule(h, retry_of(h));
+        }
+        hold_unref(h);
     }
     free(batch);
 }
@@ -355,7 +373,7 @@ static void send_batch(struct renew_batch *batch)
                         : &stats.watchdog_renewals) += n;
         return;
     }
-    batch_unsent(batch);
+    batch_unsent(batch, err);
 }
 
 /* The batches one round (a fire of either timer) fills: those still open
@@ -540,6 +558,18 @@ void watchdog_place_drop(struct watchdog_place *p)
     place_unref(p);
 }
 
+void watchdog_backend_ready(void)
+{
+    struct list_node *pos, *tmp;
+
+    list_for_each_safe (pos, tmp, &watchdog.parked) {
+        struct hold *h = list_entry(pos, struct hold, watchdog_link);
+
+        if (watchdog.backend->key_ready(h->lock->name, h->lock->name_len))
+            watchdog_start_now(h);
+    }
+}
+
 void watchdog_init(const struct config *cfg, const struct backend *backend)
 {
     watchdog.cfg = cfg;
@@ -547,6 +577,7 @@ void watchdog_init(const struct config *cfg, const struct backend *backend)
     watchdog.list_count = 0;
     timer_init(&watchdog.timer, watchdog_fire);
     list_init(&watchdog.places);
+    list_init(&watchdog.parked);
     timer_init(&watchdog.places_timer, places_fire);
 }
 

@@ -32,6 +32,9 @@ void watchdog_start(struct hold *hold);
  * lock has an unknown part of its lease left. */
 void watchdog_start_now(struct hold *hold);
 void watchdog_stop(struct hold *hold);
+/* Keys that could not be served may be now: the holds whose renewal
+ * waited for theirs are renewed. */
+void watchdog_backend_ready(void);
 
 /*
  * A waiter's place in its lock's queue in Redis (the fair lock's), kept

@@ -45,8 +45,10 @@ static int fake_eval(const struct backend_call *call, backend_reply_fn *fn,
 {
     struct fake_eval *e;
 
-    if (fake_backend.eval_error != 0)
+    if (fake_backend.eval_error != 0) {
+        fake_backend.refused++;
         return fake_backend.eval_error;
+    }
     e = must_alloc(sizeof(*e));
     e->script = call->script;
     e->key = copy(call->key, call->key_len);

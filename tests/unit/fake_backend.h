@@ -41,8 +41,9 @@ struct fake_backend {
     struct list_node listeners; /* struct backend_listener.link */
     struct backend_script *scripts[FAKE_BACKEND_MAX_SCRIPTS];
     size_t script_count;
-    bool ready;     /* key_ready's answer for every key */
-    int eval_error; /* non-zero: eval refuses every call with it */
+    bool ready;       /* key_ready's answer for every key */
+    int eval_error;   /* non-zero: eval refuses every call with it */
+    unsigned refused; /* calls eval refused so */
     /* listen on a listener already listening, or more scripts added
      * than there is room for */
     unsigned misuse;

@@ -293,6 +293,37 @@ START_TEST(a_round_whose_batches_redis_refuses_ends)
 }
 END_TEST
 
+/* Redis down (no key can be served): a renewal that cannot be sent
+ * waits for the backend to say keys can be served, instead of being
+ * tried again every RENEW_RETRY_MS for as long as Redis is away, which
+ * walked every hold twice a second; then it goes at once. */
+START_TEST(renewals_wait_for_redis_instead_of_retrying)
+{
+    static const long long both_renewed[] = {1, 1};
+    struct session *a = join("a");
+
+    take(a, "L", 1, WATCHDOG_MODE);
+    take(a, "M", 1, WATCHDOG_MODE);
+    fake_backend.ready = false;
+    fake_backend.eval_error = -ENOTCONN;
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend.refused, 1); /* one batch of both */
+    ck_assert_uint_eq(stats.watchdog_locks, 2); /* still watched */
+    advance(10 * RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend.refused, 1);
+    fake_backend.ready = true;
+    fake_backend.eval_error = 0;
+    lock_engine_backend_ready();
+    advance(0); /* due at once: the engine timer's next turn */
+    answer_renewal(expect_eval(RENEW, NULL), 2, both_renewed);
+    ck_assert_uint_eq(stats.watchdog_locks, 2);
+    advance(RENEW_EVERY_MS - 1);
+    expect_nothing_pending();
+    advance(1);
+    answer_renewal(expect_eval(RENEW, NULL), 2, both_renewed);
+}
+END_TEST
+
 /* ---- the schedule: one list per delay ----------------------------------- */
 
 /* Takes name in watchdog mode with a lease of lease_ms (the
@@ -467,6 +498,7 @@ Suite *watchdog_suite(void)
     tcase_add_test(renewal,
                    a_reentrant_acquire_while_renewed_is_scheduled_once);
     tcase_add_test(renewal, a_round_whose_batches_redis_refuses_ends);
+    tcase_add_test(renewal, renewals_wait_for_redis_instead_of_retrying);
     tcase_add_test(regression,
                    an_old_renewal_result_does_not_lose_a_hold_acquired_again);
     tcase_add_test(regression,
