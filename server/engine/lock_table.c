@@ -10,6 +10,7 @@
 
 #include "base/hashmap.h"
 #include "base/log.h"
+#include "base/slab.h"
 #include "base/stats.h"
 #include "engine/session.h"
 
@@ -75,13 +76,31 @@ static size_t kind_keys(const struct lock_kind *kind)
     return n;
 }
 
+/* A lock's size: the struct, the table key (name + kind byte) and the
+ * kind's keys, as lock_create lays them out. */
+static size_t lock_size(const struct lock_kind *kind, const char *name,
+                        size_t len)
+{
+    size_t size = sizeof(struct lock) + len + 1;
+
+    for (size_t i = 0; i < kind_keys(kind); i++)
+        size += lock_kind_name_len(&kind->keys[i], name, len);
+    return size;
+}
+
+/* The size lock was allocated with. */
+static size_t lock_size_of(const struct lock *lock)
+{
+    return lock_size(lock_kind_of(lock), lock->name, lock->name_len);
+}
+
 /* Adds (sign 1) or takes off (-1) a lock's memory in INFO's figures. */
 static void lock_count_bytes(const struct lock *lock, int sign)
 {
-    size_t strings = malloc_usable_size((void *)lock) - sizeof(*lock);
+    size_t size = slab_size(lock_size_of(lock));
 
-    stats.lock_bytes += (uint64_t)sign * malloc_usable_size((void *)lock);
-    stats.lock_string_bytes += (uint64_t)sign * strings;
+    stats.lock_bytes += (uint64_t)sign * size;
+    stats.lock_string_bytes += (uint64_t)sign * (size - sizeof(*lock));
     stats.lock_map_bytes = lock_map.bytes;
 }
 
@@ -92,13 +111,10 @@ static void lock_count_bytes(const struct lock *lock, int sign)
 static struct lock *lock_create(const struct lock_kind *kind, const char *name,
                                 size_t len)
 {
-    size_t room = 0;
-    struct lock *lock;
+    size_t size = lock_size(kind, name, len);
+    struct lock *lock = slab_alloc(size);
     char *p;
 
-    for (size_t i = 0; i < kind_keys(kind); i++)
-        room += lock_kind_name_len(&kind->keys[i], name, len);
-    lock = calloc(1, sizeof(*lock) + len + 1 + room);
     if (lock == NULL)
         return NULL;
     memcpy(lock->name, name, len);
@@ -108,7 +124,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
     for (size_t i = 0; i < kind_keys(kind); i++)
         p += lock_kind_name_of(p, &kind->keys[i], name, len);
     if (hashmap_link(&lock_map, &lock->map_node, lock->name, len + 1) != 0) {
-        free(lock);
+        slab_free(lock, size);
         return NULL;
     }
     stats.lock_entries++;
@@ -227,7 +243,7 @@ void lock_unref(struct lock *lock)
     hashmap_unlink(&lock_map, &lock->map_node);
     stats.lock_entries--;
     lock_count_bytes(lock, -1);
-    free(lock);
+    slab_free(lock, lock_size_of(lock));
 }
 
 size_t owner_field(char *out, const struct lock_kind *kind,
@@ -304,10 +320,23 @@ static void lease_ran_out(struct timer *t)
                    "its lease ran out");
 }
 
+/* A hold's size: the struct and its field when stored (a permit id,
+ * hex: no NUL before its end). */
+static size_t hold_size(bool stored, size_t field_len)
+{
+    return sizeof(struct hold) + (stored ? field_len + 1 : 0);
+}
+
+/* The size h was allocated with. */
+static size_t hold_size_of(const struct hold *h)
+{
+    return hold_size(h->field_stored, h->field_stored ? strlen(h->field) : 0);
+}
+
 /* Adds (sign 1) or takes off (-1) a hold's memory in INFO's figures. */
 static void hold_count_bytes(const struct hold *h, int sign)
 {
-    size_t size = malloc_usable_size((void *)h);
+    size_t size = slab_size(hold_size_of(h));
 
     stats.hold_bytes += (uint64_t)sign * size;
     stats.hold_string_bytes += (uint64_t)sign * (size - sizeof(*h));
@@ -321,7 +350,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     bool stored = owner_field(owner, lock_kind_of(lock), session->id,
                               session->id_len, thread_id) != field_len ||
                   memcmp(owner, field, field_len) != 0;
-    struct hold *h = calloc(1, sizeof(*h) + (stored ? field_len + 1 : 0));
+    struct hold *h = slab_alloc(hold_size(stored, field_len));
     struct hold **tail = &lock->holds;
 
     if (h == NULL)
@@ -377,7 +406,7 @@ void hold_unref(struct hold *h)
     if (--h->refs > 0)
         return;
     hold_count_bytes(h, -1);
-    free(h);
+    slab_free(h, hold_size_of(h));
 }
 
 void hold_mark_lost(struct hold *h, const char *why)
@@ -405,18 +434,18 @@ static struct hold_lease *hold_lease_make(struct hold *h)
 
     if (lease != NULL)
         return lease;
-    lease = calloc(1, sizeof(*lease));
+    lease = slab_alloc(sizeof(*lease));
     if (lease == NULL)
         return NULL;
     lease->hold = h;
     if (hashmap_link(&lease_map, &lease->map_node, &lease->hold,
                      sizeof(lease->hold)) != 0) {
-        free(lease);
+        slab_free(lease, sizeof(*lease));
         return NULL;
     }
     timer_init(&lease->timer, lease_ran_out);
     h->leased = true;
-    stats.hold_bytes += malloc_usable_size(lease);
+    stats.hold_bytes += slab_size(sizeof(*lease));
     return lease;
 }
 
@@ -447,6 +476,6 @@ void hold_lease_stop(struct hold *h)
     timer_stop(&lease->timer);
     hashmap_unlink(&lease_map, &lease->map_node);
     h->leased = false;
-    stats.hold_bytes -= malloc_usable_size(lease);
-    free(lease);
+    stats.hold_bytes -= slab_size(sizeof(*lease));
+    slab_free(lease, sizeof(*lease));
 }

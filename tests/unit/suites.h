@@ -34,7 +34,8 @@
     X(record_keys_suite)                                                       \
     X(watchdog_suite)                                                          \
     X(deadlock_suite)                                                          \
-    X(event_ring_suite)
+    X(event_ring_suite)                                                        \
+    X(slab_suite)
 
 #define UNIT_SUITE_DECLARE(constructor) Suite *constructor(void);
 UNIT_SUITE_LIST(UNIT_SUITE_DECLARE)
