@@ -109,18 +109,32 @@ void hashmap_free(struct hashmap *map)
     hashmap_init_intrusive(map, map->key_of);
 }
 
-static struct hashmap_node **
-find_slot(const struct hashmap *map, const void *key, size_t len, uint64_t hash)
+/* The bucket of a key, by its hash. */
+static struct hashmap_node **bucket_of(const struct hashmap *map,
+                                       const void *key, size_t len)
 {
-    struct hashmap_node **slot = &map->buckets[hash & (map->bucket_count - 1)];
+    return &map->buckets[hashmap_hash(key, len) & (map->bucket_count - 1)];
+}
+
+/* The bucket of a linked node, by its key's hash. */
+static struct hashmap_node **node_bucket(const struct hashmap *map,
+                                         const struct hashmap_node *node)
+{
+    size_t len;
+    const void *key = map->key_of(node, &len);
+
+    return bucket_of(map, key, len);
+}
+
+static struct hashmap_node **find_slot(const struct hashmap *map,
+                                       const void *key, size_t len)
+{
+    struct hashmap_node **slot = bucket_of(map, key, len);
 
     for (; *slot != NULL; slot = &(*slot)->next) {
         size_t klen;
-        const void *k;
+        const void *k = map->key_of(*slot, &klen);
 
-        if ((*slot)->hash != hash)
-            continue;
-        k = map->key_of(*slot, &klen);
         if (klen == len && memcmp(k, key, len) == 0)
             break;
     }
@@ -132,7 +146,7 @@ struct hashmap_node *hashmap_find(const struct hashmap *map, const void *key,
 {
     if (map->size == 0)
         return NULL;
-    return *find_slot(map, key, len, hashmap_hash(key, len));
+    return *find_slot(map, key, len);
 }
 
 void *hashmap_get(const struct hashmap *map, const void *key, size_t len)
@@ -142,45 +156,50 @@ void *hashmap_get(const struct hashmap *map, const void *key, size_t len)
     return n ? entry_of(n)->value : NULL;
 }
 
+/* Doubles the buckets, hashing every key again (node_bucket). */
 static int grow(struct hashmap *map)
 {
-    size_t count = map->bucket_count ? map->bucket_count * 2 : 16;
-    struct hashmap_node **buckets = calloc(count, sizeof(*buckets));
+    struct hashmap old = *map;
+    struct hashmap_node *n, *next;
 
-    if (buckets == NULL)
+    map->bucket_count = old.bucket_count ? old.bucket_count * 2 : 16;
+    map->buckets = calloc(map->bucket_count, sizeof(*map->buckets));
+    if (map->buckets == NULL) {
+        *map = old;
         return -ENOMEM;
-    for (size_t i = 0; i < map->bucket_count; i++) {
-        struct hashmap_node *n = map->buckets[i], *next;
-        for (; n != NULL; n = next) {
+    }
+    for (size_t i = 0; i < old.bucket_count; i++) {
+        for (n = old.buckets[i]; n != NULL; n = next) {
+            struct hashmap_node **slot = node_bucket(map, n);
+
             next = n->next;
-            n->next = buckets[n->hash & (count - 1)];
-            buckets[n->hash & (count - 1)] = n;
+            n->next = *slot;
+            *slot = n;
         }
     }
-    map->bytes += malloc_usable_size(buckets);
-    map->bytes -= malloc_usable_size(map->buckets);
-    free(map->buckets);
-    map->buckets = buckets;
-    map->bucket_count = count;
+    map->bytes += malloc_usable_size(map->buckets);
+    map->bytes -= malloc_usable_size(old.buckets);
+    free(old.buckets);
     return 0;
 }
 
 int hashmap_link(struct hashmap *map, struct hashmap_node *node,
                  const void *key, size_t len)
 {
+    struct hashmap_node **slot;
+
     if (map->size >= map->bucket_count && grow(map) != 0)
         return -ENOMEM;
-    node->hash = hashmap_hash(key, len);
-    node->next = map->buckets[node->hash & (map->bucket_count - 1)];
-    map->buckets[node->hash & (map->bucket_count - 1)] = node;
+    slot = bucket_of(map, key, len);
+    node->next = *slot;
+    *slot = node;
     map->size++;
     return 0;
 }
 
 void hashmap_unlink(struct hashmap *map, struct hashmap_node *node)
 {
-    struct hashmap_node **slot =
-        &map->buckets[node->hash & (map->bucket_count - 1)];
+    struct hashmap_node **slot = node_bucket(map, node);
 
     while (*slot != node)
         slot = &(*slot)->next;
