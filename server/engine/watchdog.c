@@ -28,6 +28,14 @@
  * keys can be served again (watchdog_backend_ready), and the parked
  * holds are renewed then; if Redis let them lapse meanwhile, that
  * renewal finds them gone and their owners are told.
+ *
+ * At most renew_calls_in_flight calls are sent and unanswered; the rest
+ * of a round waits in order (watchdog.waiting) and goes as replies come.
+ * A round of a million holds is some ten thousand calls of 100 B per
+ * hold: sent at once, they sat in the link's buffer and in Redis's, 10 to
+ * 20 MB, until Redis had run them all; a few dozen calls keep Redis as
+ * busy. A batch that waited is sent without the entries that no longer
+ * need it (a hold dropped or lost meanwhile, a place dropped).
  */
 #include "engine/watchdog.h"
 
@@ -65,7 +73,7 @@ struct renew_batch {
     const struct lock_kind_renewal *row;
     bool places;
     unsigned key[3];          /* while open */
-    struct renew_batch *next; /* once full, until sent */
+    struct renew_batch *next; /* once full, until sent; while waiting */
     size_t count;
     union renew_entry {
         struct hold *hold;
@@ -93,6 +101,9 @@ static struct {
     struct timer places_timer;
     struct list_node places; /* struct watchdog_place.link */
     struct list_node parked; /* struct hold.watchdog_link: key not servable */
+    /* Batches behind renew_calls_in_flight, in order (next). */
+    struct renew_batch *waiting, **waiting_tail;
+    int64_t in_flight; /* calls sent and not answered */
 } watchdog;
 
 static struct hold *first_hold(const struct due_list *list)
@@ -245,15 +256,21 @@ static void place_done(struct renew_batch *batch,
     place_unref(p);
 }
 
+/* A hold taken off the schedule for a batch is still the batch's to
+ * renew and judge: not dropped, lost, no longer renewed, or lost and
+ * acquired again (then already back on the schedule). */
+static bool still_batched(const struct hold *h)
+{
+    return h->lock != NULL && !h->lost && h->watchdog &&
+           !list_linked(&h->watchdog_link);
+}
+
 static void hold_done(struct renew_batch *batch,
                       const struct backend_value *reply, size_t i)
 {
     struct hold *h = batch->entries[i].hold;
 
-    /* Dropped, lost, no longer renewed, or lost and acquired again
-     * (then already back on the schedule): not this result's to judge. */
-    if (h->lock != NULL && !h->lost && h->watchdog &&
-        !list_linked(&h->watchdog_link)) {
+    if (still_batched(h)) {
         if (reply == NULL)
             schedule(h, retry_of(h));
         else if (batch->row->renewed(&reply->element[i]))
@@ -263,6 +280,8 @@ static void hold_done(struct renew_batch *batch,
     }
     hold_unref(h);
 }
+
+static void send_waiting(void);
 
 static void batch_done(void *arg, const struct backend_value *reply)
 {
@@ -276,10 +295,12 @@ static void batch_done(void *arg, const struct backend_value *reply)
                  reply == NULL                ? "Redis unavailable"
                  : reply->type == VALUE_ERROR ? reply->str
                                               : "unexpected reply");
+    watchdog.in_flight--;
     for (size_t i = 0; i < batch->count; i++)
         (batch->places ? place_done : hold_done)(batch, valid ? reply : NULL,
                                                  i);
     free(batch);
+    send_waiting();
 }
 
 /* What the renewal row needs of entry i: its lock, its owner's field,
@@ -335,8 +356,29 @@ static void batch_unsent(struct renew_batch *batch, int err)
     free(batch);
 }
 
-/* Sends one batch; 0, or the holds go back on the schedule. */
-static void send_batch(struct renew_batch *batch)
+/* Takes out of a batch that waited the entries that no longer need it;
+ * returns how many are left. */
+static size_t batch_compact(struct renew_batch *batch)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < batch->count; i++) {
+        union renew_entry e = batch->entries[i];
+
+        if (batch->places ? e.place->owner != NULL : still_batched(e.hold))
+            batch->entries[kept++] = e;
+        else if (batch->places)
+            place_unref(e.place);
+        else
+            hold_unref(e.hold);
+    }
+    batch->count = kept;
+    return kept;
+}
+
+/* Sends one batch now; if it cannot be, its holds go back on the
+ * schedule or wait for their keys (batch_unsent). */
+static void send_now(struct renew_batch *batch)
 {
     const struct lock_kind_renewal *r = batch->row;
     size_t n = batch->count, nkeys = n * (size_t)r->keys_per_hold,
@@ -368,12 +410,40 @@ static void send_batch(struct renew_batch *batch)
     free(numbers);
     free(fields);
     if (err == 0) {
+        watchdog.in_flight++;
         stats.watchdog_batches++;
         *(batch->places ? &stats.fair_place_renewals
                         : &stats.watchdog_renewals) += n;
         return;
     }
     batch_unsent(batch, err);
+}
+
+/* Sends the waiting batches while fewer than renew_calls_in_flight are
+ * unanswered. */
+static void send_waiting(void)
+{
+    struct renew_batch *batch;
+
+    while (watchdog.in_flight < watchdog.cfg->renew_calls_in_flight &&
+           (batch = watchdog.waiting) != NULL) {
+        watchdog.waiting = batch->next;
+        if (watchdog.waiting == NULL)
+            watchdog.waiting_tail = &watchdog.waiting;
+        if (batch_compact(batch) > 0)
+            send_now(batch);
+        else
+            free(batch);
+    }
+}
+
+/* Queues a batch behind those waiting, and sends what may go. */
+static void send_batch(struct renew_batch *batch)
+{
+    batch->next = NULL;
+    *watchdog.waiting_tail = batch;
+    watchdog.waiting_tail = &batch->next;
+    send_waiting();
 }
 
 /* The batches one round (a fire of either timer) fills: those still open
@@ -578,9 +648,14 @@ void watchdog_init(const struct config *cfg, const struct backend *backend)
     timer_init(&watchdog.timer, watchdog_fire);
     list_init(&watchdog.places);
     list_init(&watchdog.parked);
+    watchdog.waiting = NULL;
+    watchdog.waiting_tail = &watchdog.waiting;
+    watchdog.in_flight = 0;
     timer_init(&watchdog.places_timer, places_fire);
 }
 
+/* No batch is left waiting: the backend closes first and answers every
+ * call in flight, and each answer sends, or puts back, the next. */
 void watchdog_close(void)
 {
     timer_stop(&watchdog.timer);

@@ -1792,6 +1792,11 @@ int main(void)
     sigaction(SIGABRT, &crash, NULL);
     config_set_defaults(&cfg);
     cfg.watchdog_timeout_ms = WATCHDOG_MS;
+    /* Renewals in calls of two, one call in flight: a round's calls wait
+     * for one another, and holds are released, lost and failed over
+     * while theirs waits (watchdog.c's batch_compact). */
+    cfg.renew_batch_size = 2;
+    cfg.renew_calls_in_flight = 1;
     log_set_level(LOG_LEVEL_ERROR);
     for (int m = 0; kind != NULL && *kind && m < MODE_COUNT; m++)
         if (strcmp(kind, mode_names[m]) == 0)

@@ -33,6 +33,7 @@ START_TEST(defaults_are_the_documented_ones)
     ck_assert_int_eq(cfg.watchdog_timeout_ms, 30000);
     ck_assert_int_eq(cfg.on_disconnect, ON_DISCONNECT_RELEASE);
     ck_assert_int_eq(cfg.renew_batch_size, 100);
+    ck_assert_int_eq(cfg.renew_calls_in_flight, 32);
     ck_assert_int_eq(cfg.max_auth_failures, 3);
     ck_assert_int_eq(cfg.tcp_keepalive_s, 60);
     ck_assert_int_eq(cfg.min_heartbeat_ms, 100);

@@ -324,6 +324,33 @@ START_TEST(renewals_wait_for_redis_instead_of_retrying)
 }
 END_TEST
 
+/* A round's calls past renew_calls_in_flight wait for replies, in order;
+ * one that waited goes without a hold released meanwhile, and not at all
+ * when none is left. */
+START_TEST(calls_past_the_in_flight_bound_wait_for_replies)
+{
+    struct session *a = join("a");
+
+    engine_cfg.renew_batch_size = 1;
+    engine_cfg.renew_calls_in_flight = 1;
+    take(a, "K", 1, WATCHDOG_MODE);
+    take(a, "L", 1, WATCHDOG_MODE);
+    take(a, "M", 1, WATCHDOG_MODE);
+    take(a, "N", 1, WATCHDOG_MODE);
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 1);
+    expect_integer(unlock_answered(a, "M", 1, &one_reply), 1);
+    answer_renewal(expect_eval(RENEW, "K"), 1, renewed);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 1);
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 1);
+    answer_renewal(expect_eval(RENEW, "N"), 1, renewed);
+    expect_nothing_pending();
+    ck_assert_uint_eq(stats.watchdog_locks, 3);
+    ck_assert_uint_eq(stats.watchdog_renewals, 3);
+}
+END_TEST
+
 /* ---- the schedule: one list per delay ----------------------------------- */
 
 /* Takes name in watchdog mode with a lease of lease_ms (the
@@ -437,9 +464,14 @@ static void drop_many(struct hold **holds, size_t n)
  * its window). */
 START_TEST(a_retry_among_many_later_holds_is_sent_at_its_own_time)
 {
-    struct session *a = join("a");
-    struct fake_eval *old = take_and_send_renewal(a);
-    struct hold **holds = hold_many(a, MANY_HOLDS);
+    struct session *a;
+    struct fake_eval *old;
+    struct hold **holds;
+
+    engine_cfg.renew_calls_in_flight = MANY_HOLDS; /* the round at once */
+    a = join("a");
+    old = take_and_send_renewal(a);
+    holds = hold_many(a, MANY_HOLDS);
 
     ck_assert_uint_eq(stats.watchdog_locks, MANY_HOLDS);
     fake_eval_answer(old, NULL);
@@ -499,6 +531,7 @@ Suite *watchdog_suite(void)
                    a_reentrant_acquire_while_renewed_is_scheduled_once);
     tcase_add_test(renewal, a_round_whose_batches_redis_refuses_ends);
     tcase_add_test(renewal, renewals_wait_for_redis_instead_of_retrying);
+    tcase_add_test(renewal, calls_past_the_in_flight_bound_wait_for_replies);
     tcase_add_test(regression,
                    an_old_renewal_result_does_not_lose_a_hold_acquired_again);
     tcase_add_test(regression,
