@@ -27,7 +27,7 @@ import rlockd  # noqa: E402
 # the restart tests to outlive it, and long enough for a slow (valgrind)
 # rlockd to restart within it.
 CONFIG = {"lock": {"watchdog_timeout_ms": harness.daemon_ms(2000), "max_held_locks_per_client": 20},
-          "redis": {"retry_timeout_ms": 500}}
+          "redis": {"retry_timeout_ms": harness.daemon_ms(500)}}
 
 
 def start_env(config=CONFIG):
