@@ -209,8 +209,8 @@ const struct config_row config_rows[] = {
     ENUM_ROW("lock", "deadlock_detection", LIVE, deadlock_detection, "on",
              off_on_names),
     INT_ROW("lock", "renew_batch_size", LIVE, renew_batch_size, "100", 1, 1000),
-    /* The rest of a round's calls wait for one of these to be answered
-     * (engine/watchdog.c). */
+    /* Per key group; the rest of a round's calls wait for one of these
+     * to be answered (engine/watchdog.c). */
     INT_ROW("lock", "renew_calls_in_flight", LIVE, renew_calls_in_flight, "32",
             1, 100000),
     /* Names whose highest FENCED token is remembered (fence_memory.h). */

@@ -123,7 +123,7 @@ struct config {
     int64_t max_multilock_names; /* names in one MLOCK or MUNLOCK */
     int64_t max_held_locks_per_client;
     int64_t renew_batch_size;
-    int64_t renew_calls_in_flight; /* renewal calls sent, not answered */
+    int64_t renew_calls_in_flight; /* a key group's renewal calls unanswered */
     int64_t fence_memory_names;
     /* local hand-offs of one lock before a release leaves it free */
     int64_t max_handoffs_in_a_row;

@@ -29,13 +29,17 @@
  * holds are renewed then; if Redis let them lapse meanwhile, that
  * renewal finds them gone and their owners are told.
  *
- * At most renew_calls_in_flight calls are sent and unanswered; the rest
- * of a round waits in order (watchdog.waiting) and goes as replies come.
- * A round of a million holds is some ten thousand calls of 100 B per
- * hold: sent at once, they sat in the link's buffer and in Redis's, 10 to
- * 20 MB, until Redis had run them all; a few dozen calls keep Redis as
- * busy. A batch that waited is sent without the entries that no longer
- * need it (a hold dropped or lost meanwhile, a place dropped).
+ * At most renew_calls_in_flight calls of one key group (a whole
+ * Standalone Redis, one Cluster slot) are sent and unanswered; the rest
+ * of a round waits in order (struct group_calls) and goes as replies
+ * come. A round of a million holds is some ten thousand calls of 100 B
+ * per hold: sent at once, they sat in the link's buffer and in Redis's,
+ * 10 to 20 MB, until Redis had run them all; a few dozen calls keep Redis
+ * as busy. The bound is the group's, not the daemon's, so that a Cluster
+ * master that hangs holds back only its own slots' renewals, not every
+ * other master's until its link is dropped. A batch that waited is sent
+ * without the entries that no longer need it (a hold dropped or lost
+ * meanwhile, a place dropped).
  */
 #include "engine/watchdog.h"
 
@@ -101,10 +105,17 @@ static struct {
     struct timer places_timer;
     struct list_node places; /* struct watchdog_place.link */
     struct list_node parked; /* struct hold.watchdog_link: key not servable */
-    /* Batches behind renew_calls_in_flight, in order (next). */
-    struct renew_batch *waiting, **waiting_tail;
-    int64_t in_flight; /* calls sent and not answered */
+    struct hashmap groups;   /* key group -> struct group_calls, while any */
 } watchdog;
+
+/* One key group's renewal calls: those sent and not answered, and the
+ * batches behind them, in order (renew_batch.next). Freed when it has
+ * neither. */
+struct group_calls {
+    unsigned group;
+    int64_t in_flight;
+    struct renew_batch *waiting, **waiting_tail;
+};
 
 static struct hold *first_hold(const struct due_list *list)
 {
@@ -281,11 +292,15 @@ static void hold_done(struct renew_batch *batch,
     hold_unref(h);
 }
 
-static void send_waiting(void);
+static void send_waiting(struct group_calls *g);
 
 static void batch_done(void *arg, const struct backend_value *reply)
 {
     struct renew_batch *batch = arg;
+    /* Its group lives while the batch is in flight: it is counted out
+     * once the results are acted on. */
+    struct group_calls *g =
+        hashmap_get(&watchdog.groups, &batch->key[2], sizeof(batch->key[2]));
     bool valid = reply != NULL && reply->type == VALUE_ARRAY &&
                  reply->elements == batch->count;
 
@@ -295,12 +310,12 @@ static void batch_done(void *arg, const struct backend_value *reply)
                  reply == NULL                ? "Redis unavailable"
                  : reply->type == VALUE_ERROR ? reply->str
                                               : "unexpected reply");
-    watchdog.in_flight--;
     for (size_t i = 0; i < batch->count; i++)
         (batch->places ? place_done : hold_done)(batch, valid ? reply : NULL,
                                                  i);
     free(batch);
-    send_waiting();
+    g->in_flight--;
+    send_waiting(g);
 }
 
 /* What the renewal row needs of entry i: its lock, its owner's field,
@@ -376,9 +391,9 @@ static size_t batch_compact(struct renew_batch *batch)
     return kept;
 }
 
-/* Sends one batch now; if it cannot be, its holds go back on the
+/* Sends one batch now (true); if it cannot be, its holds go back on the
  * schedule or wait for their keys (batch_unsent). */
-static void send_now(struct renew_batch *batch)
+static bool send_now(struct renew_batch *batch)
 {
     const struct lock_kind_renewal *r = batch->row;
     size_t n = batch->count, nkeys = n * (size_t)r->keys_per_hold,
@@ -410,40 +425,74 @@ static void send_now(struct renew_batch *batch)
     free(numbers);
     free(fields);
     if (err == 0) {
-        watchdog.in_flight++;
         stats.watchdog_batches++;
         *(batch->places ? &stats.fair_place_renewals
                         : &stats.watchdog_renewals) += n;
-        return;
+        return true;
     }
     batch_unsent(batch, err);
+    return false;
 }
 
-/* Sends the waiting batches while fewer than renew_calls_in_flight are
- * unanswered. */
-static void send_waiting(void)
+/* Sends the group's waiting batches while fewer than
+ * renew_calls_in_flight of its calls are unanswered; frees the group
+ * once it has neither. */
+static void send_waiting(struct group_calls *g)
 {
     struct renew_batch *batch;
 
-    while (watchdog.in_flight < watchdog.cfg->renew_calls_in_flight &&
-           (batch = watchdog.waiting) != NULL) {
-        watchdog.waiting = batch->next;
-        if (watchdog.waiting == NULL)
-            watchdog.waiting_tail = &watchdog.waiting;
-        if (batch_compact(batch) > 0)
-            send_now(batch);
-        else
+    while (g->in_flight < watchdog.cfg->renew_calls_in_flight &&
+           (batch = g->waiting) != NULL) {
+        g->waiting = batch->next;
+        if (g->waiting == NULL)
+            g->waiting_tail = &g->waiting;
+        if (batch_compact(batch) == 0)
             free(batch);
+        else if (send_now(batch))
+            g->in_flight++;
+    }
+    if (g->in_flight == 0 && g->waiting == NULL) {
+        hashmap_remove(&watchdog.groups, &g->group, sizeof(g->group));
+        free(g);
     }
 }
 
-/* Queues a batch behind those waiting, and sends what may go. */
+/* The calls of batch's key group, made when it has none; NULL when out
+ * of memory. */
+static struct group_calls *group_of(const struct renew_batch *batch)
+{
+    struct group_calls *g =
+        hashmap_get(&watchdog.groups, &batch->key[2], sizeof(batch->key[2]));
+
+    if (g != NULL)
+        return g;
+    g = malloc(sizeof(*g));
+    if (g == NULL)
+        return NULL;
+    *g = (struct group_calls){.group = batch->key[2], .waiting = NULL};
+    g->waiting_tail = &g->waiting;
+    if (hashmap_put(&watchdog.groups, &g->group, sizeof(g->group), g) != 0) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Queues a batch behind its group's waiting ones, and sends what may
+ * go; out of memory, its holds are retried soon. */
 static void send_batch(struct renew_batch *batch)
 {
+    struct group_calls *g = group_of(batch);
+
+    if (g == NULL) {
+        log_error("watchdog: out of memory; renewing later");
+        batch_unsent(batch, -ENOMEM);
+        return;
+    }
     batch->next = NULL;
-    *watchdog.waiting_tail = batch;
-    watchdog.waiting_tail = &batch->next;
-    send_waiting();
+    *g->waiting_tail = batch;
+    g->waiting_tail = &batch->next;
+    send_waiting(g);
 }
 
 /* The batches one round (a fire of either timer) fills: those still open
@@ -648,16 +697,15 @@ void watchdog_init(const struct config *cfg, const struct backend *backend)
     timer_init(&watchdog.timer, watchdog_fire);
     list_init(&watchdog.places);
     list_init(&watchdog.parked);
-    watchdog.waiting = NULL;
-    watchdog.waiting_tail = &watchdog.waiting;
-    watchdog.in_flight = 0;
+    hashmap_init(&watchdog.groups);
     timer_init(&watchdog.places_timer, places_fire);
 }
 
-/* No batch is left waiting: the backend closes first and answers every
- * call in flight, and each answer sends, or puts back, the next. */
+/* No group is left: the backend closes first and answers every call in
+ * flight, and each answer sends, or puts back, the next. */
 void watchdog_close(void)
 {
     timer_stop(&watchdog.timer);
     timer_stop(&watchdog.places_timer);
+    hashmap_free(&watchdog.groups);
 }

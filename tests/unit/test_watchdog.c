@@ -351,6 +351,28 @@ START_TEST(calls_past_the_in_flight_bound_wait_for_replies)
 }
 END_TEST
 
+/* The bound is a key group's: a group whose calls are not answered (a
+ * Cluster master that hangs) does not hold back another group's. */
+START_TEST(the_in_flight_bound_is_each_key_groups)
+{
+    struct session *a = join("a");
+
+    fake_backend.group = first_letter_group;
+    engine_cfg.renew_batch_size = 1;
+    engine_cfg.renew_calls_in_flight = 1;
+    take(a, "K1", 1, WATCHDOG_MODE);
+    take(a, "K2", 1, WATCHDOG_MODE);
+    take(a, "L", 1, WATCHDOG_MODE);
+    advance(RENEW_EVERY_MS);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 2); /* K1 and L */
+    answer_renewal(expect_eval(RENEW, "L"), 1, renewed);
+    ck_assert_uint_eq(fake_backend_count(RENEW, NULL), 1); /* K2 waits */
+    answer_renewal(expect_eval(RENEW, "K1"), 1, renewed);
+    answer_renewal(expect_eval(RENEW, "K2"), 1, renewed);
+    expect_nothing_pending();
+}
+END_TEST
+
 /* ---- the schedule: one list per delay ----------------------------------- */
 
 /* Takes name in watchdog mode with a lease of lease_ms (the
@@ -532,6 +554,7 @@ Suite *watchdog_suite(void)
     tcase_add_test(renewal, a_round_whose_batches_redis_refuses_ends);
     tcase_add_test(renewal, renewals_wait_for_redis_instead_of_retrying);
     tcase_add_test(renewal, calls_past_the_in_flight_bound_wait_for_replies);
+    tcase_add_test(renewal, the_in_flight_bound_is_each_key_groups);
     tcase_add_test(regression,
                    an_old_renewal_result_does_not_lose_a_hold_acquired_again);
     tcase_add_test(regression,
