@@ -21,7 +21,8 @@ static struct hashmap lock_map;
  * here, not a side effect (x86_64 sizes). */
 _Static_assert(sizeof(void *) != 8 || sizeof(struct lock) <= 40,
                "struct lock grew past 40 bytes");
-/* The slab's classes are 8 B apart: each 8 B is a held lock's. */
+/* The slab's classes are 8 B apart: 8 B off a hold are 8 B off each
+ * held lock. */
 _Static_assert(sizeof(void *) != 8 || sizeof(struct hold) <= 104,
                "struct hold grew past 104 bytes");
 
