@@ -313,7 +313,7 @@ static int start(void)
  * gives them back at free; but each such block freed raises the
  * threshold to its size (up to 32 MB), after which a burst's buffers
  * (a renewal round, a pipeline of a thousand acquires) come from the
- * heap instead, and once freed stay there as holes under the locks
+ * heap instead, and once freed stay there as holes under whatever was
  * allocated after them, for good. A fixed threshold (glibc's default,
  * 128 KB) keeps them in mmap (mallopt(3)).
  */

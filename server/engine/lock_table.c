@@ -95,13 +95,14 @@ static size_t lock_size_of(const struct lock *lock)
     return lock_size(lock_kind_of(lock), lock->name, lock->name_len);
 }
 
-/* Adds (sign 1) or takes off (-1) a lock's memory in INFO's figures. */
-static void lock_count_bytes(const struct lock *lock, int sign)
+/* Adds (sign 1) or takes off (-1) a lock's memory in INFO's figures;
+ * size is the one it was allocated with. */
+static void lock_count_bytes(size_t size, int sign)
 {
-    size_t size = slab_size(lock_size_of(lock));
+    size = slab_size(size);
 
     stats.lock_bytes += (uint64_t)sign * size;
-    stats.lock_string_bytes += (uint64_t)sign * (size - sizeof(*lock));
+    stats.lock_string_bytes += (uint64_t)sign * (size - sizeof(struct lock));
     stats.lock_map_bytes = lock_map.bytes;
 }
 
@@ -129,7 +130,7 @@ static struct lock *lock_create(const struct lock_kind *kind, const char *name,
         return NULL;
     }
     stats.lock_entries++;
-    lock_count_bytes(lock, 1);
+    lock_count_bytes(size, 1);
     return lock;
 }
 
@@ -239,12 +240,15 @@ struct lock *lock_ref(const struct lock_kind *kind, const char *name,
 
 void lock_unref(struct lock *lock)
 {
+    size_t size;
+
     if (--lock->refs > 0)
         return;
+    size = lock_size_of(lock);
     hashmap_unlink(&lock_map, &lock->map_node);
     stats.lock_entries--;
-    lock_count_bytes(lock, -1);
-    slab_free(lock, lock_size_of(lock));
+    lock_count_bytes(size, -1);
+    slab_free(lock, size);
 }
 
 size_t owner_field(char *out, const struct lock_kind *kind,
@@ -334,13 +338,14 @@ static size_t hold_size_of(const struct hold *h)
     return hold_size(h->field_stored, h->field_stored ? strlen(h->field) : 0);
 }
 
-/* Adds (sign 1) or takes off (-1) a hold's memory in INFO's figures. */
-static void hold_count_bytes(const struct hold *h, int sign)
+/* Adds (sign 1) or takes off (-1) a hold's memory in INFO's figures;
+ * size is the one it was allocated with. */
+static void hold_count_bytes(size_t size, int sign)
 {
-    size_t size = slab_size(hold_size_of(h));
+    size = slab_size(size);
 
     stats.hold_bytes += (uint64_t)sign * size;
-    stats.hold_string_bytes += (uint64_t)sign * (size - sizeof(*h));
+    stats.hold_string_bytes += (uint64_t)sign * (size - sizeof(struct hold));
 }
 
 struct hold *hold_create(struct lock *lock, struct session *session,
@@ -351,7 +356,8 @@ struct hold *hold_create(struct lock *lock, struct session *session,
     bool stored = owner_field(owner, lock_kind_of(lock), session->id,
                               session->id_len, thread_id) != field_len ||
                   memcmp(owner, field, field_len) != 0;
-    struct hold *h = slab_alloc(hold_size(stored, field_len));
+    size_t size = hold_size(stored, field_len);
+    struct hold *h = slab_alloc(size);
     struct hold **tail = &lock->holds;
 
     if (h == NULL)
@@ -371,7 +377,7 @@ struct hold *hold_create(struct lock *lock, struct session *session,
         tail = &(*tail)->lock_next;
     *tail = h;
     list_push_tail(&session->holds, &h->session_link);
-    hold_count_bytes(h, 1);
+    hold_count_bytes(size, 1);
     session->hold_count++;
     lock->refs++;
     stats.held_locks++;
@@ -404,10 +410,13 @@ void hold_drop(struct hold *h)
 
 void hold_unref(struct hold *h)
 {
+    size_t size;
+
     if (--h->refs > 0)
         return;
-    hold_count_bytes(h, -1);
-    slab_free(h, hold_size_of(h));
+    size = hold_size_of(h);
+    hold_count_bytes(size, -1);
+    slab_free(h, size);
 }
 
 void hold_mark_lost(struct hold *h, const char *why)
@@ -428,14 +437,11 @@ void hold_mark_lost(struct hold *h, const char *why)
         loss_listener(h, why);
 }
 
-/* Gives h its lease part unless it has one: 0 or -ENOMEM. */
+/* Gives h, which has none, its lease part; NULL when out of memory. */
 static struct hold_lease *hold_lease_make(struct hold *h)
 {
-    struct hold_lease *lease = lease_of(h);
+    struct hold_lease *lease = slab_alloc(sizeof(*lease));
 
-    if (lease != NULL)
-        return lease;
-    lease = slab_alloc(sizeof(*lease));
     if (lease == NULL)
         return NULL;
     lease->hold = h;
@@ -461,7 +467,8 @@ void hold_lease_start(struct hold *h, int64_t lease_ms)
     if (lock_kind_of(h->lock)->shared && lease != NULL &&
         timer_armed(&lease->timer) && lease->timer.due_ms > due)
         return;
-    lease = hold_lease_make(h);
+    if (lease == NULL)
+        lease = hold_lease_make(h);
     if (lease == NULL || timer_start(&lease->timer, due) != 0)
         log_warn("out of memory: '%.*s' is found lost at its next UNLOCK, "
                  "not when its lease runs out",

@@ -76,7 +76,9 @@ struct due_list {
 struct renew_batch {
     const struct lock_kind_renewal *row;
     bool places;
-    unsigned key[3];          /* while open */
+    /* Its kind's index, places, its key group: its round's map key;
+     * key[2] also finds its group_calls once it is sent. */
+    unsigned key[3];
     struct renew_batch *next; /* once full, until sent; while waiting */
     size_t count;
     union renew_entry {
